@@ -1,0 +1,247 @@
+"""Typed sweep config: the schema Hydra composes ``conf/`` onto, and its validation.
+
+    python -m sweeps +experiment=digits search.num_samples=20 scaling.num_workers=2
+
+``register_schema()`` puts ``SweepConfig`` in Hydra's ConfigStore as ``sweep_schema`` (the first
+entry of ``conf/sweep.yaml``'s defaults), so an unknown key anywhere (a typo on the command
+line or in a YAML file) fails during composition, before this package runs. ``validate()``
+checks values and runs before Ray starts; it raises ``ConfigError`` naming key, value and fix.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass, field
+from typing import Any
+
+from omegaconf import MISSING, DictConfig, OmegaConf
+
+from sweeps.errors import ConfigError
+
+__all__ = [
+    "SweepConfig",
+    "SweepSection",
+    "ExperimentSection",
+    "SearchSection",
+    "SchedulerSection",
+    "ScalingSection",
+    "CheckpointSection",
+    "TrialSection",
+    "RaySection",
+    "register_schema",
+    "to_config",
+    "validate",
+    "import_trainable",
+]
+
+SEARCH_ALGORITHMS = ("tpe", "random")
+SCHEDULERS = ("asha", "none")
+MODES = ("min", "max")
+
+
+@dataclass
+class SweepSection:
+    """Where the sweep lives and how it is seeded."""
+
+    name: str = "${experiment.name}"
+    dir: str = "outputs/${sweep.name}"
+    seed: int = 0
+    verbose: bool = False
+
+
+@dataclass
+class ExperimentSection:
+    """What is trained: the per-worker training function, its fixed and searched params."""
+
+    name: str = MISSING
+    trainable: str = MISSING  # "package.module:function", called on every Train worker
+    metric: str = MISSING
+    mode: str = MISSING
+    params: dict[str, Any] = field(default_factory=dict)
+    search_space: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class SearchSection:
+    """How configurations are proposed."""
+
+    algorithm: str = "tpe"
+    num_samples: int = 8
+    max_concurrent_trials: int | None = None  # None: as many trials as the cluster fits at once
+    n_startup_trials: int = 4  # TPE: random trials before the model kicks in
+
+
+@dataclass
+class SchedulerSection:
+    """Early stopping. ``max_t`` is every trial's epoch budget, with or without ASHA."""
+
+    name: str = "asha"
+    max_t: int = 9
+    grace_period: int = 1
+    reduction_factor: int = 3
+
+
+@dataclass
+class ScalingSection:
+    """Ray Train workers per trial and what each one reserves."""
+
+    num_workers: int = 2
+    use_gpu: bool | None = None  # None: GPU when the cluster has one, else CPU (gloo)
+    cpus_per_worker: float | None = None  # None: 1, or an equal share when that does not fit
+    gpus_per_worker: float = 1.0
+
+
+@dataclass
+class CheckpointSection:
+    """Rank-0 checkpoints of model, optimizer and epoch."""
+
+    every: int = 1  # epochs between checkpoints (the last epoch is always saved)
+    keep: int = 2  # best checkpoints kept by the sweep metric; the latest is always kept too
+
+
+@dataclass
+class TrialSection:
+    """How one trial (one Ray Train run) behaves."""
+
+    poll_interval_s: float = 0.1  # Train controller poll period; Ray's 2 s costs ~1.6 s a report
+    max_failures: int = 0  # worker-group restarts per trial, from the last checkpoint
+
+
+@dataclass
+class RaySection:
+    """Which Ray cluster. ``address: null`` starts a private local instance and stops it."""
+
+    address: str | None = None  # "auto" or "ray://host:10001" to use a running cluster
+    num_cpus: int | None = None  # local instance only; None: all cores
+    num_gpus: int | None = None  # local instance only; None: all visible GPUs
+
+
+@dataclass
+class SweepConfig:
+    """The whole composed config (``conf/sweep.yaml`` + groups + ``+experiment=NAME``)."""
+
+    sweep: SweepSection = field(default_factory=SweepSection)
+    experiment: ExperimentSection = field(default_factory=ExperimentSection)
+    search: SearchSection = field(default_factory=SearchSection)
+    scheduler: SchedulerSection = field(default_factory=SchedulerSection)
+    scaling: ScalingSection = field(default_factory=ScalingSection)
+    checkpoint: CheckpointSection = field(default_factory=CheckpointSection)
+    trial: TrialSection = field(default_factory=TrialSection)
+    ray: RaySection = field(default_factory=RaySection)
+
+
+def register_schema() -> None:
+    """Store ``SweepConfig`` as ``sweep_schema`` so ``conf/sweep.yaml`` can extend it."""
+    from hydra.core.config_store import ConfigStore
+
+    ConfigStore.instance().store(name="sweep_schema", node=SweepConfig)
+
+
+def available_experiments() -> list[str]:
+    """Names accepted by ``+experiment=NAME`` (the files in ``conf/experiment/``)."""
+    from sweeps.paths import CONF_DIR
+
+    return sorted(p.stem for p in (CONF_DIR / "experiment").glob("*.yaml"))
+
+
+def to_config(cfg: DictConfig | SweepConfig) -> SweepConfig:
+    """Turn Hydra's composed DictConfig into a plain ``SweepConfig`` (interpolations resolved).
+
+    Example:
+        >>> to_config(OmegaConf.structured(SweepConfig)).search.algorithm
+        'tpe'
+    """
+    if isinstance(cfg, SweepConfig):
+        return cfg
+    missing = sorted(k for k in ("name", "trainable", "metric", "mode")
+                     if OmegaConf.is_missing(cfg.experiment, k))
+    if missing:
+        names = ", ".join(available_experiments()) or "none found"
+        raise ConfigError(
+            "experiment", None if len(missing) == 4 else f"missing {', '.join(missing)}",
+            "names no complete experiment",
+            f"run `python -m sweeps +experiment=NAME` with NAME one of: {names}; an experiment "
+            "file sets experiment.name, trainable, metric and mode",
+        )
+    obj = OmegaConf.to_object(cfg)
+    if not isinstance(obj, SweepConfig):  # composed without the schema (tests, library use)
+        obj = OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(SweepConfig), cfg))
+    return obj
+
+
+def _require(ok: bool, key: str, value: object, rule: str, fix: str) -> None:
+    if not ok:
+        raise ConfigError(key, value, rule, fix)
+
+
+def validate(cfg: SweepConfig) -> None:
+    """Check every value that can be checked without Ray; raise ``ConfigError`` on the first bad one.
+
+    Cluster fit (num_workers vs resources) is checked by ``sweeps.resources.plan_resources``.
+
+    Example:
+        >>> validate(to_config(compose("digits")))  # doctest: +SKIP
+    """
+    e, s, sc, sk = cfg.experiment, cfg.search, cfg.scheduler, cfg.scaling
+    _require(bool(cfg.sweep.name) and "/" not in cfg.sweep.name, "sweep.name", cfg.sweep.name,
+             "must be a non-empty name without '/'", "set sweep.name=my_sweep")
+    _require(e.mode in MODES, "experiment.mode", e.mode, "must be 'min' or 'max'",
+             f"set experiment.mode=max to maximize {e.metric}, min to minimize it")
+    _require(bool(e.metric), "experiment.metric", e.metric, "must name a reported metric",
+             "set experiment.metric=val_acc")
+    _require(s.algorithm in SEARCH_ALGORITHMS, "search.algorithm", s.algorithm,
+             f"must be one of {', '.join(SEARCH_ALGORITHMS)}", "pick search=tpe or search=random")
+    _require(s.num_samples >= 1, "search.num_samples", s.num_samples, "must be >= 1",
+             "set search.num_samples=8")
+    _require(s.max_concurrent_trials is None or s.max_concurrent_trials >= 1,
+             "search.max_concurrent_trials", s.max_concurrent_trials, "must be >= 1 or null",
+             "leave it null to run as many trials as fit, or set a positive number")
+    _require(s.n_startup_trials >= 0, "search.n_startup_trials", s.n_startup_trials,
+             "must be >= 0", "set search.n_startup_trials=4")
+    _require(sc.name in SCHEDULERS, "scheduler.name", sc.name,
+             f"must be one of {', '.join(SCHEDULERS)}", "pick scheduler=asha or scheduler=none")
+    _require(sc.max_t >= 1, "scheduler.max_t", sc.max_t, "must be >= 1 (epochs per trial)",
+             "set scheduler.max_t=9")
+    if sc.name == "asha":
+        _require(1 <= sc.grace_period <= sc.max_t, "scheduler.grace_period", sc.grace_period,
+                 f"must be between 1 and scheduler.max_t={sc.max_t}",
+                 "set scheduler.grace_period=1")
+        _require(sc.reduction_factor >= 2, "scheduler.reduction_factor", sc.reduction_factor,
+                 "must be >= 2", "set scheduler.reduction_factor=3")
+    _require(sk.num_workers >= 1, "scaling.num_workers", sk.num_workers,
+             "must be >= 1 (Train workers per trial)", "set scaling.num_workers=2")
+    _require(sk.cpus_per_worker is None or sk.cpus_per_worker > 0, "scaling.cpus_per_worker",
+             sk.cpus_per_worker, "must be > 0 or null", "leave it null for 1 CPU per worker")
+    _require(sk.gpus_per_worker > 0, "scaling.gpus_per_worker", sk.gpus_per_worker,
+             "must be > 0", "set scaling.gpus_per_worker=1")
+    _require(cfg.checkpoint.every >= 1, "checkpoint.every", cfg.checkpoint.every, "must be >= 1",
+             "set checkpoint.every=1 to save each epoch")
+    _require(cfg.checkpoint.keep >= 1, "checkpoint.keep", cfg.checkpoint.keep, "must be >= 1",
+             "set checkpoint.keep=2")
+    _require(cfg.trial.poll_interval_s > 0, "trial.poll_interval_s", cfg.trial.poll_interval_s,
+             "must be > 0", "set trial.poll_interval_s=0.1")
+    _require(cfg.trial.max_failures >= -1, "trial.max_failures", cfg.trial.max_failures,
+             "must be >= 0, or -1 for unlimited", "set trial.max_failures=0")
+    import_trainable(e.trainable)
+
+
+def import_trainable(ref: str) -> Any:
+    """Import ``"package.module:function"`` and return the function, or raise ``ConfigError``.
+
+    Example:
+        >>> import_trainable("trainables.digits:train_mlp").__name__
+        'train_mlp'
+    """
+    key = "experiment.trainable"
+    fix = "write it as 'package.module:function', e.g. trainables.digits:train_mlp"
+    module_name, sep, attr = ref.partition(":")
+    _require(bool(sep and module_name and attr), key, ref, "is not 'module:function'", fix)
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise ConfigError(key, ref, f"cannot be imported ({exc})",
+                          "check the module path and that its package is installed") from exc
+    fn = getattr(module, attr, None)
+    _require(callable(fn), key, ref, f"names nothing callable in {module_name}",
+             f"define `def {attr}(config: dict) -> None` there, or fix the name")
+    return fn

@@ -1,0 +1,32 @@
+"""Errors raised for bad user input, before any Ray resource is taken.
+
+    python -m sweeps +experiment=digits scheduler.max_t=0
+    # ConfigError: scheduler.max_t: 0 must be >= 1; set scheduler.max_t=10 (epochs per trial)
+
+Every message names the key, the value, the rule, and how to fix it (Optuna's style). These
+subclass ``ValueError`` so callers that already catch it keep working.
+"""
+
+from __future__ import annotations
+
+__all__ = ["ConfigError", "SearchSpaceError", "ClusterFitError", "SweepError"]
+
+
+class SweepError(Exception):
+    """Base class of every error this package raises on purpose."""
+
+
+class ConfigError(SweepError, ValueError):
+    """A config key has a value the sweep cannot run with."""
+
+    def __init__(self, key: str, value: object, rule: str, fix: str) -> None:
+        self.key, self.value, self.rule, self.fix = key, value, rule, fix
+        super().__init__(f"{key}: {value!r} {rule}; {fix}")
+
+
+class SearchSpaceError(ConfigError):
+    """A ``search_space`` entry does not parse or describes an empty/invalid range."""
+
+
+class ClusterFitError(ConfigError):
+    """One trial needs more resources than the whole cluster has."""

@@ -1,0 +1,148 @@
+"""Guaranteed release of a stopped trial's Train workers (placement group), within seconds.
+
+    tuner = Tuner(..., run_config=tune.RunConfig(callbacks=[PlacementGroupReaper(sweep_id)]))
+
+Why: when Tune stops a trial (ASHA, a stopper, an error), the trial's actor dies and takes the
+Train controller and workers with it, but the workers' placement group is scoped to the job
+and stays CREATED, holding their CPUs/GPUs (ray#54305). Ray Train's own remedy is a detached
+cleaner actor per run that polls the State API; without ``ray[default]``'s dashboard, or with
+two Ray instances on one machine, it never succeeds and the sweep deadlocks after a few trials.
+
+How (no State API involved):
+
+1. ``PlacementGroupLedger`` runs inside each trial's Train controller. After the worker group
+   starts it records the group's placement-group id in Ray's GCS key-value store under the
+   trial's key. Before any (re)start it checks the trial's "stopped" flag and refuses to
+   create a new group once the sweep has ended the trial.
+2. ``PlacementGroupReaper`` is a Tune callback in the sweep driver. When a trial completes,
+   is stopped or errors, it sets the trial's stopped flag and removes the recorded placement
+   group (a no-op when Train already removed it), then keeps watching the key for
+   ``watch_s`` seconds in a background thread in case a restart slipped in.
+3. At the end of the sweep ``release_all`` removes whatever any trial of the sweep recorded.
+
+Because the reaper does the job, ``SweepTorchTrainer`` (in ``sweeps.trial``) leaves out Ray
+Train's per-run cleaner actor: one process fewer per trial and no cleaner that loops forever.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from typing import Any
+
+from ray.train.v2._internal.execution.callback import WorkerGroupCallback
+from ray.tune import Callback
+
+__all__ = ["PlacementGroupLedger", "PlacementGroupReaper", "release_all", "kv_key"]
+
+log = logging.getLogger(__name__)
+NAMESPACE = "sweeps"
+
+
+def kv_key(sweep_id: str, trial_id: str, kind: str = "pg") -> str:
+    """Key of a trial's record: ``pg/<sweep_id>/<trial_id>`` (or ``stop/...``)."""
+    return f"{kind}/{sweep_id}/{trial_id}"
+
+
+def _kv() -> Any:
+    from ray.experimental import internal_kv
+
+    return internal_kv
+
+
+class TrialStoppedError(RuntimeError):
+    """Raised in a Train controller that tries to start workers for a trial the sweep ended."""
+
+
+class PlacementGroupLedger(WorkerGroupCallback):
+    """Train controller callback: records the trial's placement group, refuses stopped restarts."""
+
+    def __init__(self, sweep_id: str, trial_id: str) -> None:
+        self.sweep_id, self.trial_id = sweep_id, trial_id
+
+    def before_worker_group_start(self, worker_group_context: Any) -> None:
+        if _kv()._internal_kv_get(kv_key(self.sweep_id, self.trial_id, "stop"),
+                                  namespace=NAMESPACE):
+            raise TrialStoppedError(f"trial {self.trial_id} was ended by the sweep; "
+                                    "not starting another worker group")
+
+    def after_worker_group_start(self, worker_group: Any) -> None:
+        state = worker_group.get_worker_group_state()
+        pg = state.placement_group_handle.placement_group
+        _kv()._internal_kv_put(kv_key(self.sweep_id, self.trial_id), pg.id.hex(),
+                               overwrite=True, namespace=NAMESPACE)
+
+
+def _remove(pg_hex: str) -> bool:
+    """Remove placement group ``pg_hex`` unless already gone; True when this call removed it."""
+    from ray._raylet import PlacementGroupID
+    from ray.util import placement_group_table, remove_placement_group
+    from ray.util.placement_group import PlacementGroup
+
+    pg = PlacementGroup(PlacementGroupID.from_hex(pg_hex))
+    state = placement_group_table(pg).get("state")
+    if state in (None, "REMOVED"):
+        return False
+    remove_placement_group(pg)
+    return True
+
+
+class PlacementGroupReaper(Callback):
+    """Tune callback in the sweep driver: releases each ended trial's placement group."""
+
+    def __init__(self, sweep_id: str, watch_s: float = 10.0, poll_s: float = 0.25) -> None:
+        self.sweep_id, self.watch_s, self.poll_s = sweep_id, watch_s, poll_s
+        self.released: dict[str, float] = {}  # trial id -> seconds from trial end to release
+        self._threads: list[threading.Thread] = []
+
+    def on_trial_complete(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
+        self._start(trial.trial_id)
+
+    def on_trial_error(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
+        self._start(trial.trial_id)
+
+    def _start(self, trial_id: str) -> None:
+        kv = _kv()
+        kv._internal_kv_put(kv_key(self.sweep_id, trial_id, "stop"), b"1", namespace=NAMESPACE)
+        thread = threading.Thread(target=self._watch, args=(trial_id, time.monotonic()),
+                                  name=f"sweeps-reaper-{trial_id}", daemon=True)
+        self._threads = [t for t in self._threads if t.is_alive()] + [thread]
+        thread.start()
+
+    def _watch(self, trial_id: str, ended: float) -> None:
+        key = kv_key(self.sweep_id, trial_id)
+        while True:
+            try:
+                value = _kv()._internal_kv_get(key, namespace=NAMESPACE)
+                if value and _remove(value.decode()):
+                    self.released[trial_id] = time.monotonic() - ended
+                    log.debug("released placement group of trial %s", trial_id)
+            except Exception as exc:  # Ray shutting down under us: nothing left to hold
+                log.debug("reaper for trial %s stopped: %s", trial_id, exc)
+                return
+            if time.monotonic() - ended > self.watch_s:
+                return
+            time.sleep(self.poll_s)
+
+    def join(self, timeout: float = 15.0) -> None:
+        """Wait for the background watchers (used before ``release_all`` at sweep end)."""
+        deadline = time.monotonic() + timeout
+        for thread in self._threads:
+            thread.join(max(0.0, deadline - time.monotonic()))
+
+
+def release_all(sweep_id: str) -> int:
+    """Remove every placement group a trial of ``sweep_id`` recorded; clear its keys.
+
+    Returns how many were still held (and are now removed).
+    """
+    kv = _kv()
+    removed = 0
+    for key in kv._internal_kv_list(f"pg/{sweep_id}/", namespace=NAMESPACE):
+        value = kv._internal_kv_get(key, namespace=NAMESPACE)
+        if value and _remove(value.decode()):
+            removed += 1
+    for kind in ("pg", "stop"):
+        kv._internal_kv_del(f"{kind}/{sweep_id}/", del_by_prefix=True, namespace=NAMESPACE)
+    return removed

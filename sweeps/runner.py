@@ -1,0 +1,210 @@
+"""Run a sweep from a validated config: plan, start (or join) Ray, fit, summarize, release.
+
+    from sweeps import compose, run_sweep
+    result = run_sweep(compose("digits", ["search.num_samples=4"]))
+    result.best["checkpoint"]
+
+Every check that can fail on user input runs before Ray starts (``prepare``). A Ray instance
+this function starts is shut down by it; a running one (``ray.init`` done by the caller, or
+``ray.address``) is left running, with every placement group of the sweep released.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from sweeps.config import SweepConfig, validate
+from sweeps.errors import ConfigError
+from sweeps.report import Summary, format_table, summarize, write_summary
+from sweeps.resources import ResourcePlan, local_cluster_totals, plan_resources
+from sweeps.space import Param, parse_space
+
+__all__ = ["Prepared", "SweepResult", "prepare", "run_sweep", "sweep_dir_of"]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Prepared:
+    """A config that passed every check, with what was derived from it."""
+
+    cfg: SweepConfig
+    params: list[Param]
+    constants: dict[str, Any]
+    resources: ResourcePlan
+    sweep_dir: Path
+
+
+@dataclass
+class SweepResult:
+    """What a finished sweep produced."""
+
+    sweep_dir: Path
+    summary: Summary
+    results: Any  # ray.tune.ResultGrid
+    released: dict[str, float]  # trial id -> seconds from trial end to its workers' release
+
+    @property
+    def best(self) -> dict[str, Any] | None:
+        return self.summary.best
+
+
+def sweep_dir_of(cfg: SweepConfig) -> Path:
+    """Absolute sweep directory (relative paths are taken from the current directory)."""
+    return Path(cfg.sweep.dir).expanduser().absolute()
+
+
+def _check_writable(sweep_dir: Path) -> None:
+    """Fail unless ``sweep_dir`` can be created and written, leaving nothing behind."""
+    existing = sweep_dir
+    while not existing.exists():
+        existing = existing.parent
+    fix = "set sweep.dir to a directory you can write, e.g. sweep.dir=outputs/my_sweep"
+    if not existing.is_dir():
+        raise ConfigError("sweep.dir", str(sweep_dir), f"is inside {existing}, which is a file",
+                          fix)
+    probe = existing / f".sweeps-write-probe-{uuid.uuid4().hex[:8]}"
+    try:
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as exc:
+        raise ConfigError("sweep.dir", str(sweep_dir),
+                          f"is not writable ({exc.strerror or exc})", fix) from exc
+    state = list(sweep_dir.glob("experiment_state-*.json")) if sweep_dir.is_dir() else []
+    if state:
+        raise ConfigError("sweep.dir", str(sweep_dir), "already holds a sweep",
+                          "pick a new name with sweep.name=NAME, or delete the directory")
+
+
+def _cluster_totals(cfg: SweepConfig) -> tuple[float, float]:
+    """(CPUs, GPUs) of the cluster the sweep will use, joining it if it already runs."""
+    import ray
+
+    if ray.is_initialized() or cfg.ray.address:
+        if not ray.is_initialized():
+            ray.init(address=cfg.ray.address, log_to_driver=cfg.sweep.verbose)
+        totals = ray.cluster_resources()
+        return float(totals.get("CPU", 0)), float(totals.get("GPU", 0))
+    return local_cluster_totals(cfg.ray)
+
+
+def prepare(cfg: SweepConfig) -> Prepared:
+    """Every input check, in order; raises ``ConfigError`` (nothing started, nothing written).
+
+    Only ``ray.address`` makes it touch Ray: it joins that cluster to read its size, and
+    leaves it again if a check fails.
+    """
+    import ray
+
+    validate(cfg)
+    params, constants = parse_space(cfg.experiment.search_space)
+    if not params and cfg.search.algorithm == "tpe":
+        raise ConfigError("experiment.search_space", dict(cfg.experiment.search_space),
+                          "has no parameter to search",
+                          "add one, e.g. lr: tag(log, interval(1e-4, 1e-1)), or use "
+                          "search=random to repeat a fixed config")
+    sweep_dir = sweep_dir_of(cfg)
+    _check_writable(sweep_dir)
+    joined = not ray.is_initialized() and bool(cfg.ray.address)
+    try:
+        cpus, gpus = _cluster_totals(cfg)
+        resources = plan_resources(cfg.scaling, cpus, gpus, cfg.search.max_concurrent_trials)
+    except Exception:
+        if joined:
+            ray.shutdown()
+        raise
+    return Prepared(cfg, params, constants, resources, sweep_dir)
+
+
+def _start_ray(cfg: SweepConfig, resources: ResourcePlan) -> bool:
+    """Start a private local Ray instance unless one is connected; True if started here."""
+    import ray
+
+    if ray.is_initialized():
+        return False
+    ray.init(num_cpus=int(resources.cluster_cpus), num_gpus=int(resources.cluster_gpus),
+             include_dashboard=False, log_to_driver=cfg.sweep.verbose,
+             logging_level=logging.INFO if cfg.sweep.verbose else logging.WARNING,
+             configure_logging=True)
+    return True
+
+
+def run_sweep(cfg: SweepConfig, prepared: Prepared | None = None) -> SweepResult:
+    """Run the sweep ``cfg`` describes to the end and return its summary."""
+    prep = prepared or prepare(cfg)
+    res = prep.resources
+    if res.max_concurrent_trials > res.trials_that_fit:
+        log.warning("search.max_concurrent_trials=%d but only %d trial(s) fit at once; the "
+                    "rest wait for resources", res.max_concurrent_trials, res.trials_that_fit)
+    prep.sweep_dir.mkdir(parents=True, exist_ok=True)
+    os.environ.setdefault("RAY_TRAIN_ENABLE_V2_MIGRATION_WARNINGS", "0")
+    started = _start_ray(cfg, res)
+    try:
+        return _fit(prep)
+    finally:
+        if started:
+            import ray
+
+            ray.shutdown()
+
+
+def _fit(prep: Prepared) -> SweepResult:
+    from omegaconf import OmegaConf
+
+    from sweeps.progress import ProgressLines
+    from sweeps.release import PlacementGroupReaper, release_all
+    from sweeps.tuner import build_tuner, trial_plan
+
+    cfg = prep.cfg
+    sweep_id = f"{cfg.sweep.name}-{uuid.uuid4().hex[:8]}"
+    (prep.sweep_dir / "config.yaml").write_text(OmegaConf.to_yaml(OmegaConf.structured(cfg)))
+    reaper = PlacementGroupReaper(sweep_id)
+    progress = ProgressLines(cfg.experiment.metric, cfg.experiment.mode,
+                             cfg.search.num_samples, cfg.scheduler.max_t)
+    print(f"sweep {cfg.sweep.name}: {cfg.search.num_samples} trials "
+          f"({cfg.search.algorithm}, scheduler {cfg.scheduler.name}, max {cfg.scheduler.max_t} "
+          f"epochs); {prep.resources.describe()}\n  dir {prep.sweep_dir}", flush=True)
+    trial = trial_plan(cfg, prep.constants, prep.resources, prep.sweep_dir, sweep_id)
+    tuner = build_tuner(cfg, prep.params, trial, prep.resources, prep.sweep_dir,
+                        [reaper, progress])
+    try:
+        results = tuner.fit()
+    finally:
+        reaper.join()
+        leftover = release_all(sweep_id)
+        if leftover:
+            log.warning("released %d placement group(s) still held at sweep end", leftover)
+    summary = summarize(results, cfg.experiment.metric, cfg.experiment.mode,
+                        cfg.scheduler.max_t, [p.path for p in prep.params])
+    write_summary(summary, prep.sweep_dir)
+    return SweepResult(prep.sweep_dir, summary, results, dict(reaper.released))
+
+
+def print_result(result: SweepResult, metric: str) -> None:
+    """The end-of-sweep report on stdout: table, best config, best checkpoint."""
+    print("\n" + format_table(result.summary.table))
+    best = result.best
+    if best is None:
+        print(f"\nno trial reported {metric}; see the trials' error.txt under "
+              f"{result.sweep_dir}")
+        return
+    overrides = " ".join(f"experiment.params.{k}={v}" for k, v in
+                         _flat_items(best["config"]))
+    print(f"\nbest trial {best['trial_id']}: {metric}={best['value']:.4f} at epoch "
+          f"{best['epoch']}\n  config: {overrides}\n  checkpoint: {best['checkpoint']}"
+          f"\n  summary: {result.sweep_dir / 'summary.csv'}")
+
+
+def _flat_items(config: dict[str, Any], prefix: str = "") -> list[tuple[str, Any]]:
+    items: list[tuple[str, Any]] = []
+    for key, value in config.items():
+        if isinstance(value, dict):
+            items += _flat_items(value, f"{prefix}{key}.")
+        else:
+            items.append((f"{prefix}{key}", value))
+    return items

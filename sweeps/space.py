@@ -1,0 +1,251 @@
+"""Search-space grammar: the Hydra Optuna sweeper's expressions -> Ray Tune domains.
+
+    experiment:
+      search_space:
+        lr: tag(log, interval(1e-4, 1e-1))   # float, log-uniform
+        model.hidden: choice(64, 128, 256)   # categorical, dotted key = nested param
+        model.depth: range(1, 3)             # int in {1, 2, 3}
+        dropout: interval(0.0, 0.5)          # float, uniform
+        batch_size: tag(log, int(interval(16, 256)))
+        momentum: 0.9                        # a plain value is a constant
+
+Expressions are parsed with Hydra's own ``OverridesParser``. Deliberate divergences:
+
+* ``range(lo, hi[, step])`` INCLUDES ``hi`` (as Optuna's ``IntDistribution`` and the Hydra
+  Optuna sweeper do; Hydra's own sweeps and ``tune.randint`` exclude it). ``hi`` must be
+  reachable from ``lo`` in whole steps: ``range(1, 10, 2)`` is rejected, write ``range(1, 9, 2)``.
+* ``shuffle(...)`` and other tags than ``log`` are rejected: they mean nothing to a sampler.
+* ``choice`` takes scalars only (Optuna's categorical rule); map a string to a structure in
+  the trainable instead.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from sweeps.errors import SearchSpaceError
+
+__all__ = ["Param", "parse_space", "flatten", "unflatten", "to_tune_space", "deep_merge"]
+
+Scalar = str | int | float | bool | None
+
+
+@dataclass(frozen=True)
+class Param:
+    """One searched parameter. ``kind`` is ``choice``, ``int`` or ``float``."""
+
+    path: str
+    kind: str
+    low: float | None = None
+    high: float | None = None
+    step: float | None = None
+    log: bool = False
+    choices: tuple[Scalar, ...] = ()
+
+    def describe(self) -> str:
+        """Human-readable distribution, e.g. ``float log-uniform [0.0001, 0.1]``."""
+        if self.kind == "choice":
+            return f"choice of {list(self.choices)}"
+        dist = "log-uniform" if self.log else "uniform"
+        step = f" step {self.step:g}" if self.step else ""
+        return f"{self.kind} {dist} [{self.low:g}, {self.high:g}]{step}"
+
+
+def flatten(tree: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """Nested mapping -> dotted keys. ``{"a": {"b": 1}}`` -> ``{"a.b": 1}``.
+
+    Example:
+        >>> flatten({"model": {"hidden": 64}, "lr": 0.1})
+        {'model.hidden': 64, 'lr': 0.1}
+    """
+    out: dict[str, Any] = {}
+    for key, value in tree.items():
+        path = f"{prefix}{key}"
+        if isinstance(value, dict) and value:
+            out.update(flatten(value, f"{path}."))
+        else:
+            out[path] = value
+    return out
+
+
+def unflatten(flat: dict[str, Any], sep: str = ".") -> dict[str, Any]:
+    """Dotted keys -> nested mapping (inverse of ``flatten``).
+
+    Example:
+        >>> unflatten({"model.hidden": 64})
+        {'model': {'hidden': 64}}
+    """
+    out: dict[str, Any] = {}
+    for path, value in flat.items():
+        node = out
+        *parents, leaf = path.split(sep)
+        for part in parents:
+            node = node.setdefault(part, {})
+        node[leaf] = value
+    return out
+
+
+def deep_merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
+    """Return ``base`` with ``override`` merged in recursively (override wins).
+
+    Example:
+        >>> deep_merge({"m": {"a": 1, "b": 2}}, {"m": {"b": 3}})
+        {'m': {'a': 1, 'b': 3}}
+    """
+    out = dict(base)
+    for key, value in override.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = deep_merge(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _parse_one(path: str, expr: Any) -> Param | Scalar | list | dict:
+    """Parse one search-space value; constants come back unchanged."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from hydra.core.override_parser.types import (
+        ChoiceSweep,
+        IntervalSweep,
+        RangeSweep,
+        Transformer,
+    )
+    from hydra.errors import HydraException
+
+    key = f"experiment.search_space.{path}"
+    if not isinstance(expr, str):
+        return expr  # YAML already typed it: a constant
+    try:
+        override = OverridesParser.create().parse_overrides([f"{path}={expr}"])[0]
+        value = override.value()
+    except HydraException as exc:
+        lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()
+                 and not ln.startswith(("See https", "Error parsing override"))]
+        detail = lines[-1] if lines else str(exc)
+        raise SearchSpaceError(
+            key, expr, f"does not parse ({detail})",
+            "use choice(a, b), range(lo, hi[, step]), interval(lo, hi), int(interval(lo, hi)) "
+            "or tag(log, interval(lo, hi)); quote plain strings that contain commas or parens",
+        ) from exc
+    if not override.is_sweep_override():
+        return value
+    bad_tags = set(getattr(value, "tags", set())) - {"log"}
+    if bad_tags or getattr(value, "shuffle", False):
+        what = "shuffle" if getattr(value, "shuffle", False) else f"tag {sorted(bad_tags)}"
+        raise SearchSpaceError(key, expr, f"uses {what}, which a sampler cannot honour",
+                               "drop it; only tag(log, ...) is supported")
+    log = "log" in value.tags
+    if isinstance(value, ChoiceSweep):
+        if log:
+            raise SearchSpaceError(key, expr, "puts tag(log) on a choice",
+                                   "use tag(log, interval(lo, hi)) for a log range")
+        choices = tuple(override.sweep_iterator(transformer=Transformer.identity))
+        if not all(isinstance(c, Scalar) for c in choices):
+            raise SearchSpaceError(key, expr, "has a list or mapping among its choices",
+                                   "choose between scalars, e.g. choice(small, large), and map "
+                                   "each name to its structure in the trainable")
+        if len(set(map(repr, choices))) != len(choices):
+            raise SearchSpaceError(key, expr, "repeats a choice", "list each value once")
+        return Param(path, "choice", choices=choices)
+    if isinstance(value, RangeSweep):
+        return _range_param(key, path, expr, value, log)
+    if isinstance(value, IntervalSweep):
+        return _interval_param(key, path, expr, value, log)
+    raise SearchSpaceError(key, expr, "is a sweep kind this package does not support",
+                           "use choice, range or interval")
+
+
+def _range_param(key: str, path: str, expr: str, value: Any, log: bool) -> Param:
+    lo, hi, step = value.start, value.stop, value.step
+    if log:
+        raise SearchSpaceError(key, expr, "puts tag(log) on a range",
+                               "use tag(log, int(interval(lo, hi))) for a log-spaced int")
+    if step is None or step <= 0:
+        raise SearchSpaceError(key, expr, "has a step <= 0", f"write range({lo}, {hi}, 1)")
+    if lo > hi:
+        raise SearchSpaceError(key, expr, "has low > high", f"write range({hi}, {lo}, {step})")
+    is_int = all(isinstance(v, int) for v in (lo, hi, step))
+    n_steps = (hi - lo) / step
+    if not math.isclose(n_steps, round(n_steps), abs_tol=1e-9):
+        top = lo + math.floor(n_steps + 1e-9) * step
+        top_s = f"{top}" if is_int else f"{top:g}"
+        raise SearchSpaceError(
+            key, expr, f"cannot reach its upper bound {hi} from {lo} in steps of {step} "
+            "(ranges include the upper bound)", f"write range({lo}, {top_s}, {step})")
+    return Param(path, "int" if is_int else "float", low=lo, high=hi, step=step)
+
+
+def _interval_param(key: str, path: str, expr: str, value: Any, log: bool) -> Param:
+    lo, hi = value.start, value.end
+    is_int = isinstance(lo, int) and isinstance(hi, int)
+    if lo > hi:
+        inner = f"interval({hi}, {lo})"
+        raise SearchSpaceError(key, expr, "has low > high",
+                               f"write {f'int({inner})' if is_int else inner}")
+    if lo == hi:
+        raise SearchSpaceError(key, expr, "is empty (low == high)",
+                               f"write the constant {lo} instead")
+    if log and lo <= 0:
+        raise SearchSpaceError(key, expr, "is a log range with low <= 0",
+                               "make low > 0, e.g. tag(log, interval(1e-5, 1e-1))")
+    return Param(path, "int" if is_int else "float", low=lo, high=hi, log=log)
+
+
+def parse_space(search_space: dict[str, Any]) -> tuple[list[Param], dict[str, Any]]:
+    """Parse a ``search_space`` mapping (dotted or nested keys) into params and constants.
+
+    Example:
+        >>> params, consts = parse_space({"lr": "interval(0.01, 0.1)", "model": {"act": "relu"}})
+        >>> params[0].kind, consts
+        ('float', {'model.act': 'relu'})
+    """
+    params: list[Param] = []
+    constants: dict[str, Any] = {}
+    flat = flatten(search_space)
+    for path in flat:
+        clash = next((p for p in flat if p != path and p.startswith(f"{path}.")), None)
+        if clash:
+            raise SearchSpaceError(f"experiment.search_space.{path}", flat[path],
+                                   f"is both a value and the parent of {clash}",
+                                   "keep only one of the two keys")
+    for path, expr in flat.items():
+        parsed = _parse_one(path, expr)
+        if isinstance(parsed, Param):
+            params.append(parsed)
+        else:
+            constants[path] = parsed
+    return params, constants
+
+
+def to_tune_space(params: list[Param]) -> dict[str, Any]:
+    """Nested Ray Tune param_space for ``params`` (inclusive bounds everywhere).
+
+    Ray's OptunaSearch converts these domains to the matching Optuna distributions
+    (``randint(lo, hi + 1)`` -> ``IntDistribution(lo, hi)``, ``loguniform`` -> log=True).
+
+    Example:
+        >>> to_tune_space([Param("m.h", "int", low=1, high=3, step=1)])["m"]["h"].upper
+        4
+    """
+    from ray import tune
+
+    flat: dict[str, Any] = {}
+    for p in params:
+        if p.kind == "choice":
+            flat[p.path] = tune.choice(list(p.choices))
+        elif p.kind == "int" and p.step not in (None, 1):
+            flat[p.path] = tune.qrandint(int(p.low), int(p.high), int(p.step))
+        elif p.kind == "int":
+            make = tune.lograndint if p.log else tune.randint
+            flat[p.path] = make(int(p.low), int(p.high) + 1)
+        elif p.step:
+            flat[p.path] = tune.quniform(p.low, p.high, p.step)
+        else:
+            flat[p.path] = (tune.loguniform if p.log else tune.uniform)(p.low, p.high)
+    return unflatten(flat)

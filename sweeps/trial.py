@@ -1,0 +1,110 @@
+"""The trial driver: one Tune trial = one Ray Train ``TorchTrainer`` run.
+
+    tune.with_parameters(run_trial, plan=TrialPlan(...))   # built by sweeps.tuner
+
+Runs inside the Tune trial actor. It merges the trial's sampled values into the experiment's
+fixed params, then starts a Train run named by the trial id under ``<sweep dir>/train`` with
+``TuneReportCallback`` (metrics + checkpoint path back to Tune) and the placement-group ledger
+(see ``sweeps.release``). A Train run resumes from its latest checkpoint when started again
+with the same (storage path, name), so a retried or resumed trial picks up where it stopped.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any
+
+from sweeps.space import deep_merge, unflatten
+
+__all__ = ["TrialPlan", "run_trial", "SweepTorchTrainer", "HEALTH_CHECK_ENV"]
+
+HEALTH_CHECK_ENV = "RAY_TRAIN_HEALTH_CHECK_INTERVAL_S"
+
+
+@dataclass(frozen=True)
+class TrialPlan:
+    """Everything a trial driver needs besides the sampled values (shared by all trials)."""
+
+    sweep_id: str
+    trainable: str
+    params: dict[str, Any]
+    constants: dict[str, Any]
+    train_storage: str
+    worker_resources: dict[str, float]
+    num_workers: int
+    use_gpu: bool
+    metric: str
+    mode: str
+    max_epochs: int
+    checkpoint_every: int
+    checkpoint_keep: int
+    max_failures: int
+    poll_interval_s: float
+    seed: int
+
+    def worker_config(self, sampled: dict[str, Any]) -> dict[str, Any]:
+        """The ``config`` every Train worker receives: merged params + sweep context."""
+        params = deep_merge(deep_merge(self.params, unflatten(self.constants)), sampled)
+        return {"params": params, "sweep": {
+            "max_epochs": self.max_epochs, "checkpoint_every": self.checkpoint_every,
+            "seed": self.seed, "metric": self.metric, "mode": self.mode,
+        }}
+
+
+def _trainer_class() -> type:
+    from ray.train.torch import TorchTrainer
+
+    try:
+        from ray.train.v2._internal.callbacks.placement_group_callback import (
+            PlacementGroupCleanerCallback,
+        )
+    except ImportError:  # a Ray without it: nothing to leave out
+        return TorchTrainer
+
+    class SweepTorchTrainer(TorchTrainer):
+        """TorchTrainer without Ray Train's per-run cleaner actor (``sweeps.release`` does
+        that job without the State API and without an extra process per trial)."""
+
+        def _create_default_callbacks(self) -> list:
+            callbacks = super()._create_default_callbacks()
+            return [c for c in callbacks if not isinstance(c, PlacementGroupCleanerCallback)]
+
+    return SweepTorchTrainer
+
+
+def __getattr__(name: str) -> Any:  # SweepTorchTrainer, built lazily (imports Ray Train)
+    if name == "SweepTorchTrainer":
+        return _trainer_class()
+    raise AttributeError(name)
+
+
+def run_trial(sampled: dict[str, Any], plan: TrialPlan) -> None:
+    """Tune function trainable: run this trial's Train run to completion (or until stopped)."""
+    from ray import tune
+    from ray.train import CheckpointConfig, FailureConfig, RunConfig, ScalingConfig
+    from ray.tune.integration.ray_train import TuneReportCallback
+
+    from sweeps.config import import_trainable
+    from sweeps.release import PlacementGroupLedger
+
+    trial_id = tune.get_context().get_trial_id()
+    # Read by the Train controller this process starts (Ray propagates RAY_TRAIN_* env vars).
+    os.environ[HEALTH_CHECK_ENV] = str(plan.poll_interval_s)
+    trainer = _trainer_class()(
+        train_loop_per_worker=import_trainable(plan.trainable),
+        train_loop_config=plan.worker_config(sampled),
+        scaling_config=ScalingConfig(num_workers=plan.num_workers, use_gpu=plan.use_gpu,
+                                     resources_per_worker=dict(plan.worker_resources)),
+        run_config=RunConfig(
+            name=trial_id,
+            storage_path=plan.train_storage,
+            checkpoint_config=CheckpointConfig(
+                num_to_keep=plan.checkpoint_keep,
+                checkpoint_score_attribute=plan.metric,
+                checkpoint_score_order=plan.mode),
+            failure_config=FailureConfig(max_failures=plan.max_failures),
+            callbacks=[TuneReportCallback(), PlacementGroupLedger(plan.sweep_id, trial_id)],
+        ),
+    )
+    trainer.fit()

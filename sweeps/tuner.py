@@ -1,0 +1,87 @@
+"""Build the Ray Tune ``Tuner`` for a validated sweep config.
+
+    tuner = build_tuner(cfg, space, plan, sweep_dir, callbacks)
+    results = tuner.fit()
+
+Search: Optuna TPE through Ray's ``OptunaSearch`` (seeded ``TPESampler``) or Tune's random
+``BasicVariantGenerator`` (seeded). Scheduler: ``ASHAScheduler`` on the ``epoch`` the trainable
+reports (never Tune's ``training_iteration``, which restarts at 1 after a restore), or FIFO.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from sweeps.config import SweepConfig
+from sweeps.resources import TRIAL_DRIVER_RESOURCES, ResourcePlan
+from sweeps.space import Param, to_tune_space
+from sweeps.trial import TrialPlan, run_trial
+
+__all__ = ["build_tuner", "make_search_alg", "make_scheduler", "trial_plan"]
+
+
+def make_search_alg(cfg: SweepConfig) -> Any:
+    """OptunaSearch(TPE) or BasicVariantGenerator, seeded with ``sweep.seed``."""
+    if cfg.search.algorithm == "random":
+        from ray.tune.search.basic_variant import BasicVariantGenerator
+
+        return BasicVariantGenerator(random_state=cfg.sweep.seed)
+    import optuna
+    from ray.tune.search.optuna import OptunaSearch
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    sampler = optuna.samplers.TPESampler(seed=cfg.sweep.seed,
+                                         n_startup_trials=cfg.search.n_startup_trials)
+    return OptunaSearch(sampler=sampler)
+
+
+def make_scheduler(cfg: SweepConfig) -> Any:
+    """ASHA over reported epochs, or FIFO (every trial runs ``scheduler.max_t`` epochs)."""
+    from ray.tune.schedulers import ASHAScheduler, FIFOScheduler
+
+    s = cfg.scheduler
+    if s.name == "none":
+        return FIFOScheduler()
+    return ASHAScheduler(time_attr="epoch", max_t=s.max_t, grace_period=s.grace_period,
+                         reduction_factor=s.reduction_factor)
+
+
+def trial_plan(cfg: SweepConfig, constants: dict[str, Any], plan: ResourcePlan,
+               sweep_dir: Path, sweep_id: str) -> TrialPlan:
+    """The per-sweep context every trial driver receives."""
+    e = cfg.experiment
+    return TrialPlan(
+        sweep_id=sweep_id, trainable=e.trainable, params=dict(e.params), constants=constants,
+        train_storage=str(sweep_dir / "train"), worker_resources=plan.worker_resources,
+        num_workers=plan.num_workers, use_gpu=plan.use_gpu, metric=e.metric, mode=e.mode,
+        max_epochs=cfg.scheduler.max_t, checkpoint_every=cfg.checkpoint.every,
+        checkpoint_keep=cfg.checkpoint.keep, max_failures=cfg.trial.max_failures,
+        poll_interval_s=cfg.trial.poll_interval_s, seed=cfg.sweep.seed,
+    )
+
+
+def build_tuner(cfg: SweepConfig, params: list[Param], trial: TrialPlan, plan: ResourcePlan,
+                sweep_dir: Path, callbacks: list) -> Any:
+    """A ``tune.Tuner`` whose experiment directory is ``sweep_dir`` itself."""
+    from ray import tune
+
+    trainable = tune.with_resources(tune.with_parameters(run_trial, plan=trial),
+                                    dict(TRIAL_DRIVER_RESOURCES))
+    return tune.Tuner(
+        trainable,
+        param_space=to_tune_space(params),
+        tune_config=tune.TuneConfig(
+            metric=cfg.experiment.metric, mode=cfg.experiment.mode,
+            search_alg=make_search_alg(cfg), scheduler=make_scheduler(cfg),
+            num_samples=cfg.search.num_samples,
+            max_concurrent_trials=plan.max_concurrent_trials,
+            trial_dirname_creator=lambda t: t.trial_id,
+            reuse_actors=False,
+        ),
+        run_config=tune.RunConfig(
+            name=sweep_dir.name, storage_path=str(sweep_dir.parent), callbacks=callbacks,
+            verbose=1 if cfg.sweep.verbose else 0,
+            failure_config=tune.FailureConfig(max_failures=0),
+        ),
+    )

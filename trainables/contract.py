@@ -1,0 +1,122 @@
+"""What a training loop needs to take part in a sweep: restore, report an epoch, checkpoint.
+
+    def train(config: dict) -> None:            # experiment.trainable: mypkg.mod:train
+        session = TrialSession(config)
+        model = session.build_model(build_net, hidden=session.params["hidden"])
+        opt = torch.optim.SGD(model.parameters(), lr=session.params["lr"])
+        for epoch in session.epochs(model, opt):     # resumes after the last checkpoint
+            ...train one epoch...
+            session.report(epoch, {"val_acc": acc}, model, opt)
+
+``config`` is what the trial driver hands every worker: ``config["params"]`` holds the
+experiment's fixed params merged with this trial's sampled values (nested by dotted path),
+``config["sweep"]`` the epoch budget and checkpoint cadence. Every rank calls ``report``
+(Ray Train's rule); only rank 0 writes the checkpoint. The epoch number is reported as
+``epoch`` and drives ASHA, since Tune's own iteration counter restarts after a restore.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Callable, Iterator
+from typing import Any
+
+__all__ = ["TrialSession"]
+
+
+class TrialSession:
+    """Per-worker view of the trial: params, rank, device, restore and report."""
+
+    def __init__(self, config: dict[str, Any]) -> None:
+        import ray.train
+        import ray.train.torch
+
+        self.params: dict[str, Any] = config.get("params", {})
+        ctx = config.get("sweep", {})
+        self.max_epochs: int = int(ctx.get("max_epochs", 1))
+        self.checkpoint_every: int = int(ctx.get("checkpoint_every", 1))
+        self.seed: int = int(ctx.get("seed", 0))
+        train_ctx = ray.train.get_context()
+        self.rank: int = train_ctx.get_world_rank()
+        self.world_size: int = train_ctx.get_world_size()
+        self.device = ray.train.torch.get_device()
+        self._model_spec: tuple[str, dict[str, Any]] | None = None
+
+    def build_model(self, factory: Callable[..., Any], **kwargs: Any) -> Any:
+        """Build ``factory(**kwargs)``, remember how (for the checkpoint), wrap it for DDP.
+
+        ``factory`` must be a module-level function so ``sweeps.load_model`` can call it again.
+        """
+        import ray.train.torch
+        import torch
+
+        from sweeps.checkpoint import factory_ref
+
+        self._model_spec = (factory_ref(factory), dict(kwargs))
+        torch.manual_seed(self.seed)  # same init everywhere; DDP also broadcasts rank 0's
+        return ray.train.torch.prepare_model(factory(**kwargs))
+
+    def epochs(self, model: Any, optimizer: Any) -> Iterator[int]:
+        """Epoch numbers still to run, 1-based, after restoring the latest checkpoint if any."""
+        start = self.restore(model, optimizer) + 1
+        yield from range(start, self.max_epochs + 1)
+
+    def restore(self, model: Any, optimizer: Any) -> int:
+        """Load the trial's latest checkpoint into model and optimizer; return its epoch (0: none)."""
+        import ray.train
+
+        from sweeps.checkpoint import load_checkpoint
+
+        checkpoint = ray.train.get_checkpoint()
+        if checkpoint is None:
+            return 0
+        with checkpoint.as_directory() as directory:
+            payload = load_checkpoint(directory)
+        _unwrap(model).load_state_dict(payload["model_state"])
+        optimizer.load_state_dict(payload["optimizer_state"])
+        return int(payload["epoch"])
+
+    def report(self, epoch: int, metrics: dict[str, float], model: Any, optimizer: Any) -> None:
+        """Report ``metrics`` for ``epoch``; rank 0 checkpoints when the cadence says so."""
+        import ray.train
+
+        from sweeps.checkpoint import save_checkpoint
+
+        metrics = {**metrics, "epoch": epoch}
+        due = epoch % self.checkpoint_every == 0 or epoch == self.max_epochs
+        if not due:
+            ray.train.report(metrics)
+            return
+        with tempfile.TemporaryDirectory() as tmp:
+            checkpoint = None
+            if self.rank == 0:
+                if self._model_spec is None:
+                    raise RuntimeError("build the model with session.build_model(...) so its "
+                                       "checkpoint records how to rebuild it")
+                factory, kwargs = self._model_spec
+                save_checkpoint(tmp, {
+                    "model_state": _unwrap(model).state_dict(),
+                    "optimizer_state": optimizer.state_dict(),
+                    "epoch": epoch, "metrics": metrics,
+                    "model_factory": factory, "model_kwargs": kwargs, "params": self.params,
+                })
+                checkpoint = ray.train.Checkpoint.from_directory(tmp)
+            ray.train.report(metrics, checkpoint=checkpoint,
+                             checkpoint_dir_name=f"checkpoint_epoch_{epoch:04d}")
+
+    def all_reduce_sum(self, values: list[float]) -> list[float]:
+        """Sum ``values`` over all workers (for exact global validation metrics)."""
+        import torch
+        import torch.distributed as dist
+
+        tensor = torch.tensor(values, dtype=torch.float64)
+        if self.world_size > 1 and dist.is_initialized():
+            if dist.get_backend() == "nccl":
+                tensor = tensor.to(self.device)
+            dist.all_reduce(tensor)
+        return tensor.cpu().tolist()
+
+
+def _unwrap(model: Any) -> Any:
+    """The module inside a DDP wrapper (its state_dict has no ``module.`` prefix)."""
+    return getattr(model, "module", model)
