@@ -175,7 +175,7 @@ def _require(ok: bool, key: str, value: object, rule: str, fix: str) -> None:
 
 
 def validate(cfg: SweepConfig) -> None:
-    """Check every value that can be checked without Ray; raise ``ConfigError`` on the first bad one.
+    """Check every value that needs no Ray; raise ``ConfigError`` on the first bad one.
 
     Cluster fit (num_workers vs resources) is checked by ``sweeps.resources.plan_resources``.
 

@@ -20,7 +20,7 @@ How (no State API involved):
    ``watch_s`` seconds in a background thread in case a restart slipped in.
 3. At the end of the sweep ``release_all`` removes whatever any trial of the sweep recorded.
 
-Because the reaper does the job, ``SweepTorchTrainer`` (in ``sweeps.trial``) leaves out Ray
+Because the reaper does the job, ``sweeps.trial.trainer_class()`` leaves out Ray
 Train's per-run cleaner actor: one process fewer per trial and no cleaner that loops forever.
 """
 

@@ -74,7 +74,7 @@ def local_cluster_totals(ray_cfg: RaySection) -> tuple[float, float]:
 
 def plan_resources(scaling: ScalingSection, cpus: float, gpus: float,
                    max_concurrent: int | None = None) -> ResourcePlan:
-    """Fit one trial into a cluster of ``cpus``/``gpus``; raise ``ClusterFitError`` if it never fits.
+    """Fit one trial into ``cpus``/``gpus``; raise ``ClusterFitError`` if it can never fit.
 
     Example:
         >>> plan_resources(ScalingSection(num_workers=2), cpus=2, gpus=0).max_concurrent_trials

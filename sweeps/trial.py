@@ -17,7 +17,7 @@ from typing import Any
 
 from sweeps.space import deep_merge, unflatten
 
-__all__ = ["TrialPlan", "run_trial", "SweepTorchTrainer", "HEALTH_CHECK_ENV"]
+__all__ = ["TrialPlan", "run_trial", "trainer_class", "HEALTH_CHECK_ENV"]
 
 HEALTH_CHECK_ENV = "RAY_TRAIN_HEALTH_CHECK_INTERVAL_S"
 
@@ -52,7 +52,8 @@ class TrialPlan:
         }}
 
 
-def _trainer_class() -> type:
+def trainer_class() -> type:
+    """``TorchTrainer``, minus Ray Train's per-run placement-group cleaner actor."""
     from ray.train.torch import TorchTrainer
 
     try:
@@ -73,12 +74,6 @@ def _trainer_class() -> type:
     return SweepTorchTrainer
 
 
-def __getattr__(name: str) -> Any:  # SweepTorchTrainer, built lazily (imports Ray Train)
-    if name == "SweepTorchTrainer":
-        return _trainer_class()
-    raise AttributeError(name)
-
-
 def run_trial(sampled: dict[str, Any], plan: TrialPlan) -> None:
     """Tune function trainable: run this trial's Train run to completion (or until stopped)."""
     from ray import tune
@@ -91,7 +86,7 @@ def run_trial(sampled: dict[str, Any], plan: TrialPlan) -> None:
     trial_id = tune.get_context().get_trial_id()
     # Read by the Train controller this process starts (Ray propagates RAY_TRAIN_* env vars).
     os.environ[HEALTH_CHECK_ENV] = str(plan.poll_interval_s)
-    trainer = _trainer_class()(
+    trainer = trainer_class()(
         train_loop_per_worker=import_trainable(plan.trainable),
         train_loop_config=plan.worker_config(sampled),
         scaling_config=ScalingConfig(num_workers=plan.num_workers, use_gpu=plan.use_gpu,

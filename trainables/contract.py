@@ -62,7 +62,7 @@ class TrialSession:
         yield from range(start, self.max_epochs + 1)
 
     def restore(self, model: Any, optimizer: Any) -> int:
-        """Load the trial's latest checkpoint into model and optimizer; return its epoch (0: none)."""
+        """Load the trial's latest checkpoint into model and optimizer; return its epoch (or 0)."""
         import ray.train
 
         from sweeps.checkpoint import load_checkpoint
