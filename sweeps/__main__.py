@@ -53,5 +53,8 @@ def _precheck(args: list[str]) -> None:
 
 
 if __name__ == "__main__":
+    from sweeps.overrides import quote_search_space
+
+    sys.argv[1:] = quote_search_space(sys.argv[1:])
     _precheck(sys.argv[1:])
     main()

@@ -18,7 +18,7 @@ from typing import Any
 from sweeps.config import SweepConfig, available_experiments
 from sweeps.errors import ConfigError
 
-__all__ = ["check_overrides", "schema_keys"]
+__all__ = ["check_overrides", "quote_search_space", "schema_keys"]
 
 FREE_FORM = ("experiment.params", "experiment.search_space")
 GROUPS = ("search", "scheduler", "scaling")
@@ -39,6 +39,26 @@ def schema_keys(cls: type = SweepConfig, prefix: str = "") -> list[str]:
         if dataclasses.is_dataclass(default):
             keys += schema_keys(type(default), f"{key}.")
     return keys
+
+
+def quote_search_space(args: list[str]) -> list[str]:
+    """Quote search-space values so Hydra stores them instead of sweeping over them.
+
+    Without this, ``experiment.search_space.lr=interval(0.1,0.5)`` on the command line is a
+    Hydra sweep of its own and fails with "requires --multirun".
+
+    Example:
+        >>> quote_search_space(["experiment.search_space.lr=interval(0.1,0.5)"])
+        ["experiment.search_space.lr='interval(0.1,0.5)'"]
+    """
+    out = []
+    for arg in args:
+        key, sep, value = arg.partition("=")
+        if (sep and key.lstrip("+~").startswith("experiment.search_space.") and value
+                and value[0] not in "'\"" and "'" not in value):
+            arg = f"{key}='{value}'"
+        out.append(arg)
+    return out
 
 
 def _parse(args: list[str]) -> list[Any]:

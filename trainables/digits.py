@@ -3,7 +3,7 @@
     python -m sweeps +experiment=digits        # train_mlp
     python -m sweeps +experiment=digits_cnn    # train_cnn
 
-The data is split once (seed 0) into 1,437 train / 360 validation images. Each worker trains on
+The data is split once (seed 0) into 1,438 train / 359 validation images. Each worker trains on
 its own equal-size shard of the train split (DDP averages the gradients) and evaluates its shard
 of the validation split; the shards' counts are summed across workers, so ``val_acc`` and
 ``val_loss`` are exact over the whole validation split. The CNN uses GroupNorm, not BatchNorm,

@@ -1,0 +1,151 @@
+"""Every experiment config composes and validates; every bad input fails before Ray starts."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from sweeps import ConfigError, compose, prepare
+from sweeps.config import available_experiments, to_config, validate
+from sweeps.overrides import check_overrides, schema_keys
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.parametrize("name", available_experiments())
+def test_every_experiment_composes_and_validates(name: str) -> None:
+    cfg = compose(name, ["ray.num_cpus=2", "ray.num_gpus=0"])
+    validate(cfg)
+    assert cfg.experiment.name == name
+    assert cfg.sweep.dir == f"outputs/{name}"
+    prepared = prepare(cfg)
+    assert prepared.params, "every built-in experiment searches something"
+
+
+def test_experiment_files_follow_the_convention() -> None:
+    for path in sorted((ROOT / "conf" / "experiment").glob("*.yaml")):
+        lines = path.read_text().splitlines()
+        assert lines[0] == "# @package _global_", path
+        assert lines[1] == f"# python -m sweeps +experiment={path.stem}", path
+
+
+def test_overrides_reach_the_typed_config() -> None:
+    cfg = compose("digits", ["search.num_samples=20", "scaling.num_workers=1",
+                             "scheduler.max_t=12", "search=random", "scheduler=none"])
+    assert (cfg.search.num_samples, cfg.scaling.num_workers, cfg.scheduler.max_t) == (20, 1, 12)
+    assert (cfg.search.algorithm, cfg.scheduler.name) == ("random", "none")
+
+
+BAD = [
+    # (overrides, key in message, fragment of the fix)
+    (["experiment.mode=maximize"], "experiment.mode", "set experiment.mode=max"),
+    (["scaling.num_workers=0"], "scaling.num_workers", ">= 1"),
+    (["scaling.num_workers=3", "scaling.cpus_per_worker=1"], "scaling.num_workers",
+     "needs 3 CPUs"),
+    (["scaling.num_workers=64"], "scaling.num_workers", "under 0.1 each"),
+    (["scaling.use_gpu=true"], "scaling.num_workers", "scaling.use_gpu=false"),
+    (["experiment.trainable=nope.module:train"], "experiment.trainable", "cannot be imported"),
+    (["experiment.trainable=trainables.digits:nope"], "experiment.trainable",
+     "nothing callable"),
+    (["experiment.trainable=trainables.digits"], "experiment.trainable", "module:function"),
+    (["experiment.search_space.lr='interval(0.1, 0.01)'"], "experiment.search_space.lr",
+     "write interval(0.01, 0.1)"),
+    (["experiment.search_space.lr='tag(log, interval(0, 1))'"], "experiment.search_space.lr",
+     "low <= 0"),
+    (["experiment.search_space.depth='range(3, 1)'"], "experiment.search_space.depth",
+     "low > high"),
+    (["experiment.search_space.lr='interval(0.1,'"], "experiment.search_space.lr",
+     "does not parse"),
+    (["search.num_samples=0"], "search.num_samples", ">= 1"),
+    (["scheduler.max_t=0"], "scheduler.max_t", ">= 1"),
+    (["scheduler.grace_period=20"], "scheduler.grace_period", "between 1 and"),
+    (["scheduler.reduction_factor=1"], "scheduler.reduction_factor", ">= 2"),
+    (["search.algorithm=grid"], "search.algorithm", "search=random"),
+    (["sweep.dir=/proc/sweeps-test"], "sweep.dir", "not writable"),
+    (["sweep.dir=/etc/hostname/sub"], "sweep.dir", "which is a file"),
+]
+
+
+@pytest.mark.parametrize(("overrides", "key", "fragment"), BAD)
+def test_bad_input_is_rejected_before_ray_starts(overrides, key, fragment) -> None:
+    import ray
+
+    cfg = compose("digits", ["ray.num_cpus=2", "ray.num_gpus=0", *overrides])
+    with pytest.raises(ConfigError) as info:
+        prepare(cfg)
+    assert str(info.value).startswith(f"{key}: "), str(info.value)
+    assert fragment in str(info.value)
+    assert not ray.is_initialized()
+
+
+def test_missing_experiment_lists_the_choices() -> None:
+    from sweeps.compose import compose_raw
+
+    expected = r"\+experiment=NAME` with NAME one of: digits, digits_cnn"
+    with pytest.raises(ConfigError, match=expected):
+        to_config(compose_raw(None))
+
+
+@pytest.mark.parametrize(
+    ("arg", "quoted"),
+    [("experiment.search_space.lr=interval(0.1,0.5)",
+      "experiment.search_space.lr='interval(0.1,0.5)'"),
+     ("+experiment.search_space.m.w=choice(1,2)", "+experiment.search_space.m.w='choice(1,2)'"),
+     ("experiment.search_space.lr='interval(0.1,0.5)'",
+      "experiment.search_space.lr='interval(0.1,0.5)'"),
+     ("search.num_samples=3", "search.num_samples=3")],
+)
+def test_search_space_values_are_quoted_for_hydra(arg: str, quoted: str) -> None:
+    from sweeps.overrides import quote_search_space
+
+    assert quote_search_space([arg]) == [quoted]
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [(["search.num_sample=20"], "search.num_sample: 20 is not a config key; did you mean "
+                                "search.num_samples?"),
+     (["schedulr.max_t=3"], "did you mean scheduler.max_t?"),
+     (["+experiment=digts"], "did you mean +experiment=digits?")],
+)
+def test_typos_get_a_suggestion(args: list[str], message: str) -> None:
+    with pytest.raises(ConfigError, match=message.replace("?", r"\?").replace("+", r"\+")):
+        check_overrides(args)
+
+
+@pytest.mark.parametrize("args", [["+experiment=digits", "search=random",
+                                   "experiment.params.lr=0.1", "hydra.verbose=true",
+                                   "experiment.search_space.model.width='choice(1, 2)'",
+                                   "scaling.cpus_per_worker=0.5"]])
+def test_valid_overrides_pass_the_precheck(args: list[str]) -> None:
+    check_overrides(args)
+    assert "scaling.cpus_per_worker" in schema_keys()
+
+
+CLI_BAD = [
+    (["+experiment=nope"], "experiment: 'nope' is not an experiment"),
+    ([], "experiment: None names no complete experiment"),
+    (["+experiment=digits", "search.num_sample=20"], "did you mean search.num_samples?"),
+    (["+experiment=digits", "experiment.search_space.lr=interval(0.1,0.01)"],
+     "experiment.search_space.lr: 'interval(0.1,0.01)' has low > high"),
+    (["+experiment=digits", "experiment.mode=up"], "experiment.mode: 'up' must be"),
+    (["+experiment=digits", "scaling.num_workers=0"], "scaling.num_workers: 0 must be >= 1"),
+    (["+experiment=digits", "experiment.trainable=nope:fn"], "experiment.trainable: 'nope:fn'"),
+    (["+experiment=digits", "sweep.dir=/proc/x"], "sweep.dir: '/proc/x' is not writable"),
+]
+
+
+@pytest.mark.parametrize(("args", "message"), CLI_BAD)
+def test_cli_bad_input_exits_2_with_one_line_and_writes_nothing(tmp_path, args, message) -> None:
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "RAY_ADDRESS": ""}
+    proc = subprocess.run([sys.executable, "-m", "sweeps", *args, "ray.num_cpus=2"]
+                          if args else [sys.executable, "-m", "sweeps"],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2, proc.stderr
+    assert message in proc.stderr
+    assert proc.stderr.strip().count("\n") == 0, proc.stderr  # one line, no traceback
+    assert list(tmp_path.iterdir()) == []  # no outputs/, no Hydra dirs, no mlflow.db

@@ -1,0 +1,55 @@
+"""Resource planning: GPU auto-detect, CPU shares, concurrency, and clusters that never fit."""
+
+from __future__ import annotations
+
+import pytest
+
+from sweeps.config import ScalingSection
+from sweeps.errors import ClusterFitError
+from sweeps.resources import plan_resources
+
+
+@pytest.mark.parametrize(
+    ("scaling", "cpus", "gpus", "limit", "expected"),
+    [
+        # (use_gpu, cpus_per_worker, gpus_per_worker, max_concurrent_trials, trials_that_fit)
+        (dict(num_workers=2), 2, 0, None, (False, 1.0, 0.0, 1, 1)),
+        (dict(num_workers=1), 2, 0, None, (False, 1.0, 0.0, 2, 2)),
+        (dict(num_workers=3), 2, 0, None, (False, 0.66, 0.0, 1, 1)),
+        (dict(num_workers=2), 16, 0, None, (False, 1.0, 0.0, 8, 8)),
+        (dict(num_workers=2), 16, 0, 3, (False, 1.0, 0.0, 3, 8)),
+        (dict(num_workers=2), 2, 0, 4, (False, 1.0, 0.0, 4, 1)),  # explicit limit wins
+        (dict(num_workers=2, cpus_per_worker=0.5), 2, 0, None, (False, 0.5, 0.0, 2, 2)),
+        (dict(num_workers=2), 16, 4, None, (True, 1.0, 1.0, 2, 2)),
+        (dict(num_workers=2, use_gpu=False), 16, 4, None, (False, 1.0, 0.0, 8, 8)),
+        (dict(num_workers=2, gpus_per_worker=0.5), 16, 4, None, (True, 1.0, 0.5, 4, 4)),
+    ],
+)
+def test_plan(scaling: dict, cpus: float, gpus: float, limit, expected) -> None:
+    plan = plan_resources(ScalingSection(**scaling), cpus, gpus, limit)
+    got = (plan.use_gpu, plan.cpus_per_worker, plan.gpus_per_worker,
+           plan.max_concurrent_trials, plan.trials_that_fit)
+    assert got == expected
+    assert plan.num_workers * plan.cpus_per_worker <= cpus
+
+
+@pytest.mark.parametrize(
+    ("scaling", "cpus", "gpus", "fragment"),
+    [
+        (dict(num_workers=4, cpus_per_worker=1), 2, 0, "set scaling.num_workers=2"),
+        (dict(num_workers=40), 2, 0, "under 0.1 each"),
+        (dict(num_workers=2, use_gpu=True), 8, 0, "set scaling.use_gpu=false"),
+        (dict(num_workers=4, use_gpu=True), 8, 2, "set scaling.num_workers=2"),
+    ],
+)
+def test_never_fits(scaling: dict, cpus: float, gpus: float, fragment: str) -> None:
+    with pytest.raises(ClusterFitError) as info:
+        plan_resources(ScalingSection(**scaling), cpus, gpus)
+    assert str(info.value).startswith("scaling.num_workers: ")
+    assert fragment in str(info.value)
+
+
+def test_worker_resources_name_gpu_only_when_used() -> None:
+    assert plan_resources(ScalingSection(num_workers=1), 2, 0).worker_resources == {"CPU": 1.0}
+    gpu = plan_resources(ScalingSection(num_workers=1), 2, 1).worker_resources
+    assert gpu == {"CPU": 1.0, "GPU": 1.0}
