@@ -20,7 +20,7 @@ class ProgressLines(Callback):
     def __init__(self, metric: str, mode: str, total: int, max_epochs: int,
                  stream: TextIO | None = None) -> None:
         self.metric, self.mode, self.total, self.max_epochs = metric, mode, total, max_epochs
-        self.stream = stream or sys.stdout
+        self.stream = stream  # None: whatever sys.stdout is when a line is printed
         self.start = time.monotonic()
         self.done = 0
         self.best: tuple[float, str] | None = None
@@ -29,7 +29,11 @@ class ProgressLines(Callback):
         best = f"best {self.best[0]:.4g} ({self.best[1]})" if self.best else "best -"
         elapsed = time.monotonic() - self.start
         print(f"[{elapsed:5.0f}s] {self.done}/{self.total} done | {text} | {best}",
-              file=self.stream, flush=True)
+              file=self.stream or sys.stdout, flush=True)
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Tune pickles callbacks with the experiment; an open stream cannot be pickled."""
+        return {**self.__dict__, "stream": None}
 
     def on_trial_result(self, iteration: int, trials: list, trial: Any, result: dict,
                         **info: Any) -> None:

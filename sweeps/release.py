@@ -96,6 +96,10 @@ class PlacementGroupReaper(Callback):
         self.released: dict[str, float] = {}  # trial id -> seconds from trial end to release
         self._threads: list[threading.Thread] = []
 
+    def __getstate__(self) -> dict[str, Any]:
+        """Tune pickles callbacks with the experiment; threads stay behind."""
+        return {**self.__dict__, "_threads": []}
+
     def on_trial_complete(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
         self._start(trial.trial_id)
 

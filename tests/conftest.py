@@ -1,0 +1,80 @@
+"""Shared fixtures. Every Ray instance a test starts is shut down by it."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    try:
+        import torch
+
+        has_gpu = torch.cuda.is_available()
+    except Exception:
+        has_gpu = False
+    if not has_gpu:
+        skip = pytest.mark.skip(reason="needs a CUDA GPU (run on a GPU machine: pytest -m gpu)")
+        for item in items:
+            if "gpu" in item.keywords:
+                item.add_marker(skip)
+
+
+@pytest.fixture(scope="module")
+def ray_cluster() -> Iterator[None]:
+    """A private local Ray instance with 2 CPUs and no dashboard (so no State API)."""
+    import ray
+
+    if ray.is_initialized():
+        ray.shutdown()
+    # Workers import test-only trainables from tests/ by module name.
+    os.environ["PYTHONPATH"] = os.pathsep.join(
+        p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
+    ray.init(num_cpus=2, num_gpus=0, include_dashboard=False, log_to_driver=False)
+    try:
+        yield
+    finally:
+        ray.shutdown()
+
+
+@pytest.fixture(scope="module")
+def second_ray_instance() -> Iterator[subprocess.Popen]:
+    """Another Ray instance on this machine for the duration of a test module.
+
+    Two instances break Ray Train's own placement-group cleaner ("Found multiple active Ray
+    instances"); the sweep must release its trials' resources regardless. The child shuts its
+    instance down on SIGTERM.
+    """
+    script = textwrap.dedent("""
+        import signal, sys, time, ray
+        signal.signal(signal.SIGTERM, lambda *a: sys.exit(0))
+        ray.init(num_cpus=1, include_dashboard=False)
+        print("ready", flush=True)
+        try:
+            while True:
+                time.sleep(1)
+        finally:
+            ray.shutdown()
+    """)
+    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True,
+                            env={**os.environ, "RAY_ADDRESS": ""})
+    assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
+    try:
+        yield proc
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        time.sleep(1)

@@ -1,0 +1,97 @@
+"""A real 12-trial ASHA sweep, one trial at a time, 2 Train workers each, on 2 CPUs.
+
+Runs with a second Ray instance on the machine and without the dashboard (no State API): the
+two conditions under which Ray Train's own placement-group cleaner fails (ray#54305).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+
+from sweeps import compose, load_checkpoint, load_model, run_sweep
+from trainables.digits import evaluate, load_split
+
+pytestmark = pytest.mark.slow
+
+NUM_SAMPLES = 12
+
+
+@pytest.fixture(scope="module")
+def sweep(tmp_path_factory, second_ray_instance, ray_cluster):
+    import ray
+
+    sweep_dir = tmp_path_factory.mktemp("sweeps") / "asha12"
+    cfg = compose("digits", [
+        f"search.num_samples={NUM_SAMPLES}", "search.max_concurrent_trials=1",
+        "scaling.num_workers=2", "scheduler.max_t=9", "scheduler.grace_period=1",
+        "scheduler.reduction_factor=3", f"sweep.dir={sweep_dir}", "sweep.seed=0",
+    ])
+    result = run_sweep(cfg)
+    table = ray.util.placement_group_table()
+    return result, table
+
+
+def test_every_trial_ran_and_asha_stopped_at_least_half(sweep) -> None:
+    result, _ = sweep
+    table = result.summary.table
+    assert len(table) == NUM_SAMPLES
+    assert set(table["status"]) <= {"completed", "stopped"}, table
+    stopped = table[table["status"] == "stopped"]
+    assert len(stopped) >= NUM_SAMPLES / 2, table
+    assert (stopped["epochs"] < 9).all() and (table[table["status"] == "completed"]["epochs"]
+                                              == 9).all()
+
+
+def test_no_placement_group_left_and_stopped_trials_released_within_seconds(sweep) -> None:
+    result, pg_table = sweep
+    states = [pg["state"] for pg in pg_table.values()]
+    assert "CREATED" not in states and "PENDING" not in states, pg_table
+    stopped = set(result.summary.table.query("status == 'stopped'")["trial_id"])
+    assert stopped <= set(result.released), (stopped, result.released)
+    assert max(result.released.values()) < 5.0, result.released
+
+
+def test_epochs_are_reported_once_each_in_order(sweep) -> None:
+    result, _ = sweep
+    for trial in result.results:
+        epochs = trial.metrics_dataframe["epoch"].tolist()
+        assert epochs == list(range(1, len(epochs) + 1)), epochs
+
+
+def test_best_checkpoint_reproduces_the_reported_accuracy(sweep) -> None:
+    result, _ = sweep
+    best = result.best
+    assert best is not None and best["value"] >= 0.9, best
+    payload = load_checkpoint(best["checkpoint"])
+    assert payload["epoch"] == best["epoch"]
+    assert payload["optimizer_state"]["state"], "optimizer state is saved for resuming"
+    model = load_model(best["checkpoint"])
+    _, _, x_va, y_va = load_split()
+    _, correct, count = evaluate(model, torch.from_numpy(x_va), torch.from_numpy(y_va))
+    assert correct / count == pytest.approx(best["value"], abs=1e-12)
+
+
+def test_checkpoints_kept_are_the_best_and_the_latest(sweep) -> None:
+    result, _ = sweep
+    completed = result.summary.table.query("status == 'completed'")
+    assert not completed.empty
+    trial_id = completed.iloc[0]["trial_id"]
+    kept = sorted(Path(result.sweep_dir, "train", trial_id).glob("checkpoint_epoch_*"))
+    epochs = [load_checkpoint(d)["epoch"] for d in kept]
+    assert 9 in epochs, "the latest checkpoint is always kept"
+    assert len(kept) <= 2 + 1, epochs  # checkpoint.keep best by val_acc, plus the latest
+    scores = {load_checkpoint(d)["epoch"]: load_checkpoint(d)["metrics"]["val_acc"]
+              for d in kept}
+    trial = next(r for r in result.results if r.metrics.get("trial_id") == trial_id)
+    history = trial.metrics_dataframe.set_index("epoch")["val_acc"]
+    assert max(scores.values()) == history.max()
+
+
+def test_summary_files_are_written(sweep) -> None:
+    result, _ = sweep
+    assert (result.sweep_dir / "summary.csv").read_text().count("\n") == NUM_SAMPLES + 1
+    assert '"checkpoint"' in (result.sweep_dir / "best.json").read_text()
+    assert "experiment:" in (result.sweep_dir / "config.yaml").read_text()
