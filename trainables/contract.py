@@ -18,6 +18,7 @@ experiment's fixed params merged with this trial's sampled values (nested by dot
 from __future__ import annotations
 
 import tempfile
+import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -41,6 +42,7 @@ class TrialSession:
         self.world_size: int = train_ctx.get_world_size()
         self.device = ray.train.torch.get_device()
         self._model_spec: tuple[str, dict[str, Any]] | None = None
+        self._compute_start = time.perf_counter()
 
     def build_model(self, factory: Callable[..., Any], **kwargs: Any) -> Any:
         """Build ``factory(**kwargs)``, remember how (for the checkpoint), wrap it for DDP.
@@ -59,6 +61,7 @@ class TrialSession:
     def epochs(self, model: Any, optimizer: Any) -> Iterator[int]:
         """Epoch numbers still to run, 1-based, after restoring the latest checkpoint if any."""
         start = self.restore(model, optimizer) + 1
+        self._compute_start = time.perf_counter()  # setup (imports, data, model) is not compute
         yield from range(start, self.max_epochs + 1)
 
     def restore(self, model: Any, optimizer: Any) -> int:
@@ -78,11 +81,20 @@ class TrialSession:
 
     def report(self, epoch: int, metrics: dict[str, float], model: Any, optimizer: Any) -> None:
         """Report ``metrics`` for ``epoch``; rank 0 checkpoints when the cadence says so."""
+        # epoch_time_s: compute since the previous report returned (reporting excluded), so
+        # sweep overhead = wall time - sum of epoch_time_s.
+        metrics = {**metrics, "epoch": epoch,
+                   "epoch_time_s": time.perf_counter() - self._compute_start}
+        try:
+            self._report(epoch, metrics, model, optimizer)
+        finally:
+            self._compute_start = time.perf_counter()
+
+    def _report(self, epoch: int, metrics: dict[str, float], model: Any, optimizer: Any) -> None:
         import ray.train
 
         from sweeps.checkpoint import save_checkpoint
 
-        metrics = {**metrics, "epoch": epoch}
         due = epoch % self.checkpoint_every == 0 or epoch == self.max_epochs
         if not due:
             ray.train.report(metrics)

@@ -1,0 +1,24 @@
+# make demo   -> install, then run the showcase sweep (python -m sweeps +experiment=digits)
+# make test   -> install, then run the whole test suite (what .ci/run runs)
+PYTHON ?= python
+# Installed only when no torch is importable: 2.13.0 is the CPU build this project is tested
+# with. Already have a CUDA build? It is kept (pyproject admits torch>=2.3,<2.16).
+TORCH_SPEC ?= torch==2.13.0
+
+.PHONY: install demo test test-fast lint
+
+install:
+	@$(PYTHON) -c "import torch" 2>/dev/null || $(PYTHON) -m pip install "$(TORCH_SPEC)"
+	$(PYTHON) -m pip install -q -e ".[test]"
+
+demo: install
+	$(PYTHON) -m sweeps +experiment=digits
+
+test: install
+	$(PYTHON) -m pytest
+
+test-fast:
+	$(PYTHON) -m pytest -m "not slow"
+
+lint:
+	$(PYTHON) -m ruff check .

@@ -1,0 +1,38 @@
+"""Test-only trainable: the digits MLP, but one worker dies once mid-run.
+
+Each worker attempt appends ``<rank>:<first epoch it runs>`` to ``params.log``; on the first
+attempt, rank ``params.crash_rank`` raises during epoch ``params.crash_epoch`` (before
+reporting it), so Train must restart the worker group from the last checkpoint.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from trainables import digits
+from trainables.contract import TrialSession
+
+
+def train_crash_once(config: dict[str, Any]) -> None:
+    session = TrialSession(config)
+    p = session.params
+    log = Path(p["log"])
+    model = session.build_model(digits.build_mlp, hidden=32, depth=1, dropout=0.0)
+    original_epochs = session.epochs
+
+    def epochs(model: Any, optimizer: Any):
+        first = True
+        for epoch in original_epochs(model, optimizer):
+            if first:
+                with log.open("a") as f:
+                    f.write(f"{session.rank}:{epoch}\n")
+                first = False
+            crashed_before = (log.parent / "crashed").exists()
+            if epoch == p["crash_epoch"] and session.rank == p["crash_rank"] and not crashed_before:
+                (log.parent / "crashed").write_text("1")
+                raise RuntimeError("simulated worker crash")
+            yield epoch
+
+    session.epochs = epochs  # type: ignore[method-assign]
+    digits._fit(session, model)

@@ -1,0 +1,37 @@
+"""The real command line, end to end: random search, no early stopping, the CNN trainable."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+pytestmark = pytest.mark.slow
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_cli_runs_a_sweep_and_prints_the_best(tmp_path) -> None:
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "RAY_ADDRESS": ""}
+    args = ["+experiment=digits_cnn", "search=random", "scheduler=none",
+            "search.num_samples=2", "scheduler.max_t=2", "scaling.num_workers=2",
+            "experiment.search_space.lr=tag(log, interval(1e-3, 3e-2))",
+            "sweep.name=cli_test"]
+    proc = subprocess.run([sys.executable, "-m", "sweeps", *args], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    sweep_dir = tmp_path / "outputs" / "cli_test"
+    table = pd.read_csv(sweep_dir / "summary.csv")
+    assert len(table) == 2 and set(table["status"]) == {"completed"}
+    assert set(table["epochs"]) == {2}
+    assert table["lr"].between(1e-3, 3e-2).all()
+    best = json.loads((sweep_dir / "best.json").read_text())
+    assert f"best trial {best['trial_id']}" in proc.stdout
+    assert best["checkpoint"] in proc.stdout
+    assert "\x1b[" not in proc.stdout  # plain lines, no terminal escape codes
+    assert "2/2 done" in proc.stdout
+    assert not list(tmp_path.glob("*.log")) and not (tmp_path / ".hydra").exists()
