@@ -28,6 +28,7 @@ __all__ = [
     "CheckpointSection",
     "TrialSection",
     "RaySection",
+    "TrackingSection",
     "register_schema",
     "to_config",
     "validate",
@@ -117,6 +118,19 @@ class RaySection:
 
 
 @dataclass
+class TrackingSection:
+    """MLflow: where runs go and what is registered."""
+
+    enabled: bool = True
+    uri: str | None = None  # None: sqlite:///<cwd>/mlflow.db, the store `mlflow ui` opens
+    experiment_name: str | None = None  # None: experiment.name
+    required: bool = True  # false: an unreachable server only warns; records wait on disk
+    register_model: bool = True
+    model_name: str | None = None  # None: experiment.name
+    flush_timeout_s: float = 60.0  # at sweep end, how long to wait for unsent records
+
+
+@dataclass
 class SweepConfig:
     """The whole composed config (``conf/sweep.yaml`` + groups + ``+experiment=NAME``)."""
 
@@ -128,6 +142,7 @@ class SweepConfig:
     checkpoint: CheckpointSection = field(default_factory=CheckpointSection)
     trial: TrialSection = field(default_factory=TrialSection)
     ray: RaySection = field(default_factory=RaySection)
+    tracking: TrackingSection = field(default_factory=TrackingSection)
 
 
 def register_schema() -> None:
@@ -222,6 +237,8 @@ def validate(cfg: SweepConfig) -> None:
              "must be > 0", "set trial.poll_interval_s=0.1")
     _require(cfg.trial.max_failures >= -1, "trial.max_failures", cfg.trial.max_failures,
              "must be >= 0, or -1 for unlimited", "set trial.max_failures=0")
+    _require(cfg.tracking.flush_timeout_s >= 0, "tracking.flush_timeout_s",
+             cfg.tracking.flush_timeout_s, "must be >= 0", "set tracking.flush_timeout_s=60")
     import_trainable(e.trainable)
 
 

@@ -38,6 +38,7 @@ class Prepared:
     constants: dict[str, Any]
     resources: ResourcePlan
     sweep_dir: Path
+    tracking_uri: str | None = None
 
 
 @dataclass
@@ -48,6 +49,7 @@ class SweepResult:
     summary: Summary
     results: Any  # ray.tune.ResultGrid
     released: dict[str, float]  # trial id -> seconds from trial end to its workers' release
+    tracking_unsent: int = 0  # tracking records still waiting in the journal at the end
 
     @property
     def best(self) -> dict[str, Any] | None:
@@ -110,6 +112,13 @@ def prepare(cfg: SweepConfig) -> Prepared:
                           "search=random to repeat a fixed config")
     sweep_dir = sweep_dir_of(cfg)
     _check_writable(sweep_dir)
+    uri = None
+    if cfg.tracking.enabled:
+        from sweeps.tracking_setup import check_tracking, quiet_http_retries, tracking_uri
+
+        quiet_http_retries()
+        uri = tracking_uri(cfg)
+        check_tracking(cfg, uri)
     joined = not ray.is_initialized() and bool(cfg.ray.address)
     try:
         cpus, gpus = _cluster_totals(cfg)
@@ -118,7 +127,7 @@ def prepare(cfg: SweepConfig) -> Prepared:
         if joined:
             ray.shutdown()
         raise
-    return Prepared(cfg, params, constants, resources, sweep_dir)
+    return Prepared(cfg, params, constants, resources, sweep_dir, uri)
 
 
 def _start_ray(cfg: SweepConfig, resources: ResourcePlan) -> bool:
@@ -162,7 +171,9 @@ def _fit(prep: Prepared) -> SweepResult:
 
     cfg = prep.cfg
     sweep_id = f"{cfg.sweep.name}-{uuid.uuid4().hex[:8]}"
-    (prep.sweep_dir / "config.yaml").write_text(OmegaConf.to_yaml(OmegaConf.structured(cfg)))
+    config_yaml = OmegaConf.to_yaml(OmegaConf.structured(cfg))
+    (prep.sweep_dir / "config.yaml").write_text(config_yaml)
+    tracking = _start_tracking(prep, sweep_id) if prep.tracking_uri else None
     reaper = PlacementGroupReaper(sweep_id)
     progress = ProgressLines(cfg.experiment.metric, cfg.experiment.mode,
                              cfg.search.num_samples, cfg.scheduler.max_t)
@@ -170,8 +181,8 @@ def _fit(prep: Prepared) -> SweepResult:
           f"({cfg.search.algorithm}, scheduler {cfg.scheduler.name}, max {cfg.scheduler.max_t} "
           f"epochs); {prep.resources.describe()}\n  dir {prep.sweep_dir}", flush=True)
     trial = trial_plan(cfg, prep.constants, prep.resources, prep.sweep_dir, sweep_id)
-    tuner = build_tuner(cfg, prep.params, trial, prep.resources, prep.sweep_dir,
-                        [reaper, progress])
+    callbacks = [reaper, progress] + ([tracking] if tracking else [])
+    tuner = build_tuner(cfg, prep.params, trial, prep.resources, prep.sweep_dir, callbacks)
     try:
         results = tuner.fit()
     finally:
@@ -182,7 +193,66 @@ def _fit(prep: Prepared) -> SweepResult:
     summary = summarize(results, cfg.experiment.metric, cfg.experiment.mode,
                         cfg.scheduler.max_t, [p.path for p in prep.params])
     write_summary(summary, prep.sweep_dir)
-    return SweepResult(prep.sweep_dir, summary, results, dict(reaper.released))
+    unsent = 0
+    if tracking:
+        unsent = _finish_tracking(tracking, prep, summary)
+    return SweepResult(prep.sweep_dir, summary, results, dict(reaper.released), unsent)
+
+
+def _start_tracking(prep: Prepared, sweep_id: str) -> Any:
+    """The MLflow callback, with the sweep's parent run journaled."""
+    import json
+
+    from omegaconf import OmegaConf
+
+    from sweeps.secrets import mask_tree
+    from sweeps.tracking import MLflowTracking, TrackingSettings
+
+    cfg, t = prep.cfg, prep.cfg.tracking
+    state_dir = prep.sweep_dir / "tracking"
+    state_dir.mkdir(exist_ok=True)
+    settings = TrackingSettings(
+        uri=prep.tracking_uri or "", experiment_name=t.experiment_name or cfg.experiment.name,
+        model_name=(t.model_name or cfg.experiment.name) if t.register_model else None,
+        state_dir=str(state_dir), max_epochs=cfg.scheduler.max_t, scheduler=cfg.scheduler.name,
+        flush_timeout_s=t.flush_timeout_s)
+    (state_dir / "meta.json").write_text(json.dumps(settings.__dict__, indent=2))
+    tracking = MLflowTracking(settings)
+    config = mask_tree(OmegaConf.to_container(OmegaConf.structured(cfg)))
+    tags = {"sweeps.sweep_name": cfg.sweep.name, "sweeps.sweep_dir": str(prep.sweep_dir)}
+    commit = _git_commit()
+    if commit:
+        tags["mlflow.source.git.commit"] = commit
+    tracking.start_sweep(cfg.sweep.name, sweep_id, config, OmegaConf.to_yaml(config),
+                         {p.path: p.describe() for p in prep.params}, tags)
+    return tracking
+
+
+def _finish_tracking(tracking: Any, prep: Prepared, summary: Summary) -> int:
+    """Sweep end in MLflow; never lets a tracking failure hide the finished sweep."""
+    try:
+        unsent = tracking.finish(prep.sweep_dir / "summary.csv", summary.best)
+    except Exception as exc:
+        log.error("MLflow: could not record the sweep's end (%s); the journal in %s keeps "
+                  "it for `python -m sweeps.sync %s`", exc, prep.sweep_dir / "tracking",
+                  prep.sweep_dir)
+        return -1
+    if unsent:
+        log.warning("MLflow: %d tracking record(s) not delivered yet (server unreachable); "
+                    "they wait in %s. Send them with `python -m sweeps.sync %s`.", unsent,
+                    prep.sweep_dir / "tracking" / "journal.jsonl", prep.sweep_dir)
+    return unsent
+
+
+def _git_commit() -> str | None:
+    import subprocess
+
+    try:
+        out = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True,
+                             timeout=5)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip() or None if out.returncode == 0 else None
 
 
 def print_result(result: SweepResult, metric: str) -> None:

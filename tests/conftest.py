@@ -30,6 +30,13 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
                 item.add_marker(skip)
 
 
+@pytest.fixture(autouse=True)
+def _own_working_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Run every test in its own directory: defaults like outputs/<name> and mlflow.db are
+    relative to it, and a user's earlier `make demo` in the checkout must not change a result."""
+    monkeypatch.chdir(tmp_path)
+
+
 @pytest.fixture(scope="module")
 def ray_cluster() -> Iterator[None]:
     """A private local Ray instance with 2 CPUs and no dashboard (so no State API)."""
@@ -78,3 +85,56 @@ def second_ray_instance() -> Iterator[subprocess.Popen]:
         except subprocess.TimeoutExpired:
             proc.kill()
         time.sleep(1)
+
+
+class MLflowServer:
+    """A real ``mlflow server`` on loopback (SQLite backend, random port) that can be bounced."""
+
+    def __init__(self, root: Path) -> None:
+        import socket
+
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            self.port = s.getsockname()[1]
+        self.root = root
+        self.uri = f"http://127.0.0.1:{self.port}"
+        self.proc: subprocess.Popen | None = None
+
+    def start(self, timeout_s: float = 90) -> None:
+        import urllib.request
+
+        log = (self.root / "server.log").open("ab")
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "mlflow", "server", "--host", "127.0.0.1",
+             "--port", str(self.port), "--workers", "1",
+             "--backend-store-uri", f"sqlite:///{self.root / 'server.db'}",
+             "--artifacts-destination", str(self.root / "artifacts")],
+            stdout=log, stderr=log, start_new_session=True, cwd=self.root)
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            try:
+                urllib.request.urlopen(f"{self.uri}/health", timeout=2)
+                return
+            except OSError:
+                time.sleep(0.3)
+        raise RuntimeError(f"mlflow server did not start; see {self.root / 'server.log'}")
+
+    def stop(self) -> None:
+        if self.proc is not None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            self.proc.wait(timeout=30)
+            self.proc = None
+
+
+@pytest.fixture
+def mlflow_server(tmp_path: Path) -> Iterator[MLflowServer]:
+    """A started MLflow tracking server, always stopped afterwards."""
+    server = MLflowServer(tmp_path)
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()

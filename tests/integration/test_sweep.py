@@ -1,11 +1,14 @@
 """A real 12-trial ASHA sweep, one trial at a time, 2 Train workers each, on 2 CPUs.
 
+Tracked in MLflow on the default kind of store (SQLite, here in the test's directory).
+
 Runs with a second Ray instance on the machine and without the dashboard (no State API): the
 two conditions under which Ray Train's own placement-group cleaner fails (ray#54305).
 """
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -23,15 +26,35 @@ NUM_SAMPLES = 12
 def sweep(tmp_path_factory, second_ray_instance, ray_cluster):
     import ray
 
-    sweep_dir = tmp_path_factory.mktemp("sweeps") / "asha12"
+    root = tmp_path_factory.mktemp("sweeps")
+    sweep_dir = root / "asha12"
     cfg = compose("digits", [
         f"search.num_samples={NUM_SAMPLES}", "search.max_concurrent_trials=1",
         "scaling.num_workers=2", "scheduler.max_t=9", "scheduler.grace_period=1",
         "scheduler.reduction_factor=3", f"sweep.dir={sweep_dir}", "sweep.seed=0",
+        f"tracking.uri=sqlite:///{root / 'mlflow.db'}",
     ])
     result = run_sweep(cfg)
     table = ray.util.placement_group_table()
     return result, table
+
+
+@pytest.fixture(scope="module")
+def mlflow_runs(sweep):
+    """(client, parent run, {trial id: child run}) of the sweep."""
+    from mlflow import MlflowClient
+
+    result, _ = sweep
+    uri = f"sqlite:///{result.sweep_dir.parent / 'mlflow.db'}"
+    client = MlflowClient(uri)
+    experiment = client.get_experiment_by_name("digits")
+    runs = client.search_runs([experiment.experiment_id], max_results=1000)
+    parents = [r for r in runs if r.data.tags.get("sweeps.role") == "parent"]
+    assert len(parents) == 1
+    parent = parents[0]
+    children = {r.data.tags["sweeps.trial_id"]: r for r in runs
+                if r.data.tags.get("mlflow.parentRunId") == parent.info.run_id}
+    return client, parent, children
 
 
 def test_every_trial_ran_and_asha_stopped_at_least_half(sweep) -> None:
@@ -95,3 +118,52 @@ def test_summary_files_are_written(sweep) -> None:
     assert (result.sweep_dir / "summary.csv").read_text().count("\n") == NUM_SAMPLES + 1
     assert '"checkpoint"' in (result.sweep_dir / "best.json").read_text()
     assert "experiment:" in (result.sweep_dir / "config.yaml").read_text()
+
+
+def test_mlflow_parent_run_holds_the_sweep(sweep, mlflow_runs) -> None:
+    result, _ = sweep
+    client, parent, children = mlflow_runs
+    assert parent.info.status == "FINISHED"
+    assert parent.data.params["search.num_samples"] == str(NUM_SAMPLES)
+    assert parent.data.params["experiment.search_space.lr"] == "tag(log, interval(1e-4, 0.5))"
+    assert parent.data.tags["sweeps.best_trial_id"] == result.best["trial_id"]
+    artifacts = {a.path for a in client.list_artifacts(parent.info.run_id)}
+    assert {"config.yaml", "search_space.json", "summary.csv", "best.json"} <= artifacts
+    assert len(children) == NUM_SAMPLES
+
+
+def test_mlflow_child_per_trial_with_one_point_per_epoch(sweep, mlflow_runs) -> None:
+    result, _ = sweep
+    client, _, children = mlflow_runs
+    rows = result.summary.table.set_index("trial_id")
+    for trial in result.results:
+        trial_id = trial.metrics["trial_id"]
+        run = children[trial_id]
+        epochs = trial.metrics_dataframe["epoch"].tolist()
+        history = client.get_metric_history(run.info.run_id, "val_acc")
+        assert sorted(m.step for m in history) == epochs  # one point per epoch, steps 1..k
+        assert run.data.params["lr"] == str(trial.config["lr"])
+        assert run.data.tags["sweeps.trial_id"] == trial_id
+        if rows.loc[trial_id, "status"] == "stopped":
+            assert run.info.status == "KILLED"
+            assert run.data.tags["sweeps.stop_reason"].startswith("early-stopped by asha")
+        else:
+            assert run.info.status == "FINISHED"
+    runs_map = json.loads((result.sweep_dir / "tracking" / "runs.json").read_text())
+    assert runs_map["trials"] == {t: r.info.run_id for t, r in children.items()}
+
+
+def test_registered_model_loads_and_reproduces_best_accuracy(sweep, mlflow_runs) -> None:
+    import mlflow.pytorch
+
+    result, _ = sweep
+    client, _, children = mlflow_runs
+    versions = client.search_model_versions("name='digits'")
+    assert len(versions) == 1
+    version = versions[0]
+    assert version.run_id == children[result.best["trial_id"]].info.run_id
+    mlflow.set_tracking_uri(client.tracking_uri)
+    model = mlflow.pytorch.load_model(f"models:/digits/{version.version}").eval()
+    _, _, x_va, y_va = load_split()
+    _, correct, count = evaluate(model, torch.from_numpy(x_va), torch.from_numpy(y_va))
+    assert correct / count == pytest.approx(result.best["value"], abs=1e-12)

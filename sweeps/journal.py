@@ -1,0 +1,79 @@
+"""A durable, append-only journal of tracking operations, applied in order.
+
+    journal = Journal(sweep_dir / "tracking")
+    journal.append({"op": "metrics", "trial": "ab12", "step": 3, "ts": 1732250000000, ...})
+    for index, record in journal.pending(): ...; journal.mark_applied(index + 1)
+
+Every tracking event of a sweep is appended here (and fsync'ed) before anything is sent to
+MLflow, so a tracking server that goes away loses nothing: whatever was not applied is applied
+when it answers again, in this run or the next. Records carry their own timestamps, and MLflow
+ignores a metric point it already has (same key, step, timestamp, value), so re-applying a
+record whose reply was lost does not duplicate it.
+
+A crash mid-append leaves at most one torn last line: it is skipped on read and the next append
+starts on a fresh line. The applied count is written to a temporary file and renamed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+__all__ = ["Journal"]
+
+
+class Journal:
+    """``journal.jsonl`` (the records) + ``journal.applied`` (how many were applied)."""
+
+    def __init__(self, directory: str | Path) -> None:
+        self.directory = Path(directory)
+        self.directory.mkdir(parents=True, exist_ok=True)
+        self.path = self.directory / "journal.jsonl"
+        self.applied_path = self.directory / "journal.applied"
+
+    def append(self, record: dict[str, Any]) -> None:
+        """Add ``record`` durably (fsync) at the end of the journal."""
+        line = json.dumps(record, default=str, separators=(",", ":"))
+        with self.path.open("ab") as f:
+            if f.tell() > 0 and not self._ends_with_newline():
+                f.write(b"\n")  # a torn line from a crash: start a fresh one
+            f.write(line.encode() + b"\n")
+            f.flush()
+            os.fsync(f.fileno())
+
+    def _ends_with_newline(self) -> bool:
+        with self.path.open("rb") as f:
+            f.seek(-1, os.SEEK_END)
+            return f.read(1) == b"\n"
+
+    def records(self) -> list[dict[str, Any]]:
+        """All complete records, in order (a torn line is skipped)."""
+        if not self.path.exists():
+            return []
+        out = []
+        for line in self.path.read_bytes().splitlines():
+            try:
+                out.append(json.loads(line))
+            except ValueError:
+                continue
+        return out
+
+    def applied(self) -> int:
+        """How many records have been applied."""
+        try:
+            return int(self.applied_path.read_text().strip() or 0)
+        except (FileNotFoundError, ValueError):
+            return 0
+
+    def pending(self) -> list[tuple[int, dict[str, Any]]]:
+        """(index, record) of every record not yet applied."""
+        done = self.applied()
+        return [(i, r) for i, r in enumerate(self.records()) if i >= done]
+
+    def mark_applied(self, count: int) -> None:
+        """Record that the first ``count`` records are applied (atomic)."""
+        tmp = self.applied_path.with_suffix(".tmp")
+        tmp.write_text(str(count))
+        os.replace(tmp, self.applied_path)

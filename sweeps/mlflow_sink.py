@@ -1,0 +1,227 @@
+"""Apply tracking-journal records to MLflow, idempotently, from the sweep driver only.
+
+    sink = MLflowSink(uri, "digits", sweep_dir / "tracking", model_name="digits")
+    sink.apply({"op": "trial_start", "trial": "ab12", "params": {...}})
+
+Runs are found again rather than created twice: the map ``runs.json`` (trial id -> run id,
+written atomically, read by a resumed sweep) comes first; when a create's reply was lost, a
+search by the tags ``sweeps.sweep_uid`` + ``sweeps.trial_id`` finds the run the server made.
+Children are nested under the sweep's parent run with the ``mlflow.parentRunId`` tag.
+
+MLflow limits are enforced here, not discovered on the server: a param value over 6,000
+characters is cut (tag ``sweeps.truncated_params`` lists which; the full config is the
+``config.yaml`` artifact), a key over 250 characters is skipped, and a non-numeric metric is
+dropped with one warning per key.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import logging
+import math
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+__all__ = ["MLflowSink", "TransientTrackingError", "PARAM_LIMIT"]
+
+log = logging.getLogger(__name__)
+PARAM_LIMIT = 6000
+KEY_LIMIT = 250
+TRUNCATED = "...[truncated]"
+
+
+class TransientTrackingError(RuntimeError):
+    """The tracking server did not answer; the record is retried later."""
+
+
+def _is_transient(exc: Exception) -> bool:
+    """Connection-level failures (server down, timeout, 5xx) are worth retrying."""
+    from mlflow.exceptions import MlflowException
+
+    if isinstance(exc, OSError | ConnectionError | TimeoutError):
+        return True
+    if isinstance(exc, MlflowException):  # its default error_code is INTERNAL_ERROR: no signal
+        text = str(exc)
+        return (getattr(exc, "error_code", "") == "TEMPORARILY_UNAVAILABLE"
+                or re.search(r"failed with exception|failed with error code 5\d\d|Max retries"
+                             r"|Connection(Error| refused| reset| aborted)|timed out", text)
+                is not None)
+    name = type(exc).__name__
+    return "Connection" in name or "Timeout" in name
+
+
+class MLflowSink:
+    """Turns journal records into MLflow runs, params, metrics, artifacts and models."""
+
+    def __init__(self, uri: str, experiment_name: str, state_dir: Path,
+                 model_name: str | None) -> None:
+        from mlflow import MlflowClient
+
+        self.uri, self.experiment_name, self.model_name = uri, experiment_name, model_name
+        self.client = MlflowClient(uri)
+        self.state_dir = Path(state_dir)
+        self.map_path = self.state_dir / "runs.json"
+        self.state: dict[str, Any] = (json.loads(self.map_path.read_text())
+                                      if self.map_path.exists() else {"trials": {}})
+        self._warned: set[str] = set()
+
+    # -- state ---------------------------------------------------------------------------
+    def _save(self) -> None:
+        tmp = self.map_path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(self.state, indent=2))
+        os.replace(tmp, self.map_path)
+
+    @property
+    def parent_run_id(self) -> str | None:
+        return self.state.get("parent")
+
+    def run_id(self, trial_id: str) -> str | None:
+        return self.state["trials"].get(trial_id)
+
+    # -- apply ---------------------------------------------------------------------------
+    def apply(self, record: dict[str, Any]) -> None:
+        """Apply one record; raise ``TransientTrackingError`` when the server is unreachable."""
+        try:
+            getattr(self, f"_op_{record['op']}")(record)
+        except TransientTrackingError:
+            raise
+        except Exception as exc:
+            if _is_transient(exc):
+                raise TransientTrackingError(str(exc).splitlines()[0][:300]) from exc
+            raise
+
+    def _experiment_id(self) -> str:
+        if "experiment_id" not in self.state:
+            exp = self.client.get_experiment_by_name(self.experiment_name)
+            eid = exp.experiment_id if exp else self.client.create_experiment(
+                self.experiment_name)
+            self.state["experiment_id"] = eid
+            self._save()
+        return self.state["experiment_id"]
+
+    def _find_or_create(self, tags: dict[str, str], run_name: str) -> str:
+        eid = self._experiment_id()
+        query = " and ".join(f"tags.`{k}` = '{v}'" for k, v in tags.items()
+                             if k.startswith("sweeps."))
+        found = self.client.search_runs([eid], filter_string=query, max_results=1)
+        if found:
+            return found[0].info.run_id
+        return self.client.create_run(eid, tags=tags, run_name=run_name).info.run_id
+
+    def _log_params(self, run_id: str, params: dict[str, Any]) -> None:
+        from mlflow.entities import Param, RunTag
+
+        clean, cut = [], []
+        for key, value in params.items():
+            if len(key) > KEY_LIMIT:
+                self._warn_once(f"key:{key}", f"param key longer than {KEY_LIMIT} characters "
+                                f"skipped: {key[:60]}...")
+                continue
+            text = "None" if value is None else str(value)
+            if len(text) > PARAM_LIMIT:
+                text = text[: PARAM_LIMIT - len(TRUNCATED)] + TRUNCATED
+                cut.append(key)
+            clean.append(Param(key, text))
+        for i in range(0, len(clean), 100):
+            self.client.log_batch(run_id, params=clean[i:i + 100])
+        if cut:
+            self.client.log_batch(run_id, tags=[RunTag("sweeps.truncated_params",
+                                                       ",".join(cut)[:PARAM_LIMIT])])
+
+    def _warn_once(self, key: str, message: str) -> None:
+        if key not in self._warned:
+            self._warned.add(key)
+            log.warning(message)
+
+    def _op_sweep_start(self, r: dict[str, Any]) -> None:
+        if self.parent_run_id is None:
+            tags = {**r["tags"], "sweeps.role": "parent", "sweeps.sweep_uid": r["sweep_uid"]}
+            self.state["parent"] = self._find_or_create(tags, r["sweep_name"])
+            self.state["sweep_uid"] = r["sweep_uid"]
+            self._save()
+        run = self.parent_run_id
+        self._log_params(run, r["params"])
+        self.client.log_text(run, r["config_yaml"], "config.yaml")
+        self.client.log_dict(run, r["search_space"], "search_space.json")
+
+    def _op_trial_start(self, r: dict[str, Any]) -> None:
+        trial = r["trial"]
+        if self.run_id(trial) is None:
+            tags = {"mlflow.parentRunId": self.parent_run_id, "sweeps.role": "trial",
+                    "sweeps.sweep_uid": self.state["sweep_uid"], "sweeps.trial_id": trial}
+            self.state["trials"][trial] = self._find_or_create(tags, trial)
+            self._save()
+        self._log_params(self.run_id(trial), r["params"])
+
+    def _op_metrics(self, r: dict[str, Any]) -> None:
+        from mlflow.entities import Metric
+
+        metrics = []
+        for key, value in r["values"].items():
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                self._warn_once(f"metric:{key}", f"metric {key!r} is not a number "
+                                f"({type(value).__name__}); it is not sent to MLflow")
+                continue
+            if not math.isfinite(value) and not math.isnan(value):
+                value = math.copysign(1.7976931348623157e308, value)
+            metrics.append(Metric(key, float(value), int(r["ts"]), int(r["step"])))
+        if metrics:
+            self.client.log_batch(self.run_id(r["trial"]), metrics=metrics)
+
+    def _op_trial_end(self, r: dict[str, Any]) -> None:
+        run = self.run_id(r["trial"])
+        for key, value in r.get("tags", {}).items():
+            self.client.set_tag(run, key, str(value)[:PARAM_LIMIT])
+        self.client.set_terminated(run, r["status"], end_time=int(r["ts"]))
+
+    def _op_sweep_end(self, r: dict[str, Any]) -> None:
+        run = self.parent_run_id
+        for key, value in r.get("tags", {}).items():
+            self.client.set_tag(run, key, str(value)[:PARAM_LIMIT])
+        if r.get("summary_csv") and Path(r["summary_csv"]).exists():
+            self.client.log_artifact(run, r["summary_csv"])
+        best = r.get("best")
+        if best:
+            self.client.log_dict(run, best, "best.json")
+            self.client.log_metric(run, f"best_{best['metric']}", best["value"],
+                                   timestamp=int(r["ts"]), step=best["epoch"])
+            if self.model_name and not self.state.get("model_logged"):
+                try:
+                    self._log_best_model(best)
+                except Exception as exc:  # a model that cannot be logged must not leave the
+                    if _is_transient(exc):  # parent RUNNING; retry only when unreachable
+                        raise
+                    log.warning("MLflow: best model not logged (%s)", exc)
+                    self.client.set_tag(run, "sweeps.model_error", str(exc)[:500])
+        self.client.set_terminated(run, r.get("status", "FINISHED"), end_time=int(r["ts"]))
+
+    def _log_best_model(self, best: dict[str, Any]) -> None:
+        """Log the best checkpoint as a PyTorch-flavor model in the best trial's run; register."""
+        import mlflow
+        import mlflow.pytorch
+
+        from sweeps.checkpoint import load_checkpoint, load_model
+
+        payload = load_checkpoint(best["checkpoint"])
+        model = load_model(best["checkpoint"])
+        package = payload["model_factory"].split(".", 1)[0].split(":", 1)[0]
+        code = Path(__import__(package).__file__).resolve().parent
+        mlflow.set_tracking_uri(self.uri)
+        extra = {}
+        if "serialization_format" in inspect.signature(mlflow.pytorch.log_model).parameters:
+            # MLflow 3.17 defaults to "pt2", which needs an input example and loads back as an
+            # exported program; "pickle" loads back as the nn.Module that was trained.
+            extra["serialization_format"] = "pickle"
+        info = mlflow.pytorch.log_model(
+            model, name="model", run_id=self.run_id(best["trial_id"]),
+            registered_model_name=self.model_name, code_paths=[str(code)],
+            metadata={"model_factory": payload["model_factory"],
+                      "model_kwargs": payload["model_kwargs"], "epoch": payload["epoch"],
+                      "checkpoint": best["checkpoint"]},
+            **extra,
+        )
+        self.state["model_logged"] = info.model_uri
+        self._save()

@@ -1,0 +1,51 @@
+"""python -m sweeps.sync SWEEP_DIR [--timeout 300]
+
+Send a sweep's tracking records that did not reach MLflow (the server was unreachable when the
+sweep ended). Safe to run any number of times: records already applied are not sent again.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from sweeps.journal import Journal
+
+__all__ = ["sync"]
+
+
+def sync(sweep_dir: str | Path, timeout_s: float = 300.0) -> int:
+    """Apply the pending records of ``sweep_dir``; return how many are still unsent."""
+    from sweeps.mlflow_sink import MLflowSink
+    from sweeps.tracking import TrackingWriter
+    from sweeps.tracking_setup import quiet_http_retries
+
+    state_dir = Path(sweep_dir) / "tracking"
+    meta_path = state_dir / "meta.json"
+    if not meta_path.exists():
+        raise FileNotFoundError(f"{sweep_dir} has no tracking/meta.json: not a tracked sweep")
+    meta = json.loads(meta_path.read_text())
+    quiet_http_retries()
+    journal = Journal(state_dir)
+    sink = MLflowSink(meta["uri"], meta["experiment_name"], state_dir, meta["model_name"])
+    writer = TrackingWriter(journal, sink)
+    try:
+        return writer.flush(timeout_s)
+    finally:
+        writer.stop()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("sweep_dir")
+    parser.add_argument("--timeout", type=float, default=300.0)
+    args = parser.parse_args()
+    left = sync(args.sweep_dir, args.timeout)
+    print(f"{left} record(s) still unsent" if left else "all tracking records are in MLflow")
+    sys.exit(1 if left else 0)
+
+
+if __name__ == "__main__":
+    main()

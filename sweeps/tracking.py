@@ -1,0 +1,197 @@
+"""MLflow tracking for a sweep: a parent run, a nested run per trial, the best model registered.
+
+    tracking = MLflowTracking(settings)       # a Tune callback, in the sweep driver only
+    tuner = Tuner(..., run_config=RunConfig(callbacks=[tracking, ...]))
+    tracking.finish(summary)                  # summary CSV, best trial, model, parent status
+
+Every event becomes a record in the sweep's tracking journal (``sweeps.journal``) first; a
+background thread applies records to MLflow in order (``sweeps.mlflow_sink``). If the tracking
+server goes away, training goes on, records wait on disk, and the thread retries with a bounded
+backoff (0.5 s doubling to 10 s) until the server answers again; what is still unsent when the
+sweep ends stays in the journal and is sent by ``python -m sweeps.sync <sweep dir>`` or by the
+next run of the same sweep. Only this process writes to MLflow, so SQLite is never written by
+two processes.
+
+Status mapping: a trial that ran all epochs is FINISHED; one ended early by the scheduler is
+KILLED with tags ``sweeps.status=stopped`` and ``sweeps.stop_reason``; one that raised is
+FAILED with the error's first line in ``sweeps.error``. Metric steps are the reported epoch,
+never Tune's iteration counter.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ray.tune import Callback
+
+from sweeps.journal import Journal
+from sweeps.secrets import mask_params
+from sweeps.space import flatten
+
+__all__ = ["TrackingSettings", "MLflowTracking", "TrackingWriter", "NOT_METRICS"]
+
+log = logging.getLogger(__name__)
+
+NOT_METRICS = frozenset({
+    "training_iteration", "time_total_s", "episodes_total", "timesteps_total", "node_ip",
+    "hostname", "pid", "time_this_iter_s", "timestamp", "date", "time_since_restore",
+    "timesteps_since_restore", "iterations_since_restore", "config", "checkpoint_dir_name",
+    "done", "trial_id", "experiment_tag", "should_checkpoint", "checkpoint_path", "epoch",
+})
+
+
+@dataclass(frozen=True)
+class TrackingSettings:
+    """Plain, picklable settings (Tune pickles callbacks with the experiment)."""
+
+    uri: str
+    experiment_name: str
+    model_name: str | None
+    state_dir: str
+    max_epochs: int
+    scheduler: str
+    flush_timeout_s: float
+
+
+class TrackingWriter:
+    """Background thread that applies pending journal records, retrying while unreachable."""
+
+    def __init__(self, journal: Journal, sink: Any, max_backoff_s: float = 10.0) -> None:
+        self.journal, self.sink, self.max_backoff_s = journal, sink, max_backoff_s
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._idle = threading.Event()
+        self.failures = 0
+        self._thread = threading.Thread(target=self._loop, name="sweeps-mlflow", daemon=True)
+        self._thread.start()
+
+    def notify(self) -> None:
+        self._idle.clear()
+        self._wake.set()
+
+    def _loop(self) -> None:
+        backoff = 0.5
+        while not self._stop.is_set():
+            self._wake.clear()
+            if self._drain():
+                backoff = 0.5
+                self._idle.set()
+                self._wake.wait(1.0)
+            else:  # unreachable: wait, then try the same record again
+                self._stop.wait(backoff)
+                backoff = min(backoff * 2, self.max_backoff_s)
+
+    def _drain(self) -> bool:
+        from sweeps.mlflow_sink import TransientTrackingError
+
+        for index, record in self.journal.pending():
+            try:
+                self.sink.apply(record)
+            except TransientTrackingError as exc:
+                self.failures += 1
+                if self.failures == 1 or self.failures % 10 == 0:
+                    log.warning("MLflow unreachable (%s); training goes on, %d record(s) wait "
+                                "in %s", exc, len(self.journal.pending()), self.journal.path)
+                return False
+            except Exception as exc:  # the server refused this record for good: say so, go on
+                log.warning("MLflow rejected a %s record (%s); skipped", record.get("op"), exc)
+            self.journal.mark_applied(index + 1)
+        return True
+
+    def flush(self, timeout_s: float) -> int:
+        """Wait up to ``timeout_s`` for every record to be applied; return how many are left."""
+        deadline = time.monotonic() + timeout_s
+        self.notify()
+        while time.monotonic() < deadline:
+            if not self.journal.pending():
+                return 0
+            self._idle.wait(0.2)
+        return len(self.journal.pending())
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._wake.set()
+        self._thread.join(timeout=30)
+
+
+class MLflowTracking(Callback):
+    """Tune callback that journals sweep and trial events for MLflow."""
+
+    def __init__(self, settings: TrackingSettings) -> None:
+        self.settings = settings
+        self._journal: Journal | None = None
+        self._writer: TrackingWriter | None = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"settings": self.settings, "_journal": None, "_writer": None}
+
+    @property
+    def journal(self) -> Journal:
+        if self._journal is None:
+            self._journal = Journal(self.settings.state_dir)
+        return self._journal
+
+    def writer(self) -> TrackingWriter:
+        if self._writer is None:
+            from sweeps.mlflow_sink import MLflowSink
+
+            s = self.settings
+            sink = MLflowSink(s.uri, s.experiment_name, Path(s.state_dir), s.model_name)
+            self._writer = TrackingWriter(self.journal, sink)
+        return self._writer
+
+    def record(self, record: dict[str, Any]) -> None:
+        self.journal.append({**record, "ts": int(time.time() * 1000)})
+        self.writer().notify()
+
+    def start_sweep(self, sweep_name: str, sweep_uid: str, config: dict[str, Any],
+                    config_yaml: str, search_space: dict[str, Any], tags: dict[str, str]) -> None:
+        """Journal the parent run: flattened config params, config YAML, search space, tags."""
+        self.record({"op": "sweep_start", "sweep_name": sweep_name, "sweep_uid": sweep_uid,
+                     "params": mask_params(flatten(config)), "config_yaml": config_yaml,
+                     "search_space": search_space, "tags": tags})
+
+    def on_trial_start(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
+        self.record({"op": "trial_start", "trial": trial.trial_id,
+                     "params": mask_params(flatten(trial.config or {}))})
+
+    def on_trial_result(self, iteration: int, trials: list, trial: Any, result: dict,
+                        **info: Any) -> None:
+        values = {k: v for k, v in result.items() if k not in NOT_METRICS}
+        step = result.get("epoch", result.get("training_iteration", 0))
+        self.record({"op": "metrics", "trial": trial.trial_id, "step": int(step),
+                     "values": values})
+
+    def on_trial_complete(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
+        epoch = int((trial.last_result or {}).get("epoch", 0))
+        if epoch >= self.settings.max_epochs:
+            self.record({"op": "trial_end", "trial": trial.trial_id, "status": "FINISHED",
+                         "tags": {"sweeps.status": "completed"}})
+            return
+        reason = f"early-stopped by {self.settings.scheduler} after epoch {epoch}"
+        self.record({"op": "trial_end", "trial": trial.trial_id, "status": "KILLED",
+                     "tags": {"sweeps.status": "stopped", "sweeps.stop_reason": reason}})
+
+    def on_trial_error(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
+        error = getattr(trial, "error_msg", None) or "trial raised an error"
+        self.record({"op": "trial_end", "trial": trial.trial_id, "status": "FAILED",
+                     "tags": {"sweeps.status": "error",
+                              "sweeps.error": str(error).strip().splitlines()[-1][:500]}})
+
+    def finish(self, summary_csv: Path | None, best: dict[str, Any] | None,
+               status: str = "FINISHED") -> int:
+        """Journal the sweep's end, wait for delivery; return records still unsent."""
+        tags = {}
+        if best:
+            tags = {"sweeps.best_trial_id": best["trial_id"],
+                    f"sweeps.best_{best['metric']}": f"{best['value']:.6g}"}
+        self.record({"op": "sweep_end", "summary_csv": str(summary_csv) if summary_csv else None,
+                     "best": best, "status": status, "tags": tags})
+        left = self.writer().flush(self.settings.flush_timeout_s)
+        self.writer().stop()
+        return left

@@ -1,0 +1,82 @@
+"""The MLflow sink against a real SQLite store: nesting, limits, idempotent replays."""
+
+from __future__ import annotations
+
+import pytest
+
+from sweeps.mlflow_sink import PARAM_LIMIT, TRUNCATED, MLflowSink
+
+
+@pytest.fixture
+def sink(tmp_path):
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    s = MLflowSink(uri, "unit", tmp_path, model_name=None)
+    s.apply({"op": "sweep_start", "sweep_name": "sw", "sweep_uid": "uid1",
+             "params": {"a": 1}, "config_yaml": "a: 1\n", "search_space": {"lr": "x"},
+             "tags": {"sweeps.sweep_name": "sw"}, "ts": 1})
+    return s
+
+
+def test_child_is_nested_and_found_again_after_a_lost_map(sink, tmp_path) -> None:
+    sink.apply({"op": "trial_start", "trial": "t1", "params": {"lr": 0.1}, "ts": 2})
+    run = sink.client.get_run(sink.run_id("t1"))
+    assert run.data.tags["mlflow.parentRunId"] == sink.parent_run_id
+    assert run.data.params == {"lr": "0.1"}
+    # The map is lost (a crash before it was written): the run is found by its tags.
+    (tmp_path / "runs.json").unlink()
+    again = MLflowSink(sink.uri, "unit", tmp_path, model_name=None)
+    again.state.update({"parent": sink.parent_run_id, "sweep_uid": "uid1"})
+    again.apply({"op": "trial_start", "trial": "t1", "params": {"lr": 0.1}, "ts": 2})
+    assert again.run_id("t1") == sink.run_id("t1")
+    assert len(sink.client.search_runs([sink.state["experiment_id"]])) == 2
+
+
+def test_metrics_replayed_are_not_duplicated_and_non_numbers_are_dropped(sink) -> None:
+    sink.apply({"op": "trial_start", "trial": "t1", "params": {}, "ts": 2})
+    for step in (1, 2, 2, 1):  # a replay after a lost reply
+        sink.apply({"op": "metrics", "trial": "t1", "step": step, "ts": 100 + step,
+                    "values": {"acc": step / 10, "note": "text", "flag": True}})
+    history = sink.client.get_metric_history(sink.run_id("t1"), "acc")
+    assert sorted((m.step, m.value) for m in history) == [(1, 0.1), (2, 0.2)]
+    assert set(sink.client.get_run(sink.run_id("t1")).data.metrics) == {"acc"}
+
+
+def test_long_param_is_truncated_and_tagged(sink) -> None:
+    sink.apply({"op": "trial_start", "trial": "t1", "params": {"long": "x" * 7000,
+                                                               "k" * 300: 1}, "ts": 2})
+    run = sink.client.get_run(sink.run_id("t1"))
+    assert len(run.data.params["long"]) == PARAM_LIMIT
+    assert run.data.params["long"].endswith(TRUNCATED)
+    assert run.data.tags["sweeps.truncated_params"] == "long"
+    assert "k" * 300 not in run.data.params
+
+
+def test_trial_end_sets_status_and_reason(sink) -> None:
+    sink.apply({"op": "trial_start", "trial": "t1", "params": {}, "ts": 2})
+    sink.apply({"op": "trial_end", "trial": "t1", "status": "KILLED", "ts": 3,
+                "tags": {"sweeps.stop_reason": "early-stopped by asha after epoch 1"}})
+    run = sink.client.get_run(sink.run_id("t1"))
+    assert run.info.status == "KILLED"
+    assert run.data.tags["sweeps.stop_reason"].startswith("early-stopped")
+
+
+@pytest.mark.parametrize(
+    ("exc", "transient"),
+    [
+        ("MlflowException('API request to http://h/api failed with exception "
+         "ConnectionError(...)')", True),
+        ("MlflowException('API request to http://h/api failed with error code 503 != 200')",
+         True),
+        ("MlflowException('API request to http://h/api failed with error code 400 != 200')",
+         False),
+        ("MlflowException('If serialization_format is pt2, input_example is required')", False),
+        ("ConnectionRefusedError()", True),
+        ("ValueError('bad value')", False),
+    ],
+)
+def test_only_connection_failures_are_retried(exc: str, transient: bool) -> None:
+    from mlflow.exceptions import MlflowException  # noqa: F401  (used by eval)
+
+    from sweeps.mlflow_sink import _is_transient
+
+    assert _is_transient(eval(exc)) is transient
