@@ -50,6 +50,7 @@ class SweepResult:
     results: Any  # ray.tune.ResultGrid
     released: dict[str, float]  # trial id -> seconds from trial end to its workers' release
     tracking_unsent: int = 0  # tracking records still waiting in the journal at the end
+    tracking_uri: str | None = None
 
     @property
     def best(self) -> dict[str, Any] | None:
@@ -196,7 +197,8 @@ def _fit(prep: Prepared) -> SweepResult:
     unsent = 0
     if tracking:
         unsent = _finish_tracking(tracking, prep, summary)
-    return SweepResult(prep.sweep_dir, summary, results, dict(reaper.released), unsent)
+    return SweepResult(prep.sweep_dir, summary, results, dict(reaper.released), unsent,
+                       prep.tracking_uri)
 
 
 def _start_tracking(prep: Prepared, sweep_id: str) -> Any:
@@ -268,6 +270,10 @@ def print_result(result: SweepResult, metric: str) -> None:
     print(f"\nbest trial {best['trial_id']}: {metric}={best['value']:.4f} at epoch "
           f"{best['epoch']}\n  config: {overrides}\n  checkpoint: {best['checkpoint']}"
           f"\n  summary: {result.sweep_dir / 'summary.csv'}")
+    if result.tracking_uri:
+        hint = ("run `mlflow ui` in this directory to compare trials"
+                if result.tracking_uri.startswith("sqlite:") else "open it to compare trials")
+        print(f"  mlflow: {result.tracking_uri} ({hint})")
 
 
 def _flat_items(config: dict[str, Any], prefix: str = "") -> list[tuple[str, Any]]:

@@ -30,3 +30,31 @@ def test_corrupt_applied_count_replays_everything(tmp_path) -> None:
     j.append({"i": 0})
     j.applied_path.write_text("garbage")
     assert len(j.pending()) == 1  # replay is safe: applying is idempotent
+
+
+def test_sync_sends_what_the_sweep_could_not(tmp_path) -> None:
+    """Records left in the journal (server was down at the end) reach MLflow via sync."""
+    import json
+
+    from mlflow import MlflowClient
+
+    from sweeps.sync import sync
+
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    state = tmp_path / "sweep" / "tracking"
+    j = Journal(state)
+    (state / "meta.json").write_text(json.dumps(
+        {"uri": uri, "experiment_name": "later", "model_name": None}))
+    j.append({"op": "sweep_start", "sweep_name": "s", "sweep_uid": "u", "params": {"a": 1},
+              "config_yaml": "a: 1\n", "search_space": {}, "tags": {}, "ts": 1})
+    j.append({"op": "trial_start", "trial": "t", "params": {"lr": 0.1}, "ts": 2})
+    for step in (1, 2):
+        j.append({"op": "metrics", "trial": "t", "step": step, "ts": 10 + step,
+                  "values": {"acc": step / 4}})
+    assert sync(tmp_path / "sweep", timeout_s=60) == 0
+    assert sync(tmp_path / "sweep", timeout_s=60) == 0  # again: nothing is sent twice
+    client = MlflowClient(uri)
+    run_id = json.loads((state / "runs.json").read_text())["trials"]["t"]
+    assert [(m.step, m.value) for m in client.get_metric_history(run_id, "acc")] == [
+        (1, 0.25), (2, 0.5)]
+    assert j.pending() == []
