@@ -168,13 +168,14 @@ def _fit(prep: Prepared) -> SweepResult:
 
     from sweeps.progress import ProgressLines
     from sweeps.release import PlacementGroupReaper, release_all
+    from sweeps.tracking_setup import abort_tracking, finish_tracking, start_tracking
     from sweeps.tuner import build_tuner, trial_plan
 
     cfg = prep.cfg
     sweep_id = f"{cfg.sweep.name}-{uuid.uuid4().hex[:8]}"
     config_yaml = OmegaConf.to_yaml(OmegaConf.structured(cfg))
     (prep.sweep_dir / "config.yaml").write_text(config_yaml)
-    tracking = _start_tracking(prep, sweep_id) if prep.tracking_uri else None
+    tracking = start_tracking(prep, sweep_id) if prep.tracking_uri else None
     reaper = PlacementGroupReaper(sweep_id)
     progress = ProgressLines(cfg.experiment.metric, cfg.experiment.mode,
                              cfg.search.num_samples, cfg.scheduler.max_t)
@@ -186,6 +187,10 @@ def _fit(prep: Prepared) -> SweepResult:
     tuner = build_tuner(cfg, prep.params, trial, prep.resources, prep.sweep_dir, callbacks)
     try:
         results = tuner.fit()
+    except BaseException as exc:
+        if tracking:
+            abort_tracking(tracking, exc)
+        raise
     finally:
         reaper.join()
         leftover = release_all(sweep_id)
@@ -196,65 +201,9 @@ def _fit(prep: Prepared) -> SweepResult:
     write_summary(summary, prep.sweep_dir)
     unsent = 0
     if tracking:
-        unsent = _finish_tracking(tracking, prep, summary)
+        unsent = finish_tracking(tracking, prep, summary)
     return SweepResult(prep.sweep_dir, summary, results, dict(reaper.released), unsent,
                        prep.tracking_uri)
-
-
-def _start_tracking(prep: Prepared, sweep_id: str) -> Any:
-    """The MLflow callback, with the sweep's parent run journaled."""
-    import json
-
-    from omegaconf import OmegaConf
-
-    from sweeps.secrets import mask_tree
-    from sweeps.tracking import MLflowTracking, TrackingSettings
-
-    cfg, t = prep.cfg, prep.cfg.tracking
-    state_dir = prep.sweep_dir / "tracking"
-    state_dir.mkdir(exist_ok=True)
-    settings = TrackingSettings(
-        uri=prep.tracking_uri or "", experiment_name=t.experiment_name or cfg.experiment.name,
-        model_name=(t.model_name or cfg.experiment.name) if t.register_model else None,
-        state_dir=str(state_dir), max_epochs=cfg.scheduler.max_t, scheduler=cfg.scheduler.name,
-        flush_timeout_s=t.flush_timeout_s)
-    (state_dir / "meta.json").write_text(json.dumps(settings.__dict__, indent=2))
-    tracking = MLflowTracking(settings)
-    config = mask_tree(OmegaConf.to_container(OmegaConf.structured(cfg)))
-    tags = {"sweeps.sweep_name": cfg.sweep.name, "sweeps.sweep_dir": str(prep.sweep_dir)}
-    commit = _git_commit()
-    if commit:
-        tags["mlflow.source.git.commit"] = commit
-    tracking.start_sweep(cfg.sweep.name, sweep_id, config, OmegaConf.to_yaml(config),
-                         {p.path: p.describe() for p in prep.params}, tags)
-    return tracking
-
-
-def _finish_tracking(tracking: Any, prep: Prepared, summary: Summary) -> int:
-    """Sweep end in MLflow; never lets a tracking failure hide the finished sweep."""
-    try:
-        unsent = tracking.finish(prep.sweep_dir / "summary.csv", summary.best)
-    except Exception as exc:
-        log.error("MLflow: could not record the sweep's end (%s); the journal in %s keeps "
-                  "it for `python -m sweeps.sync %s`", exc, prep.sweep_dir / "tracking",
-                  prep.sweep_dir)
-        return -1
-    if unsent:
-        log.warning("MLflow: %d tracking record(s) not delivered yet (server unreachable); "
-                    "they wait in %s. Send them with `python -m sweeps.sync %s`.", unsent,
-                    prep.sweep_dir / "tracking" / "journal.jsonl", prep.sweep_dir)
-    return unsent
-
-
-def _git_commit() -> str | None:
-    import subprocess
-
-    try:
-        out = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True,
-                             timeout=5)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return out.stdout.strip() or None if out.returncode == 0 else None
 
 
 def print_result(result: SweepResult, metric: str) -> None:

@@ -126,9 +126,10 @@ class MLflowTracking(Callback):
         self.settings = settings
         self._journal: Journal | None = None
         self._writer: TrackingWriter | None = None
+        self._open: set[str] = set()  # trials started and not yet ended
 
     def __getstate__(self) -> dict[str, Any]:
-        return {"settings": self.settings, "_journal": None, "_writer": None}
+        return {"settings": self.settings, "_journal": None, "_writer": None, "_open": set()}
 
     @property
     def journal(self) -> Journal:
@@ -157,6 +158,7 @@ class MLflowTracking(Callback):
                      "search_space": search_space, "tags": tags})
 
     def on_trial_start(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
+        self._open.add(trial.trial_id)
         self.record({"op": "trial_start", "trial": trial.trial_id,
                      "params": mask_params(flatten(trial.config or {}))})
 
@@ -168,6 +170,7 @@ class MLflowTracking(Callback):
                      "values": values})
 
     def on_trial_complete(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
+        self._open.discard(trial.trial_id)
         epoch = int((trial.last_result or {}).get("epoch", 0))
         if epoch >= self.settings.max_epochs:
             self.record({"op": "trial_end", "trial": trial.trial_id, "status": "FINISHED",
@@ -178,6 +181,7 @@ class MLflowTracking(Callback):
                      "tags": {"sweeps.status": "stopped", "sweeps.stop_reason": reason}})
 
     def on_trial_error(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
+        self._open.discard(trial.trial_id)
         error = getattr(trial, "error_msg", None) or "trial raised an error"
         self.record({"op": "trial_end", "trial": trial.trial_id, "status": "FAILED",
                      "tags": {"sweeps.status": "error",
@@ -193,5 +197,17 @@ class MLflowTracking(Callback):
         self.record({"op": "sweep_end", "summary_csv": str(summary_csv) if summary_csv else None,
                      "best": best, "status": status, "tags": tags})
         left = self.writer().flush(self.settings.flush_timeout_s)
+        self.writer().stop()
+        return left
+
+    def abort(self, status: str, reason: str, timeout_s: float) -> int:
+        """The sweep itself died: end open trial runs and the parent with ``status``."""
+        for trial_id in sorted(self._open):
+            self.record({"op": "trial_end", "trial": trial_id, "status": status,
+                         "tags": {"sweeps.status": "aborted", "sweeps.stop_reason": reason}})
+        self._open.clear()
+        self.record({"op": "sweep_end", "summary_csv": None, "best": None, "status": status,
+                     "tags": {"sweeps.abort_reason": reason}})
+        left = self.writer().flush(timeout_s)
         self.writer().stop()
         return left

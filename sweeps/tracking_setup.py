@@ -13,11 +13,15 @@ from __future__ import annotations
 import logging
 import os
 from pathlib import Path
+from typing import Any
 
 from sweeps.config import SweepConfig
 from sweeps.errors import ConfigError
 
-__all__ = ["tracking_uri", "check_tracking", "quiet_http_retries"]
+log = logging.getLogger(__name__)
+
+__all__ = ["tracking_uri", "check_tracking", "quiet_http_retries", "start_tracking",
+           "finish_tracking", "abort_tracking"]
 
 
 def quiet_http_retries() -> None:
@@ -59,3 +63,72 @@ def check_tracking(cfg: SweepConfig, uri: str) -> None:
         except requests.RequestException as exc:
             reason = type(exc).__name__
             raise ConfigError("tracking.uri", uri, f"does not answer ({reason})", fix) from exc
+
+
+def start_tracking(prep: Any, sweep_id: str) -> Any:
+    """The MLflow callback, with the sweep's parent run journaled."""
+    import json
+
+    from omegaconf import OmegaConf
+
+    from sweeps.secrets import mask_tree
+    from sweeps.tracking import MLflowTracking, TrackingSettings
+
+    cfg, t = prep.cfg, prep.cfg.tracking
+    state_dir = prep.sweep_dir / "tracking"
+    state_dir.mkdir(exist_ok=True)
+    settings = TrackingSettings(
+        uri=prep.tracking_uri or "", experiment_name=t.experiment_name or cfg.experiment.name,
+        model_name=(t.model_name or cfg.experiment.name) if t.register_model else None,
+        state_dir=str(state_dir), max_epochs=cfg.scheduler.max_t, scheduler=cfg.scheduler.name,
+        flush_timeout_s=t.flush_timeout_s)
+    (state_dir / "meta.json").write_text(json.dumps(settings.__dict__, indent=2))
+    tracking = MLflowTracking(settings)
+    config = mask_tree(OmegaConf.to_container(OmegaConf.structured(cfg)))
+    tags = {"sweeps.sweep_name": cfg.sweep.name, "sweeps.sweep_dir": str(prep.sweep_dir)}
+    commit = _git_commit()
+    if commit:
+        tags["mlflow.source.git.commit"] = commit
+    tracking.start_sweep(cfg.sweep.name, sweep_id, config, OmegaConf.to_yaml(config),
+                         {p.path: p.describe() for p in prep.params}, tags)
+    return tracking
+
+
+def finish_tracking(tracking: Any, prep: Any, summary: Any) -> int:
+    """Sweep end in MLflow; never lets a tracking failure hide the finished sweep."""
+    try:
+        unsent = tracking.finish(prep.sweep_dir / "summary.csv", summary.best)
+    except Exception as exc:
+        log.error("MLflow: could not record the sweep's end (%s); the journal in %s keeps "
+                  "it for `python -m sweeps.sync %s`", exc, prep.sweep_dir / "tracking",
+                  prep.sweep_dir)
+        return -1
+    if unsent:
+        log.warning("MLflow: %d tracking record(s) not delivered yet (server unreachable); "
+                    "they wait in %s. Send them with `python -m sweeps.sync %s`.", unsent,
+                    prep.sweep_dir / "tracking" / "journal.jsonl", prep.sweep_dir)
+    return unsent
+
+
+def _git_commit() -> str | None:
+    import subprocess
+
+    try:
+        out = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True,
+                             timeout=5)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip() or None if out.returncode == 0 else None
+
+
+def abort_tracking(tracking: Any, exc: BaseException) -> None:
+    """The sweep died: close the parent and every open trial run (KILLED on Ctrl-C/SIGTERM,
+    FAILED otherwise) so no run is left RUNNING; wait briefly for delivery."""
+    status = "KILLED" if isinstance(exc, KeyboardInterrupt | SystemExit) else "FAILED"
+    try:
+        left = tracking.abort(status, f"{type(exc).__name__}: {exc}"[:500], timeout_s=15)
+    except Exception as err:  # never mask the original error
+        log.error("MLflow: could not record the sweep's abort (%s)", err)
+        return
+    if left:
+        log.warning("MLflow: %d record(s) of the aborted sweep wait in the journal", left)
