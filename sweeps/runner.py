@@ -194,6 +194,9 @@ def _fit(prep: Prepared) -> SweepResult:
     finally:
         reaper.join()
         leftover = release_all(sweep_id)
+        if reaper.released:
+            log.info("released the workers of %d ended trial(s), at most %.2f s after each "
+                     "ended", len(reaper.released), max(reaper.released.values()))
         if leftover:
             log.warning("released %d placement group(s) still held at sweep end", leftover)
     summary = summarize(results, cfg.experiment.metric, cfg.experiment.mode,

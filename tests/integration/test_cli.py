@@ -35,3 +35,15 @@ def test_cli_runs_a_sweep_and_prints_the_best(tmp_path) -> None:
     assert "\x1b[" not in proc.stdout  # plain lines, no terminal escape codes
     assert "2/2 done" in proc.stdout
     assert not list(tmp_path.glob("*.log")) and not (tmp_path / ".hydra").exists()
+
+    # Tracking on by default, into sqlite:///mlflow.db of the directory the command ran in.
+    from mlflow import MlflowClient
+
+    client = MlflowClient(f"sqlite:///{tmp_path / 'mlflow.db'}")
+    runs = client.search_runs([client.get_experiment_by_name("digits_cnn").experiment_id])
+    parent = [r for r in runs if r.data.tags.get("sweeps.role") == "parent"]
+    children = [r for r in runs if r.data.tags.get("sweeps.role") == "trial"]
+    assert len(parent) == 1 and len(children) == 2
+    assert {r.data.tags["mlflow.parentRunId"] for r in children} == {parent[0].info.run_id}
+    assert {r.info.status for r in runs} == {"FINISHED"}
+    assert f"mlflow: sqlite:///{tmp_path / 'mlflow.db'}" in proc.stdout

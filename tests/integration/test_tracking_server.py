@@ -57,4 +57,15 @@ def test_server_outage_mid_sweep_loses_and_duplicates_nothing(tmp_path, ray_clus
         history = client.get_metric_history(run.info.run_id, "val_acc")
         assert sorted([m.step, m.value] for m in history) == sorted(reported)
         assert run.info.status in ("FINISHED", "KILLED")
-    assert client.search_model_versions("name='digits'"), "best model registered"
+    versions = client.search_model_versions("name='digits'")
+    assert len(versions) == 1, "best model registered once despite the outage"
+    import mlflow.pytorch
+    import torch
+
+    from trainables.digits import evaluate, load_split
+
+    mlflow.set_tracking_uri(mlflow_server.uri)
+    model = mlflow.pytorch.load_model(f"models:/digits/{versions[0].version}").eval()
+    _, _, x_va, y_va = load_split()
+    _, correct, count = evaluate(model, torch.from_numpy(x_va), torch.from_numpy(y_va))
+    assert correct / count == pytest.approx(result.best["value"], abs=1e-12)
