@@ -153,6 +153,8 @@ def run_sweep(cfg: SweepConfig, prepared: Prepared | None = None) -> SweepResult
                     "rest wait for resources", res.max_concurrent_trials, res.trials_that_fit)
     prep.sweep_dir.mkdir(parents=True, exist_ok=True)
     os.environ.setdefault("RAY_TRAIN_ENABLE_V2_MIGRATION_WARNINGS", "0")
+    if not cfg.sweep.verbose:  # Tune's new output engine prints a header box even at verbose=0
+        os.environ.setdefault("RAY_AIR_NEW_OUTPUT", "0")
     started = _start_ray(cfg, res)
     try:
         return _fit(prep)

@@ -25,12 +25,14 @@ __all__ = ["tracking_uri", "check_tracking", "quiet_http_retries", "start_tracki
 
 
 def quiet_http_retries() -> None:
-    """Bound MLflow's own HTTP retries unless the user configured them."""
+    """Bound MLflow's own HTTP retries and console chatter unless the user configured them."""
     os.environ.setdefault("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "2")
     os.environ.setdefault("MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR", "1")
     os.environ.setdefault("MLFLOW_HTTP_REQUEST_TIMEOUT", "10")
     # One warning from the sweep says the server is unreachable; not one per HTTP retry.
     logging.getLogger("urllib3.connectionpool").setLevel(logging.ERROR)
+    # Not a "View run at http://..." line per ended run; the sweep prints where MLflow is.
+    os.environ.setdefault("MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT", "true")
 
 
 def tracking_uri(cfg: SweepConfig) -> str:

@@ -34,6 +34,8 @@ def test_cli_runs_a_sweep_and_prints_the_best(tmp_path) -> None:
     assert best["checkpoint"] in proc.stdout
     assert "\x1b[" not in proc.stdout  # plain lines, no terminal escape codes
     assert "2/2 done" in proc.stdout
+    assert "Configuration for experiment" not in proc.stdout  # no Tune header box
+    assert "View run" not in proc.stdout  # no MLflow URL chatter
     assert not list(tmp_path.glob("*.log")) and not (tmp_path / ".hydra").exists()
 
     # Tracking on by default, into sqlite:///mlflow.db of the directory the command ran in.
