@@ -4,13 +4,14 @@
 
 Library use:
 
-    from sweeps import compose, run_sweep, load_model
+    from sweeps import compose, load_best, run_sweep
     result = run_sweep(compose("digits", ["search.num_samples=4"]))
-    model = load_model(result.best["checkpoint"])
+    model = load_best(result.sweep_dir)      # or load_best("models:/digits/1")
 """
 
 from __future__ import annotations
 
+from sweeps.best import load_best
 from sweeps.checkpoint import load_checkpoint, load_model
 from sweeps.compose import compose
 from sweeps.config import SweepConfig, validate
@@ -25,6 +26,7 @@ __all__ = [
     "SweepError",
     "SweepResult",
     "compose",
+    "load_best",
     "load_checkpoint",
     "load_model",
     "prepare",

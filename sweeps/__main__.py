@@ -34,6 +34,11 @@ def main(cfg: DictConfig) -> None:
     except ConfigError as exc:
         print(f"sweeps: error: {exc}", file=sys.stderr)
         sys.exit(2)
+    if sweep_cfg.sweep.dry_run:
+        from sweeps.plan import format_plan
+
+        print(format_plan(prepared))
+        return
     result = run_sweep(sweep_cfg, prepared)
     print_result(result, sweep_cfg.experiment.metric)
     if result.best is None:

@@ -48,6 +48,7 @@ class SweepSection:
     dir: str = "outputs/${sweep.name}"
     seed: int = 0
     verbose: bool = False
+    dry_run: bool = False  # print the plan (space, rungs, concurrency, epochs) and stop
 
 
 @dataclass

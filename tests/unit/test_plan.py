@@ -1,0 +1,77 @@
+"""The dry-run plan: exact rungs and epoch budgets, and a CLI run that starts nothing."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from sweeps import compose, prepare
+from sweeps.plan import asha_rungs, epoch_budget, expected_epochs, format_plan
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.parametrize(
+    ("max_t", "grace", "rf", "rungs"),
+    [(9, 1, 3, [1, 3]), (12, 1, 3, [1, 3, 9]), (27, 1, 3, [1, 3, 9]), (10, 2, 2, [2, 4, 8]),
+     (4, 4, 2, []), (100, 1, 4, [1, 4, 16, 64]), (1, 1, 3, [])],
+)
+def test_rungs_follow_rays_asha(max_t: int, grace: int, rf: int, rungs: list[int]) -> None:
+    assert asha_rungs(max_t, grace, rf) == rungs
+
+
+def test_rungs_match_rays_own_bracket() -> None:
+    from ray.tune.schedulers.async_hyperband import _Bracket
+
+    for max_t, grace, rf in [(9, 1, 3), (12, 1, 3), (10, 2, 2), (100, 1, 4)]:
+        bracket = _Bracket(min_t=grace, max_t=max_t, reduction_factor=rf, s=0)
+        ray_rungs = sorted(m for m, _ in bracket._rungs if m < max_t)
+        assert asha_rungs(max_t, grace, rf) == ray_rungs
+
+
+@pytest.mark.parametrize(
+    ("max_t", "rungs", "rf", "expected"),
+    [(9, [1, 3], 3, 1 + 2 / 3 + 6 / 9), (9, [], 3, 9.0), (10, [2, 4, 8], 2, 2 + 1 + 1 + 0.25)],
+)
+def test_expected_epochs_per_trial(max_t, rungs, rf, expected) -> None:
+    assert expected_epochs(max_t, rungs, rf) == pytest.approx(expected)
+
+
+def test_budget_of_the_showcase_is_exact() -> None:
+    budget = epoch_budget(compose("digits"))
+    assert (budget.rungs, budget.worst) == ([1, 3], 72)
+    assert budget.expected == pytest.approx(8 * (1 + 2 / 3 + 6 / 9))  # 18.67
+    flat = epoch_budget(compose("digits", ["scheduler=none", "search.num_samples=5"]))
+    assert (flat.rungs, flat.worst, flat.expected) == ([], 45, 45.0)
+
+
+def test_plan_text_names_every_parameter_and_number() -> None:
+    text = format_plan(prepare(compose("digits", ["ray.num_cpus=2", "ray.num_gpus=0"])))
+    for fragment in ["lr          float log-uniform [0.0001, 0.5]",
+                     "depth       int uniform [1, 3] step 1", "rungs at epoch 1, 3",
+                     "up to 1 trial(s) at once on 2 CPU", "worst case 72 (8 x 9)",
+                     "ASHA expected ~18.7"]:
+        assert fragment in text, text
+
+
+def test_cli_dry_run_prints_the_plan_and_writes_nothing(tmp_path) -> None:
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "RAY_ADDRESS": ""}
+    proc = subprocess.run([sys.executable, "-m", "sweeps", "+experiment=digits",
+                           "sweep.dry_run=true", "ray.num_cpus=2"], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "dry run: Ray not started" in proc.stdout and "worst case 72" in proc.stdout
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_cli_dry_run_with_a_broken_config_fails_like_a_real_run(tmp_path) -> None:
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "RAY_ADDRESS": ""}
+    proc = subprocess.run([sys.executable, "-m", "sweeps", "+experiment=digits",
+                           "sweep.dry_run=true", "scheduler.max_t=0"], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2
+    assert "scheduler.max_t: 0 must be >= 1" in proc.stderr
