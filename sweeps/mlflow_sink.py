@@ -177,6 +177,11 @@ class MLflowSink:
             self.client.set_tag(run, key, str(value)[:PARAM_LIMIT])
         self.client.set_terminated(run, r["status"], end_time=int(r["ts"]))
 
+    def _op_artifacts(self, r: dict[str, Any]) -> None:
+        for path in r["paths"]:
+            if Path(path).exists():
+                self.client.log_artifact(self.parent_run_id, path, r["artifact_path"])
+
     def _op_sweep_end(self, r: dict[str, Any]) -> None:
         run = self.parent_run_id
         for key, value in r.get("tags", {}).items():

@@ -97,6 +97,9 @@ def format_table(table: pd.DataFrame) -> str:
 
 
 def write_summary(summary: Summary, sweep_dir: Path) -> None:
-    """``summary.csv`` and ``best.json`` in the sweep directory."""
+    """``summary.csv``, ``summary.parquet`` and ``best.json`` in the sweep directory."""
     summary.table.to_csv(sweep_dir / "summary.csv", index=False)
+    mixed = [c for c in summary.table if summary.table[c].dtype == object]
+    summary.table.astype({c: str for c in mixed}).to_parquet(sweep_dir / "summary.parquet",
+                                                             index=False)
     (sweep_dir / "best.json").write_text(json.dumps(summary.best, indent=2, default=str) + "\n")

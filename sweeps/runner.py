@@ -11,9 +11,11 @@ this function starts is shut down by it; a running one (``ray.init`` done by the
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -39,6 +41,8 @@ class Prepared:
     resources: ResourcePlan
     sweep_dir: Path
     tracking_uri: str | None = None
+    plots: list[Path] | None = None  # PNGs under <sweep dir>/plots (None: too few trials)
+    plots_note: str | None = None  # why there are no plots
 
 
 @dataclass
@@ -51,6 +55,8 @@ class SweepResult:
     released: dict[str, float]  # trial id -> seconds from trial end to its workers' release
     tracking_unsent: int = 0  # tracking records still waiting in the journal at the end
     tracking_uri: str | None = None
+    plots: list[Path] | None = None  # PNGs under <sweep dir>/plots (None: too few trials)
+    plots_note: str | None = None  # why there are no plots
 
     @property
     def best(self) -> dict[str, Any] | None:
@@ -140,8 +146,27 @@ def _start_ray(cfg: SweepConfig, resources: ResourcePlan) -> bool:
     ray.init(num_cpus=int(resources.cluster_cpus), num_gpus=int(resources.cluster_gpus),
              include_dashboard=False, log_to_driver=cfg.sweep.verbose,
              logging_level=logging.INFO if cfg.sweep.verbose else logging.WARNING,
-             configure_logging=True)
+             configure_logging=cfg.sweep.verbose)
     return True
+
+
+@contextlib.contextmanager
+def _ray_logs_to_file(sweep_dir: Path, verbose: bool) -> Iterator[None]:
+    """Unless verbose, Ray's own log records go to ``<sweep dir>/ray.log`` while the sweep
+    runs; the ``ray`` logger is put back as it was afterwards."""
+    if verbose:
+        yield
+        return
+    logger = logging.getLogger("ray")
+    saved = (list(logger.handlers), logger.propagate)
+    handler = logging.FileHandler(sweep_dir / "ray.log")
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    logger.handlers, logger.propagate = [handler], False
+    try:
+        yield
+    finally:
+        handler.close()
+        logger.handlers, logger.propagate = saved
 
 
 def run_sweep(cfg: SweepConfig, prepared: Prepared | None = None) -> SweepResult:
@@ -155,14 +180,15 @@ def run_sweep(cfg: SweepConfig, prepared: Prepared | None = None) -> SweepResult
     os.environ.setdefault("RAY_TRAIN_ENABLE_V2_MIGRATION_WARNINGS", "0")
     if not cfg.sweep.verbose:  # Tune's new output engine prints a header box even at verbose=0
         os.environ.setdefault("RAY_AIR_NEW_OUTPUT", "0")
-    started = _start_ray(cfg, res)
-    try:
-        return _fit(prep)
-    finally:
-        if started:
-            import ray
+    with _ray_logs_to_file(prep.sweep_dir, cfg.sweep.verbose):
+        started = _start_ray(cfg, res)
+        try:
+            return _fit(prep)
+        finally:
+            if started:
+                import ray
 
-            ray.shutdown()
+                ray.shutdown()
 
 
 def _fit(prep: Prepared) -> SweepResult:
@@ -204,11 +230,29 @@ def _fit(prep: Prepared) -> SweepResult:
     summary = summarize(results, cfg.experiment.metric, cfg.experiment.mode,
                         cfg.scheduler.max_t, [p.path for p in prep.params])
     write_summary(summary, prep.sweep_dir)
+    plots, note = _plots(prep, summary, results)
     unsent = 0
     if tracking:
+        if plots:
+            tracking.log_artifacts([str(p) for p in plots], "plots")
         unsent = finish_tracking(tracking, prep, summary)
     return SweepResult(prep.sweep_dir, summary, results, dict(reaper.released), unsent,
-                       prep.tracking_uri)
+                       prep.tracking_uri, plots, note)
+
+
+def _plots(prep: Prepared, summary: Summary, results: Any) -> tuple[list[Path] | None, str | None]:
+    """The end-of-sweep PNGs, or why there are none (never fails the sweep)."""
+    from sweeps.plots import NotEnoughTrials, histories_of, plot_sweep
+
+    best_id = summary.best["trial_id"] if summary.best else None
+    try:
+        return plot_sweep(summary.table, histories_of(results), prep.params,
+                          prep.cfg.experiment.metric, best_id, prep.sweep_dir / "plots"), None
+    except NotEnoughTrials as exc:
+        return None, str(exc)
+    except Exception as exc:  # a plotting bug must not hide a finished sweep
+        log.warning("plots failed: %s", exc)
+        return None, f"plots failed: {exc}"
 
 
 def print_result(result: SweepResult, metric: str) -> None:
@@ -222,8 +266,13 @@ def print_result(result: SweepResult, metric: str) -> None:
     overrides = " ".join(f"experiment.params.{k}={v}" for k, v in
                          _flat_items(best["config"]))
     print(f"\nbest trial {best['trial_id']}: {metric}={best['value']:.4f} at epoch "
-          f"{best['epoch']}\n  config: {overrides}\n  checkpoint: {best['checkpoint']}"
-          f"\n  summary: {result.sweep_dir / 'summary.csv'}")
+          f"{best['epoch']}\n  best config as Hydra overrides: {overrides}"
+          f"\n  checkpoint: {best['checkpoint']}  (sweeps.load_best('{result.sweep_dir}'))"
+          f"\n  summary: {result.sweep_dir / 'summary.csv'} (and .parquet)")
+    if result.plots:
+        print(f"  plots: {', '.join(str(p) for p in result.plots)}")
+    elif result.plots_note:
+        print(f"  plots: {result.plots_note}")
     if result.tracking_uri:
         hint = ("run `mlflow ui` in this directory to compare trials"
                 if result.tracking_uri.startswith("sqlite:") else "open it to compare trials")

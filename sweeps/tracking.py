@@ -187,6 +187,10 @@ class MLflowTracking(Callback):
                      "tags": {"sweeps.status": "error",
                               "sweeps.error": str(error).strip().splitlines()[-1][:500]}})
 
+    def log_artifacts(self, paths: list[str], artifact_path: str) -> None:
+        """Journal files to attach to the parent run (e.g. the plots)."""
+        self.record({"op": "artifacts", "paths": paths, "artifact_path": artifact_path})
+
     def finish(self, summary_csv: Path | None, best: dict[str, Any] | None,
                status: str = "FINISHED") -> int:
         """Journal the sweep's end, wait for delivery; return records still unsent."""

@@ -35,6 +35,9 @@ def test_cli_runs_a_sweep_and_prints_the_best(tmp_path) -> None:
     assert "\x1b[" not in proc.stdout  # plain lines, no terminal escape codes
     assert "2/2 done" in proc.stdout
     assert "Configuration for experiment" not in proc.stdout  # no Tune header box
+    assert "best config as Hydra overrides: experiment.params.lr=" in proc.stdout
+    assert (sweep_dir / "plots" / "learning_curves.png").is_file()
+    assert (sweep_dir / "ray.log").is_file()  # Ray's own logs, off the console
     assert "View run" not in proc.stdout  # no MLflow URL chatter
     assert not list(tmp_path.glob("*.log")) and not (tmp_path / ".hydra").exists()
 

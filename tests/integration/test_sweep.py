@@ -113,11 +113,29 @@ def test_checkpoints_kept_are_the_best_and_the_latest(sweep) -> None:
     assert max(scores.values()) == history.max()
 
 
-def test_summary_files_are_written(sweep) -> None:
+def test_summary_files_and_plots_are_written(sweep) -> None:
+    import pandas as pd
+
     result, _ = sweep
     assert (result.sweep_dir / "summary.csv").read_text().count("\n") == NUM_SAMPLES + 1
+    parquet = pd.read_parquet(result.sweep_dir / "summary.parquet")
+    assert list(parquet["trial_id"]) == list(result.summary.table["trial_id"])
     assert '"checkpoint"' in (result.sweep_dir / "best.json").read_text()
     assert "experiment:" in (result.sweep_dir / "config.yaml").read_text()
+    assert [p.name for p in result.plots] == ["learning_curves.png",
+                                              "parallel_coordinates.png", "metric_vs_params.png"]
+    assert all(p.parent == result.sweep_dir / "plots" and p.stat().st_size > 10_000
+               for p in result.plots)
+
+
+def test_load_best_reproduces_the_best_accuracy(sweep) -> None:
+    from sweeps import load_best
+
+    result, _ = sweep
+    model = load_best(result.sweep_dir)
+    _, _, x_va, y_va = load_split()
+    _, correct, count = evaluate(model, torch.from_numpy(x_va), torch.from_numpy(y_va))
+    assert correct / count == pytest.approx(result.best["value"], abs=1e-12)
 
 
 def test_mlflow_parent_run_holds_the_sweep(sweep, mlflow_runs) -> None:
@@ -128,7 +146,10 @@ def test_mlflow_parent_run_holds_the_sweep(sweep, mlflow_runs) -> None:
     assert parent.data.params["experiment.search_space.lr"] == "tag(log, interval(1e-4, 0.5))"
     assert parent.data.tags["sweeps.best_trial_id"] == result.best["trial_id"]
     artifacts = {a.path for a in client.list_artifacts(parent.info.run_id)}
-    assert {"config.yaml", "search_space.json", "summary.csv", "best.json"} <= artifacts
+    assert {"config.yaml", "search_space.json", "summary.csv", "best.json", "plots"} <= artifacts
+    plots = {a.path for a in client.list_artifacts(parent.info.run_id, "plots")}
+    assert plots == {"plots/learning_curves.png", "plots/parallel_coordinates.png",
+                     "plots/metric_vs_params.png"}
     assert len(children) == NUM_SAMPLES
 
 

@@ -1,0 +1,86 @@
+"""Plots from a sweep's table and histories; the live view on a terminal and in a pipe."""
+
+from __future__ import annotations
+
+import io
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from sweeps.plots import NotEnoughTrials, plot_sweep
+from sweeps.progress import ProgressLines
+from sweeps.space import parse_space
+
+PARAMS, _ = parse_space({"lr": "tag(log, interval(1e-4, 0.5))", "hidden": "choice(32, 64)",
+                         "depth": "range(1, 3)"})
+
+
+def _sweep(n: int) -> tuple[pd.DataFrame, dict[str, pd.DataFrame]]:
+    rng = np.random.default_rng(0)
+    rows, histories = [], {}
+    for i in range(n):
+        epochs = 9 if i % 2 == 0 else 1
+        curve = np.cumsum(rng.uniform(0, 0.1, epochs))
+        tid = f"t{i}"
+        histories[tid] = pd.DataFrame({"epoch": range(1, epochs + 1), "val_acc": curve,
+                                       "trial_id": tid})
+        rows.append({"trial_id": tid, "lr": 10 ** rng.uniform(-4, -0.3),
+                     "hidden": [32, 64][i % 2], "depth": 1 + i % 3, "val_acc": curve.max(),
+                     "epochs": epochs, "status": "completed" if epochs == 9 else "stopped"})
+    return pd.DataFrame(rows), histories
+
+
+def test_three_non_empty_pngs(tmp_path) -> None:
+    table, histories = _sweep(6)
+    paths = plot_sweep(table, histories, PARAMS, "val_acc", "t0", tmp_path / "plots")
+    assert [p.name for p in paths] == ["learning_curves.png", "parallel_coordinates.png",
+                                       "metric_vs_params.png"]
+    for p in paths:
+        assert p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and p.stat().st_size > 10_000
+
+
+@pytest.mark.parametrize("n", [0, 1])
+def test_zero_or_one_trial_gives_a_clear_message_and_no_files(tmp_path, n: int) -> None:
+    table, histories = _sweep(n)
+    with pytest.raises(NotEnoughTrials, match=f"at least 2 trials .* this sweep has {n}"):
+        plot_sweep(table, histories, PARAMS, "val_acc", None, tmp_path / "plots")
+    assert not (tmp_path / "plots").exists()
+
+
+@dataclass
+class TrialRecord:
+    trial_id: str
+    last_result: dict = field(default_factory=dict)
+    local_path: str = "/tmp/x"
+
+
+class FakeTTY(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def _drive(view: ProgressLines) -> None:
+    view.on_trial_start(0, [], TrialRecord("a"))
+    view.on_trial_result(0, [], TrialRecord("a"), {"val_acc": 0.5, "epoch": 1})
+    view.on_trial_complete(0, [], TrialRecord("a", {"epoch": 1}))
+    view.on_trial_start(0, [], TrialRecord("b"))
+
+
+def test_piped_output_is_plain_lines() -> None:
+    out = io.StringIO()
+    _drive(ProgressLines("val_acc", "max", 3, 9, stream=out))
+    text = out.getvalue()
+    assert "\x1b" not in text and "\r" not in text
+    assert text.splitlines()[2].endswith("trial a stopped early at epoch 1 | best 0.5 (a)")
+
+
+def test_terminal_gets_a_status_bar_redrawn_in_place() -> None:
+    out = FakeTTY()
+    view = ProgressLines("val_acc", "max", 3, 9, stream=out)
+    _drive(view)
+    assert "\r\x1b[K" in out.getvalue()
+    assert view.status_bar().startswith(
+        "[######..............] 1/3 done, 1 running, 1 pending, 1 stopped | best 0.5 | 0:00")
+    assert "ETA" in view.status_bar()
