@@ -1,10 +1,14 @@
-"""Live progress of a sweep: one plain line per event, plus a status bar on a terminal.
+"""Live progress of a sweep.
 
-    [  42s] 3/8 done | trial a1b2c3d4 epoch 3/9 val_acc=0.9611 | best 0.9722 (a1b2c3d4)
-    [########............]  3/8 done, 1 running, 4 pending, 2 stopped | best 0.9722 | 0:42, ETA 1:10
+On a terminal: finished trials are printed once, and below them a block redrawn in place with
+one line per running trial (its latest epoch and metric) and a progress bar:
 
-The status bar is drawn (and redrawn in place) only when the output is a terminal; piped or
-logged output gets the plain lines alone, without escape codes.
+    [  87s] 5/8 done | trial 9a6685fe completed | best 0.9777 (9a6685fe)
+      running 7d8c94c8: epoch 3/9 val_acc=0.9220
+      [############........] 5/8 done, 1 running, 2 pending, 4 stopped | best 0.9777 | 1:27
+
+Piped or logged output gets one plain line per event (started, each epoch, ended), without
+escape codes.
 """
 
 from __future__ import annotations
@@ -18,6 +22,11 @@ from ray.tune import Callback
 __all__ = ["ProgressLines"]
 
 CLEAR_LINE = "\r\x1b[K"
+
+
+def _up_and_clear(lines: int) -> str:
+    """Escape codes: cursor to the start of the line ``lines`` up, clear to the screen's end."""
+    return f"\x1b[{lines}F\x1b[J" if lines else ""
 
 
 def _clock(seconds: float) -> str:
@@ -34,8 +43,9 @@ class ProgressLines(Callback):
         self.stream = stream  # None: whatever sys.stdout is when a line is printed
         self.start = time.monotonic()
         self.done = self.stopped = 0
-        self.running: set[str] = set()
+        self.running: dict[str, str] = {}  # trial id -> its latest progress text
         self.best: tuple[float, str] | None = None
+        self._drawn = 0  # lines of the live block currently on the terminal
 
     def __getstate__(self) -> dict[str, Any]:
         """Tune pickles callbacks with the experiment; an open stream cannot be pickled."""
@@ -60,19 +70,28 @@ class ProgressLines(Callback):
                 f"{len(self.running)} running, {pending} pending, {self.stopped} stopped | "
                 f"best {best} | {_clock(elapsed)}{eta}")
 
-    def _say(self, text: str) -> None:
+    def _line(self, text: str) -> str:
         best = f"best {self.best[0]:.4g} ({self.best[1]})" if self.best else "best -"
         elapsed = time.monotonic() - self.start
-        line = f"[{elapsed:5.0f}s] {self.done}/{self.total} done | {text} | {best}"
-        if self._is_tty():
-            print(f"{CLEAR_LINE}{line}\n{self.status_bar()}", end="", file=self._out,
-                  flush=True)
-        else:
-            print(line, file=self._out, flush=True)
+        return f"[{elapsed:5.0f}s] {self.done}/{self.total} done | {text} | {best}"
+
+    def _say(self, text: str, permanent: bool = True) -> None:
+        """A plain line when piped; on a terminal, ``permanent`` lines go above the block."""
+        if not self._is_tty():
+            print(self._line(text), file=self._out, flush=True)
+            return
+        out = [_up_and_clear(self._drawn)]
+        if permanent:
+            out.append(self._line(text) + "\n")
+        block = [f"  running {tid}: {what}" for tid, what in sorted(self.running.items())]
+        block.append("  " + self.status_bar())
+        out.append("\n".join(block) + "\n")
+        self._drawn = len(block)
+        print("".join(out), end="", file=self._out, flush=True)
 
     def on_trial_start(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
-        self.running.add(trial.trial_id)
-        self._say(f"trial {trial.trial_id} started")
+        self.running[trial.trial_id] = "starting"
+        self._say(f"trial {trial.trial_id} started", permanent=False)
 
     def on_trial_result(self, iteration: int, trials: list, trial: Any, result: dict,
                         **info: Any) -> None:
@@ -83,12 +102,14 @@ class ProgressLines(Callback):
                                        else value < self.best[0])
         if better:
             self.best = (float(value), trial.trial_id)
-        self._say(f"trial {trial.trial_id} epoch {result.get('epoch', '?')}"
-                  f"/{self.max_epochs} {self.metric}={value:.4g}")
+        progress = f"epoch {result.get('epoch', '?')}/{self.max_epochs} {self.metric}={value:.4g}"
+        if trial.trial_id in self.running:
+            self.running[trial.trial_id] = progress
+        self._say(f"trial {trial.trial_id} {progress}", permanent=False)
 
     def on_trial_complete(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
         self.done += 1
-        self.running.discard(trial.trial_id)
+        self.running.pop(trial.trial_id, None)
         epoch = (trial.last_result or {}).get("epoch", 0)
         if epoch >= self.max_epochs:
             how = "completed"
@@ -99,9 +120,8 @@ class ProgressLines(Callback):
 
     def on_trial_error(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
         self.done += 1
-        self.running.discard(trial.trial_id)
+        self.running.pop(trial.trial_id, None)
         self._say(f"trial {trial.trial_id} FAILED (see {trial.local_path}/error.txt)")
 
     def on_experiment_end(self, trials: list, **info: Any) -> None:
-        if self._is_tty():
-            print(file=self._out, flush=True)  # leave the final status bar on its own line
+        self._drawn = 0  # leave the final block on the screen

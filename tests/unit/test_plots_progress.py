@@ -76,11 +76,20 @@ def test_piped_output_is_plain_lines() -> None:
     assert text.splitlines()[2].endswith("trial a stopped early at epoch 1 | best 0.5 (a)")
 
 
-def test_terminal_gets_a_status_bar_redrawn_in_place() -> None:
+def test_terminal_gets_a_line_per_running_trial_and_a_bar_redrawn_in_place() -> None:
     out = FakeTTY()
     view = ProgressLines("val_acc", "max", 3, 9, stream=out)
     _drive(view)
-    assert "\r\x1b[K" in out.getvalue()
-    assert view.status_bar().startswith(
-        "[######..............] 1/3 done, 1 running, 1 pending, 1 stopped | best 0.5 | 0:00")
-    assert "ETA" in view.status_bar()
+    view.on_trial_result(0, [], TrialRecord("b"), {"val_acc": 0.25, "epoch": 2})
+    view.on_trial_start(0, [], TrialRecord("c"))
+    text = out.getvalue()
+    last_block = text.rsplit("\x1b[J", 1)[1].splitlines()
+    assert last_block[0] == "  running b: epoch 2/9 val_acc=0.25"
+    assert last_block[1] == "  running c: starting"
+    assert last_block[2].startswith(
+        "  [######..............] 1/3 done, 2 running, 0 pending, 1 stopped | best 0.5 | 0:00")
+    assert "ETA" in last_block[2]
+    # Finished trials are printed once, above the block; epochs are not printed as lines.
+    permanent = [ln for ln in text.split("\x1b[J") if "stopped early" in ln]
+    assert len(permanent) == 1
+    assert "epoch 1/9 val_acc=0.5 | best" not in text
