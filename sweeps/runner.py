@@ -18,13 +18,15 @@ import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sweeps.config import SweepConfig, validate
 from sweeps.errors import ConfigError
-from sweeps.report import Summary, format_table, summarize, write_summary
 from sweeps.resources import ResourcePlan, local_cluster_totals, plan_resources
 from sweeps.space import Param, parse_space
+
+if TYPE_CHECKING:  # pandas (via sweeps.report) stays off the --help / --cfg path
+    from sweeps.report import Summary
 
 __all__ = ["Prepared", "SweepResult", "prepare", "run_sweep", "sweep_dir_of"]
 
@@ -227,6 +229,8 @@ def _fit(prep: Prepared) -> SweepResult:
                      "ended", len(reaper.released), max(reaper.released.values()))
         if leftover:
             log.warning("released %d placement group(s) still held at sweep end", leftover)
+    from sweeps.report import summarize, write_summary
+
     summary = summarize(results, cfg.experiment.metric, cfg.experiment.mode,
                         cfg.scheduler.max_t, [p.path for p in prep.params])
     write_summary(summary, prep.sweep_dir)
@@ -257,6 +261,8 @@ def _plots(prep: Prepared, summary: Summary, results: Any) -> tuple[list[Path] |
 
 def print_result(result: SweepResult, metric: str) -> None:
     """The end-of-sweep report on stdout: table, best config, best checkpoint."""
+    from sweeps.report import format_table
+
     print("\n" + format_table(result.summary.table))
     best = result.best
     if best is None:
