@@ -58,3 +58,28 @@ def test_sync_sends_what_the_sweep_could_not(tmp_path) -> None:
     assert [(m.step, m.value) for m in client.get_metric_history(run_id, "acc")] == [
         (1, 0.25), (2, 0.5)]
     assert j.pending() == []
+
+
+def test_pending_after_many_applies_sees_exactly_the_rest(tmp_path) -> None:
+    """Reading from the remembered offset gives what a full re-read gives, torn lines, a
+    half-written last line and a rewound applied count included."""
+    j = Journal(tmp_path)
+    for i in range(5):
+        j.append({"i": i})
+    for index, _ in j.pending()[:3]:
+        j.mark_applied(index + 1)
+    with j.path.open("ab") as f:
+        f.write(b'{"i": "torn')  # crash mid-append
+    j.append({"i": 5})
+    with j.path.open("ab") as f:
+        f.write(b'{"i": 6')  # another thread is still writing this line
+    assert [(i, r["i"]) for i, r in j.pending()] == [(3, 3), (4, 4), (5, 5)]
+    with j.path.open("ab") as f:
+        f.write(b"}\n")  # ... and now it is complete
+    assert [(i, r["i"]) for i, r in j.pending()] == [(3, 3), (4, 4), (5, 5), (6, 6)]
+    assert [(i, r["i"]) for i, r in Journal(tmp_path).pending()] == [(3, 3), (4, 4), (5, 5),
+                                                                     (6, 6)]
+    j.mark_applied(7)
+    assert j.pending() == []
+    j.applied_path.write_text("1")  # rewound by hand: everything after record 1 again
+    assert [i for i, _ in j.pending()] == [1, 2, 3, 4, 5, 6]
