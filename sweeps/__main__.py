@@ -40,7 +40,7 @@ def main(cfg: DictConfig) -> None:
         print(format_plan(prepared))
         return
     result = run_sweep(sweep_cfg, prepared)
-    print_result(result, sweep_cfg.experiment.metric)
+    print_result(result, sweep_cfg)
     if result.best is None:
         sys.exit(1)
 

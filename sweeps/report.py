@@ -19,7 +19,9 @@ from typing import Any
 
 import pandas as pd
 
-__all__ = ["Summary", "summarize", "format_table", "write_summary"]
+from sweeps.space import flatten
+
+__all__ = ["Summary", "summarize", "format_table", "write_summary", "best_overrides"]
 
 CHECKPOINT_KEY = "checkpoint_path"
 
@@ -36,7 +38,7 @@ def _trial_row(result: Any, metric: str, mode: str, max_epochs: int,
                param_paths: list[str]) -> tuple[dict[str, Any], dict[str, Any] | None]:
     history = result.metrics_dataframe
     trial_id = (result.metrics or {}).get("trial_id") or Path(result.path).name
-    config = _flat(result.config or {})
+    config = flatten(result.config or {})
     row: dict[str, Any] = {"trial_id": trial_id}
     row.update({p: config.get(p) for p in param_paths})
     if history is None or history.empty or metric not in history:
@@ -57,16 +59,6 @@ def _trial_row(result: Any, metric: str, mode: str, max_epochs: int,
                 "checkpoint": str(with_ckpt.loc[at, CHECKPOINT_KEY]),
                 "config": result.config}
     return row, best
-
-
-def _flat(config: dict[str, Any], prefix: str = "") -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key, value in config.items():
-        if isinstance(value, dict):
-            out.update(_flat(value, f"{prefix}{key}."))
-        else:
-            out[f"{prefix}{key}"] = value
-    return out
 
 
 def summarize(results: Any, metric: str, mode: str, max_epochs: int,
@@ -103,3 +95,20 @@ def write_summary(summary: Summary, sweep_dir: Path) -> None:
     summary.table.astype({c: str for c in mixed}).to_parquet(sweep_dir / "summary.parquet",
                                                              index=False)
     (sweep_dir / "best.json").write_text(json.dumps(summary.best, indent=2, default=str) + "\n")
+
+
+def best_overrides(config: dict[str, Any]) -> str:
+    """The sampled values as search-space constants: pasted after ``+experiment=NAME`` they
+    replace the searched ranges, so the run trains exactly this configuration.
+
+    Example:
+        >>> best_overrides({"lr": 0.1, "model": {"act": "relu"}})
+        'experiment.search_space.lr=0.1 experiment.search_space.model.act=relu'
+    """
+
+    def text(value: Any) -> str:
+        if isinstance(value, bool):
+            return "true" if value else "false"
+        return "null" if value is None else repr(value) if isinstance(value, float) else str(value)
+
+    return " ".join(f"experiment.search_space.{k}={text(v)}" for k, v in flatten(config).items())

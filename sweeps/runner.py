@@ -43,8 +43,6 @@ class Prepared:
     resources: ResourcePlan
     sweep_dir: Path
     tracking_uri: str | None = None
-    plots: list[Path] | None = None  # PNGs under <sweep dir>/plots (None: too few trials)
-    plots_note: str | None = None  # why there are no plots
 
 
 @dataclass
@@ -92,11 +90,18 @@ def _check_writable(sweep_dir: Path) -> None:
                           "pick a new name with sweep.name=NAME, or delete the directory")
 
 
+def _ray_connected() -> bool:
+    """True when this process is connected to Ray (without importing Ray to find out)."""
+    import sys
+
+    return "ray" in sys.modules and sys.modules["ray"].is_initialized()
+
+
 def _cluster_totals(cfg: SweepConfig) -> tuple[float, float]:
     """(CPUs, GPUs) of the cluster the sweep will use, joining it if it already runs."""
-    import ray
+    if _ray_connected() or cfg.ray.address:
+        import ray
 
-    if ray.is_initialized() or cfg.ray.address:
         if not ray.is_initialized():
             ray.init(address=cfg.ray.address, log_to_driver=cfg.sweep.verbose)
         totals = ray.cluster_resources()
@@ -108,10 +113,8 @@ def prepare(cfg: SweepConfig) -> Prepared:
     """Every input check, in order; raises ``ConfigError`` (nothing started, nothing written).
 
     Only ``ray.address`` makes it touch Ray: it joins that cluster to read its size, and
-    leaves it again if a check fails.
+    leaves it again if a check fails. Ray is not even imported otherwise (dry runs stay fast).
     """
-    import ray
-
     validate(cfg)
     params, constants = parse_space(cfg.experiment.search_space)
     if not params and cfg.search.algorithm == "tpe":
@@ -128,12 +131,14 @@ def prepare(cfg: SweepConfig) -> Prepared:
         quiet_http_retries()
         uri = tracking_uri(cfg)
         check_tracking(cfg, uri)
-    joined = not ray.is_initialized() and bool(cfg.ray.address)
+    joined = not _ray_connected() and bool(cfg.ray.address)
     try:
         cpus, gpus = _cluster_totals(cfg)
         resources = plan_resources(cfg.scaling, cpus, gpus, cfg.search.max_concurrent_trials)
     except Exception:
         if joined:
+            import ray
+
             ray.shutdown()
         raise
     return Prepared(cfg, params, constants, resources, sweep_dir, uri)
@@ -259,20 +264,23 @@ def _plots(prep: Prepared, summary: Summary, results: Any) -> tuple[list[Path] |
         return None, f"plots failed: {exc}"
 
 
-def print_result(result: SweepResult, metric: str) -> None:
+def print_result(result: SweepResult, cfg: SweepConfig) -> None:
     """The end-of-sweep report on stdout: table, best config, best checkpoint."""
-    from sweeps.report import format_table
+    from sweeps.report import best_overrides, format_table
 
+    metric = cfg.experiment.metric
     print("\n" + format_table(result.summary.table))
     best = result.best
     if best is None:
         print(f"\nno trial reported {metric}; see the trials' error.txt under "
               f"{result.sweep_dir}")
         return
-    overrides = " ".join(f"experiment.params.{k}={v}" for k, v in
-                         _flat_items(best["config"]))
+    overrides = best_overrides(best["config"])
     print(f"\nbest trial {best['trial_id']}: {metric}={best['value']:.4f} at epoch "
           f"{best['epoch']}\n  best config as Hydra overrides: {overrides}"
+          f"\n  rerun it alone: python -m sweeps +experiment={cfg.experiment.name} "
+          f"search=random search.num_samples=1 scheduler=none sweep.name={cfg.sweep.name}_best "
+          f"{overrides}"
           f"\n  checkpoint: {best['checkpoint']}  (sweeps.load_best('{result.sweep_dir}'))"
           f"\n  summary: {result.sweep_dir / 'summary.csv'} (and .parquet)")
     if result.plots:
@@ -284,12 +292,3 @@ def print_result(result: SweepResult, metric: str) -> None:
                 if result.tracking_uri.startswith("sqlite:") else "open it to compare trials")
         print(f"  mlflow: {result.tracking_uri} ({hint})")
 
-
-def _flat_items(config: dict[str, Any], prefix: str = "") -> list[tuple[str, Any]]:
-    items: list[tuple[str, Any]] = []
-    for key, value in config.items():
-        if isinstance(value, dict):
-            items += _flat_items(value, f"{prefix}{key}.")
-        else:
-            items.append((f"{prefix}{key}", value))
-    return items

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -35,9 +36,18 @@ def test_cli_runs_a_sweep_and_prints_the_best(tmp_path) -> None:
     assert "\x1b[" not in proc.stdout  # plain lines, no terminal escape codes
     assert "2/2 done" in proc.stdout
     assert "Configuration for experiment" not in proc.stdout  # no Tune header box
-    assert "best config as Hydra overrides: experiment.params.lr=" in proc.stdout
+    assert "best config as Hydra overrides: experiment.search_space.lr=" in proc.stdout
     assert (sweep_dir / "plots" / "learning_curves.png").is_file()
     assert (sweep_dir / "ray.log").is_file()  # Ray's own logs, off the console
+
+    # The printed rerun line, pasted as is, trains exactly the best configuration.
+    rerun = next(ln for ln in proc.stdout.splitlines() if "rerun it alone:" in ln)
+    args = shlex.split(rerun.split("python -m sweeps", 1)[1])
+    plan = subprocess.run([sys.executable, "-m", "sweeps", *args, "sweep.dry_run=true"],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    assert plan.returncode == 0, plan.stderr
+    assert "0 parameter(s)" in plan.stdout and "sweep cli_test_best" in plan.stdout
+    assert f"lr={best['config']['lr']!r}" in plan.stdout
     assert "View run" not in proc.stdout  # no MLflow URL chatter
     assert not list(tmp_path.glob("*.log")) and not (tmp_path / ".hydra").exists()
 

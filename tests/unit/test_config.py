@@ -149,3 +149,18 @@ def test_cli_bad_input_exits_2_with_one_line_and_writes_nothing(tmp_path, args, 
     assert message in proc.stderr
     assert proc.stderr.strip().count("\n") == 0, proc.stderr  # one line, no traceback
     assert list(tmp_path.iterdir()) == []  # no outputs/, no Hydra dirs, no mlflow.db
+
+
+def test_best_overrides_pin_the_configuration_and_search_nothing() -> None:
+    from sweeps.overrides import quote_search_space
+    from sweeps.report import best_overrides
+
+    best = {"lr": 0.19644563572959983, "hidden": 256, "depth": 2, "dropout": 0.0,
+            "batch_size": 128}
+    line = best_overrides(best)
+    cfg = compose("digits", ["search=random", "search.num_samples=1", "scheduler=none",
+                             "ray.num_cpus=2", "ray.num_gpus=0",
+                             *quote_search_space(line.split())])
+    prepared = prepare(cfg)
+    assert prepared.params == []
+    assert prepared.constants == best  # same values and types, float precision kept
