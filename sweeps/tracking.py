@@ -30,7 +30,7 @@ from typing import Any
 from ray.tune import Callback
 
 from sweeps.journal import Journal
-from sweeps.secrets import mask_params
+from sweeps.secrets import mask_params, mask_tree
 from sweeps.space import flatten
 
 __all__ = ["TrackingSettings", "MLflowTracking", "TrackingWriter", "NOT_METRICS"]
@@ -151,10 +151,14 @@ class MLflowTracking(Callback):
         self.writer().notify()
 
     def start_sweep(self, sweep_name: str, sweep_uid: str, config: dict[str, Any],
-                    config_yaml: str, search_space: dict[str, Any], tags: dict[str, str]) -> None:
-        """Journal the parent run: flattened config params, config YAML, search space, tags."""
+                    search_space: dict[str, Any], tags: dict[str, str]) -> None:
+        """Journal the parent run: the config (masked) as flattened params and as YAML, the
+        search space, tags."""
+        from omegaconf import OmegaConf
+
+        masked = mask_tree(config)
         self.record({"op": "sweep_start", "sweep_name": sweep_name, "sweep_uid": sweep_uid,
-                     "params": mask_params(flatten(config)), "config_yaml": config_yaml,
+                     "params": flatten(masked), "config_yaml": OmegaConf.to_yaml(masked),
                      "search_space": search_space, "tags": tags})
 
     def on_trial_start(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
@@ -200,7 +204,11 @@ class MLflowTracking(Callback):
                     f"sweeps.best_{best['metric']}": f"{best['value']:.6g}"}
         self.record({"op": "sweep_end", "summary_csv": str(summary_csv) if summary_csv else None,
                      "best": best, "status": status, "tags": tags})
-        left = self.writer().flush(self.settings.flush_timeout_s)
+        return self._close(self.settings.flush_timeout_s)
+
+    def _close(self, timeout_s: float) -> int:
+        """Wait up to ``timeout_s`` for delivery, stop the writer; return records unsent."""
+        left = self.writer().flush(timeout_s)
         self.writer().stop()
         return left
 
@@ -212,6 +220,4 @@ class MLflowTracking(Callback):
         self._open.clear()
         self.record({"op": "sweep_end", "summary_csv": None, "best": None, "status": status,
                      "tags": {"sweeps.abort_reason": reason}})
-        left = self.writer().flush(timeout_s)
-        self.writer().stop()
-        return left
+        return self._close(timeout_s)

@@ -73,7 +73,6 @@ def start_tracking(prep: Any, sweep_id: str) -> Any:
 
     from omegaconf import OmegaConf
 
-    from sweeps.secrets import mask_tree
     from sweeps.tracking import MLflowTracking, TrackingSettings
 
     cfg, t = prep.cfg, prep.cfg.tracking
@@ -86,12 +85,12 @@ def start_tracking(prep: Any, sweep_id: str) -> Any:
         flush_timeout_s=t.flush_timeout_s)
     (state_dir / "meta.json").write_text(json.dumps(settings.__dict__, indent=2))
     tracking = MLflowTracking(settings)
-    config = mask_tree(OmegaConf.to_container(OmegaConf.structured(cfg)))
+    config = OmegaConf.to_container(OmegaConf.structured(cfg))
     tags = {"sweeps.sweep_name": cfg.sweep.name, "sweeps.sweep_dir": str(prep.sweep_dir)}
     commit = _git_commit()
     if commit:
         tags["mlflow.source.git.commit"] = commit
-    tracking.start_sweep(cfg.sweep.name, sweep_id, config, OmegaConf.to_yaml(config),
+    tracking.start_sweep(cfg.sweep.name, sweep_id, config,
                          {p.path: p.describe() for p in prep.params}, tags)
     return tracking
 
