@@ -21,6 +21,7 @@ from ray.tune import Callback
 
 __all__ = ["ProgressLines"]
 
+
 def _up_and_clear(lines: int) -> str:
     """Escape codes: cursor to the start of the line ``lines`` up, clear to the screen's end."""
     return f"\x1b[{lines}F\x1b[J" if lines else ""
