@@ -24,14 +24,14 @@ register_schema()
 def main(cfg: DictConfig) -> None:
     """Hydra entry: validate, run, report."""
     from sweeps.config import to_config
-    from sweeps.errors import ConfigError
-    from sweeps.runner import prepare, print_result, run_sweep
+    from sweeps.errors import SweepError
+    from sweeps.runner import SweepInterrupted, prepare, print_result, run_sweep
 
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     try:
         sweep_cfg = to_config(cfg)
         prepared = prepare(sweep_cfg)
-    except ConfigError as exc:
+    except SweepError as exc:
         print(f"sweeps: error: {exc}", file=sys.stderr)
         sys.exit(2)
     if sweep_cfg.sweep.dry_run:
@@ -39,7 +39,11 @@ def main(cfg: DictConfig) -> None:
 
         print(format_plan(prepared))
         return
-    result = run_sweep(sweep_cfg, prepared)
+    try:
+        result = run_sweep(sweep_cfg, prepared)
+    except SweepInterrupted as exc:
+        print(f"sweeps: {exc}", file=sys.stderr)
+        sys.exit(exc.exit_code)
     print_result(result, sweep_cfg)
     if result.best is None:
         sys.exit(1)

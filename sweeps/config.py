@@ -38,6 +38,7 @@ __all__ = [
 SEARCH_ALGORITHMS = ("tpe", "random")
 SCHEDULERS = ("asha", "none")
 MODES = ("min", "max")
+RESUME_MODES = ("auto", "never", "must")
 
 
 @dataclass
@@ -49,6 +50,7 @@ class SweepSection:
     seed: int = 0
     verbose: bool = False
     dry_run: bool = False  # print the plan (space, rungs, concurrency, epochs) and stop
+    resume: str = "auto"  # auto: continue the sweep in sweep.dir if there is one; never; must
 
 
 @dataclass
@@ -106,7 +108,8 @@ class TrialSection:
     """How one trial (one Ray Train run) behaves."""
 
     poll_interval_s: float = 0.1  # Train controller poll period; Ray's 2 s costs ~1.6 s a report
-    max_failures: int = 0  # worker-group restarts per trial, from the last checkpoint
+    max_failures: int = 1  # restarts of a trial's worker group (a worker died), from its checkpoint
+    max_retries: int = 1  # restarts of a trial whose driver died or raised, from its checkpoint
 
 
 @dataclass
@@ -238,6 +241,11 @@ def validate(cfg: SweepConfig) -> None:
              "must be > 0", "set trial.poll_interval_s=0.1")
     _require(cfg.trial.max_failures >= -1, "trial.max_failures", cfg.trial.max_failures,
              "must be >= 0, or -1 for unlimited", "set trial.max_failures=0")
+    _require(cfg.trial.max_retries >= -1, "trial.max_retries", cfg.trial.max_retries,
+             "must be >= 0, or -1 for unlimited", "set trial.max_retries=1")
+    _require(cfg.sweep.resume in RESUME_MODES, "sweep.resume", cfg.sweep.resume,
+             f"must be one of {', '.join(RESUME_MODES)}",
+             "set sweep.resume=auto (continue a sweep of that name if there is one)")
     _require(cfg.tracking.flush_timeout_s >= 0, "tracking.flush_timeout_s",
              cfg.tracking.flush_timeout_s, "must be >= 0", "set tracking.flush_timeout_s=60")
     import_trainable(e.trainable)

@@ -29,13 +29,13 @@ __all__ = ["Journal"]
 
 
 class Journal:
-    """``journal.jsonl`` (the records) + ``journal.applied`` (how many were applied)."""
+    """``<name>.jsonl`` (the records) + ``<name>.applied`` (how many were applied)."""
 
-    def __init__(self, directory: str | Path) -> None:
+    def __init__(self, directory: str | Path, name: str = "journal") -> None:
         self.directory = Path(directory)
         self.directory.mkdir(parents=True, exist_ok=True)
-        self.path = self.directory / "journal.jsonl"
-        self.applied_path = self.directory / "journal.applied"
+        self.path = self.directory / f"{name}.jsonl"
+        self.applied_path = self.directory / f"{name}.applied"
         self._base = (0, 0)  # (byte offset, records before it): where pending() starts reading
         self._ends: dict[int, int] = {}  # record count -> byte offset just after that record
 

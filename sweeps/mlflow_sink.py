@@ -136,12 +136,23 @@ class MLflowSink:
             self._warned.add(key)
             log.warning(message)
 
+    def _reopen(self, run_id: str) -> None:
+        """A run closed by an interrupted sweep goes back to RUNNING when the sweep resumes."""
+        if self.client.get_run(run_id).info.status != "RUNNING":
+            self.client.update_run(run_id, status="RUNNING")
+
     def _op_sweep_start(self, r: dict[str, Any]) -> None:
+        start = int(r.get("start", 1))
         if self.parent_run_id is None:
             tags = {**r["tags"], "sweeps.role": "parent", "sweeps.sweep_uid": r["sweep_uid"]}
             self.state["parent"] = self._find_or_create(tags, r["sweep_name"])
             self.state["sweep_uid"] = r["sweep_uid"]
             self._save()
+        elif start > 1:  # resumed: same parent run; params stay those of the first start
+            self._reopen(self.parent_run_id)
+            self.client.set_tag(self.parent_run_id, "sweeps.starts", str(start))
+            self.client.log_text(self.parent_run_id, r["config_yaml"], f"config.start{start}.yaml")
+            return
         run = self.parent_run_id
         self._log_params(run, r["params"])
         self.client.log_text(run, r["config_yaml"], "config.yaml")
@@ -153,6 +164,9 @@ class MLflowSink:
             tags = {"mlflow.parentRunId": self.parent_run_id, "sweeps.role": "trial",
                     "sweeps.sweep_uid": self.state["sweep_uid"], "sweeps.trial_id": trial}
             self.state["trials"][trial] = self._find_or_create(tags, trial)
+            self._save()
+        elif self.state.setdefault("ended", {}).pop(trial, None) is not None:
+            self._reopen(self.run_id(trial))  # a trial of an interrupted sweep continues
             self._save()
         self._log_params(self.run_id(trial), r["params"])
 
@@ -168,22 +182,46 @@ class MLflowSink:
             if not math.isfinite(value) and not math.isnan(value):
                 value = math.copysign(1.7976931348623157e308, value)
             metrics.append(Metric(key, float(value), int(r["ts"]), int(r["step"])))
-        if metrics:
-            self.client.log_batch(self.run_id(r["trial"]), metrics=metrics)
+        # A resumed trial reports again an epoch MLflow already has (re-run after its last
+        # checkpoint, or re-sent after a crash): keep the first point, never a second one.
+        steps = self.state.setdefault("steps", {})
+        last = steps.get(r["trial"])
+        if not metrics or (last is not None and int(r["step"]) <= last):
+            return
+        self.client.log_batch(self.run_id(r["trial"]), metrics=metrics)
+        steps[r["trial"]] = int(r["step"])
+        self._save()
 
     def _op_trial_end(self, r: dict[str, Any]) -> None:
         run = self.run_id(r["trial"])
         for key, value in r.get("tags", {}).items():
             self.client.set_tag(run, key, str(value)[:PARAM_LIMIT])
         self.client.set_terminated(run, r["status"], end_time=int(r["ts"]))
+        self.state.setdefault("ended", {})[r["trial"]] = r["status"]
+        self._save()
 
     def _op_artifacts(self, r: dict[str, Any]) -> None:
         for path in r["paths"]:
             if Path(path).exists():
                 self.client.log_artifact(self.parent_run_id, path, r["artifact_path"])
 
+    def _close_open_trials(self, r: dict[str, Any]) -> None:
+        """No trial run outlives its sweep's run as RUNNING (e.g. one restored by a resume
+        that was interrupted again before the trial started)."""
+        ended = self.state.setdefault("ended", {})
+        status = r.get("status", "FINISHED")
+        status = "KILLED" if status == "FINISHED" else status
+        for trial, run_id in self.state["trials"].items():
+            if trial in ended:
+                continue
+            self.client.set_tag(run_id, "sweeps.status", "aborted")
+            self.client.set_terminated(run_id, status, end_time=int(r["ts"]))
+            ended[trial] = status
+        self._save()
+
     def _op_sweep_end(self, r: dict[str, Any]) -> None:
         run = self.parent_run_id
+        self._close_open_trials(r)
         for key, value in r.get("tags", {}).items():
             self.client.set_tag(run, key, str(value)[:PARAM_LIMIT])
         if r.get("summary_csv") and Path(r["summary_csv"]).exists():

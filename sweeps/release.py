@@ -62,10 +62,16 @@ class PlacementGroupLedger(WorkerGroupCallback):
         self.sweep_id, self.trial_id = sweep_id, trial_id
 
     def before_worker_group_start(self, worker_group_context: Any) -> None:
-        if _kv()._internal_kv_get(kv_key(self.sweep_id, self.trial_id, "stop"),
-                                  namespace=NAMESPACE):
+        kv = _kv()
+        if kv._internal_kv_get(kv_key(self.sweep_id, self.trial_id, "stop"),
+                               namespace=NAMESPACE):
             raise TrialStoppedError(f"trial {self.trial_id} was ended by the sweep; "
                                     "not starting another worker group")
+        # A group recorded by an earlier attempt of this trial whose driver died (Tune retry)
+        # still holds its workers' resources: release it before asking for a new one.
+        previous = kv._internal_kv_get(kv_key(self.sweep_id, self.trial_id), namespace=NAMESPACE)
+        if previous:
+            _remove(previous.decode())
 
     def after_worker_group_start(self, worker_group: Any) -> None:
         state = worker_group.get_worker_group_state()
@@ -105,6 +111,17 @@ class PlacementGroupReaper(Callback):
 
     def on_trial_error(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
         self._start(trial.trial_id)
+
+    def on_trial_recover(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
+        """Tune retries the trial (its driver died or raised): free the old attempt's group
+        now, so the retry's workers can be placed (no stop flag: the trial goes on)."""
+        try:
+            value = _kv()._internal_kv_get(kv_key(self.sweep_id, trial.trial_id),
+                                           namespace=NAMESPACE)
+            if value and _remove(value.decode()):
+                log.debug("released the placement group of retried trial %s", trial.trial_id)
+        except Exception as exc:
+            log.debug("could not release the group of retried trial %s: %s", trial.trial_id, exc)
 
     def _start(self, trial_id: str) -> None:
         kv = _kv()

@@ -21,14 +21,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sweeps.config import SweepConfig, validate
-from sweeps.errors import ConfigError
+from sweeps.errors import ConfigError, SweepError
 from sweeps.resources import ResourcePlan, local_cluster_totals, plan_resources
 from sweeps.space import Param, parse_space
+from sweeps.state import ResumeInfo, check_tune_state, decide_resume
 
 if TYPE_CHECKING:  # pandas (via sweeps.report) stays off the --help / --cfg path
     from sweeps.report import Summary
 
-__all__ = ["Prepared", "SweepResult", "prepare", "run_sweep", "sweep_dir_of"]
+__all__ = ["Prepared", "SweepResult", "SweepInterrupted", "prepare", "run_sweep",
+           "sweep_dir_of"]
 
 log = logging.getLogger(__name__)
 
@@ -43,6 +45,7 @@ class Prepared:
     resources: ResourcePlan
     sweep_dir: Path
     tracking_uri: str | None = None
+    resume: ResumeInfo | None = None  # the sweep in sweep_dir this run continues
 
 
 @dataclass
@@ -84,10 +87,6 @@ def _check_writable(sweep_dir: Path) -> None:
     except OSError as exc:
         raise ConfigError("sweep.dir", str(sweep_dir),
                           f"is not writable ({exc.strerror or exc})", fix) from exc
-    state = list(sweep_dir.glob("experiment_state-*.json")) if sweep_dir.is_dir() else []
-    if state:
-        raise ConfigError("sweep.dir", str(sweep_dir), "already holds a sweep",
-                          "pick a new name with sweep.name=NAME, or delete the directory")
 
 
 def _ray_connected() -> bool:
@@ -110,7 +109,8 @@ def _cluster_totals(cfg: SweepConfig) -> tuple[float, float]:
 
 
 def prepare(cfg: SweepConfig) -> Prepared:
-    """Every input check, in order; raises ``ConfigError`` (nothing started, nothing written).
+    """Every input check, in order; raises ``ConfigError`` or, for a sweep directory that
+    cannot be resumed, ``StateError`` (nothing started, nothing written).
 
     Only ``ray.address`` makes it touch Ray: it joins that cluster to read its size, and
     leaves it again if a check fails. Ray is not even imported otherwise (dry runs stay fast).
@@ -131,6 +131,9 @@ def prepare(cfg: SweepConfig) -> Prepared:
         quiet_http_retries()
         uri = tracking_uri(cfg)
         check_tracking(cfg, uri)
+    resume = decide_resume(cfg, params, sweep_dir, uri)
+    if resume and resume.has_tune_state:
+        check_tune_state(sweep_dir)
     joined = not _ray_connected() and bool(cfg.ray.address)
     try:
         cpus, gpus = _cluster_totals(cfg)
@@ -141,7 +144,7 @@ def prepare(cfg: SweepConfig) -> Prepared:
 
             ray.shutdown()
         raise
-    return Prepared(cfg, params, constants, resources, sweep_dir, uri)
+    return Prepared(cfg, params, constants, resources, sweep_dir, uri, resume)
 
 
 def _start_ray(cfg: SweepConfig, resources: ResourcePlan) -> bool:
@@ -176,8 +179,40 @@ def _ray_logs_to_file(sweep_dir: Path, verbose: bool) -> Iterator[None]:
         logger.handlers, logger.propagate = saved
 
 
+class SweepInterrupted(SweepError):
+    """Ctrl-C or SIGTERM stopped the sweep; its state is saved and the same command resumes."""
+
+    def __init__(self, message: str, signum: int) -> None:
+        super().__init__(message)
+        self.exit_code = 128 + signum
+
+
+@contextlib.contextmanager
+def _sigterm_as_sigint() -> Iterator[dict[str, int]]:
+    """While the sweep runs, SIGTERM (``kill``, a scheduler's preemption notice) does what
+    Ctrl-C does: Tune stops the trials, saves the sweep's state and returns."""
+    import signal
+    import threading
+
+    caught = {"signum": signal.SIGINT}
+    if threading.current_thread() is not threading.main_thread():
+        yield caught
+        return
+
+    def forward(signum: int, frame: Any) -> None:
+        caught["signum"] = signum
+        os.kill(os.getpid(), signal.SIGINT)
+
+    previous = signal.signal(signal.SIGTERM, forward)
+    try:
+        yield caught
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def run_sweep(cfg: SweepConfig, prepared: Prepared | None = None) -> SweepResult:
-    """Run the sweep ``cfg`` describes to the end and return its summary."""
+    """Run the sweep ``cfg`` describes to the end (resuming the one in ``sweep.dir`` if
+    ``sweep.resume`` says so) and return its summary; ``SweepInterrupted`` on Ctrl-C/SIGTERM."""
     prep = prepared or prepare(cfg)
     res = prep.resources
     if res.max_concurrent_trials > res.trials_that_fit:
@@ -185,12 +220,15 @@ def run_sweep(cfg: SweepConfig, prepared: Prepared | None = None) -> SweepResult
                     "rest wait for resources", res.max_concurrent_trials, res.trials_that_fit)
     prep.sweep_dir.mkdir(parents=True, exist_ok=True)
     os.environ.setdefault("RAY_TRAIN_ENABLE_V2_MIGRATION_WARNINGS", "0")
+    # Tune saves its experiment state at most every 10 s by default; a crash loses what
+    # happened since. Every second bounds that (the scheduler's log covers the rest).
+    os.environ.setdefault("TUNE_GLOBAL_CHECKPOINT_S", "1")
     if not cfg.sweep.verbose:  # Tune's new output engine prints a header box even at verbose=0
         os.environ.setdefault("RAY_AIR_NEW_OUTPUT", "0")
-    with _ray_logs_to_file(prep.sweep_dir, cfg.sweep.verbose):
+    with _ray_logs_to_file(prep.sweep_dir, cfg.sweep.verbose), _sigterm_as_sigint() as caught:
         started = _start_ray(cfg, res)
         try:
-            return _fit(prep)
+            return _fit(prep, caught)
         finally:
             if started:
                 import ray
@@ -198,30 +236,83 @@ def run_sweep(cfg: SweepConfig, prepared: Prepared | None = None) -> SweepResult
                 ray.shutdown()
 
 
-def _fit(prep: Prepared) -> SweepResult:
+def _resume_notes(prep: Prepared, ended: dict[str, Any]) -> tuple[str, list[str]]:
+    """One line on what a resumed sweep recovered, and the checkpoint repairs it made."""
+    from sweeps.train_runs import checkpoint_epochs, repair_run
+
+    notes: list[str] = []
+    continuing = []
+    train = prep.sweep_dir / "train"
+    for run_dir in sorted(train.iterdir()) if train.is_dir() else []:
+        if not run_dir.is_dir() or "." in run_dir.name or run_dir.name in ended:
+            continue
+        notes += repair_run(run_dir)
+        epochs = checkpoint_epochs(run_dir)
+        continuing.append(f"{run_dir.name} after epoch {epochs[-1]}" if epochs
+                          else f"{run_dir.name} from epoch 1")
+    total = prep.cfg.search.num_samples
+    left = max(0, total - len(ended) - len(continuing))
+    line = (f"resuming: {len(ended)} of {total} trials had ended and are kept; "
+            f"{len(continuing)} continue ({', '.join(continuing) or 'none'}); "
+            f"{left} not started yet")
+    return line, notes
+
+
+def _fit(prep: Prepared, caught: dict[str, int] | None = None) -> SweepResult:
     from omegaconf import OmegaConf
 
     from sweeps.progress import ProgressLines
     from sweeps.release import PlacementGroupReaper, release_all
+    from sweeps.schedulers import ended_trials
+    from sweeps.state import new_record, save_record
     from sweeps.tracking_setup import abort_tracking, finish_tracking, start_tracking
-    from sweeps.tuner import build_tuner, trial_plan
+    from sweeps.tuner import build_tuner, restore_tuner, trial_plan
 
     cfg = prep.cfg
-    sweep_id = f"{cfg.sweep.name}-{uuid.uuid4().hex[:8]}"
+    record = prep.resume.record if prep.resume else new_record(cfg, prep.params,
+                                                               prep.tracking_uri)
+    record.starts += 1
+    record.tracking_uri = record.tracking_uri or prep.tracking_uri
+    save_record(prep.sweep_dir, record)
+    sweep_id = record.sweep_uid
+    resuming = prep.resume is not None and prep.resume.has_tune_state
     config_yaml = OmegaConf.to_yaml(OmegaConf.structured(cfg))
-    (prep.sweep_dir / "config.yaml").write_text(config_yaml)
-    tracking = start_tracking(prep, sweep_id) if prep.tracking_uri else None
-    reaper = PlacementGroupReaper(sweep_id)
-    progress = ProgressLines(cfg.experiment.metric, cfg.experiment.mode,
-                             cfg.search.num_samples, cfg.scheduler.max_t)
+    name = "config.yaml" if record.starts == 1 else f"config.start{record.starts}.yaml"
+    (prep.sweep_dir / name).write_text(config_yaml)
+    ended = ended_trials(prep.sweep_dir) if resuming else {}
     print(f"sweep {cfg.sweep.name}: {cfg.search.num_samples} trials "
           f"({cfg.search.algorithm}, scheduler {cfg.scheduler.name}, max {cfg.scheduler.max_t} "
           f"epochs); {prep.resources.describe()}\n  dir {prep.sweep_dir}", flush=True)
-    trial = trial_plan(cfg, prep.constants, prep.resources, prep.sweep_dir, sweep_id)
+    if resuming:
+        release_all(sweep_id)  # flags and groups a driver that died left on a running cluster
+        line, notes = _resume_notes(prep, ended)
+        for note in notes:
+            log.warning(note)
+        print(f"  {line} (start {record.starts})", flush=True)
+    elif prep.resume:
+        print(f"  the previous start (of {record.starts - 1}) saved no trial state; starting "
+              "the trials anew", flush=True)
+    tracking = start_tracking(prep, sweep_id, record.starts) if prep.tracking_uri else None
+    reaper = PlacementGroupReaper(sweep_id)
+    progress = ProgressLines(cfg.experiment.metric, cfg.experiment.mode,
+                             cfg.search.num_samples, cfg.scheduler.max_t)
+    trial = trial_plan(cfg, prep.constants, prep.resources, prep.sweep_dir, sweep_id, ended)
     callbacks = [reaper, progress] + ([tracking] if tracking else [])
-    tuner = build_tuner(cfg, prep.params, trial, prep.resources, prep.sweep_dir, callbacks)
     try:
+        if resuming:
+            tuner = restore_tuner(cfg, prep.params, trial, prep.sweep_dir, callbacks)
+        else:
+            tuner = build_tuner(cfg, prep.params, trial, prep.resources, prep.sweep_dir,
+                                callbacks)
         results = tuner.fit()
+        unfinished = _unfinished(results, cfg.search.num_samples)
+        if unfinished:
+            signum = (caught or {}).get("signum", 2)
+            raise SweepInterrupted(
+                f"sweep {cfg.sweep.name} interrupted ({'SIGTERM' if signum == 15 else 'SIGINT'})"
+                f": {cfg.search.num_samples - unfinished} of {cfg.search.num_samples} trials "
+                f"ended; its state is saved in {prep.sweep_dir}; run the same command again "
+                "to resume it", signum)
     except BaseException as exc:
         if tracking:
             abort_tracking(tracking, exc)
@@ -247,6 +338,13 @@ def _fit(prep: Prepared) -> SweepResult:
         unsent = finish_tracking(tracking, prep, summary)
     return SweepResult(prep.sweep_dir, summary, results, dict(reaper.released), unsent,
                        prep.tracking_uri, plots, note)
+
+
+def _unfinished(results: Any, num_samples: int) -> int:
+    """Samples that neither ended nor errored: Tune returns early on Ctrl-C/SIGTERM, with
+    trials still running or never created."""
+    trials = results._experiment_analysis.trials
+    return num_samples - sum(1 for t in trials if t.status in ("TERMINATED", "ERROR"))
 
 
 def _plots(prep: Prepared, summary: Summary, results: Any) -> tuple[list[Path] | None, str | None]:

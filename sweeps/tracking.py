@@ -151,7 +151,7 @@ class MLflowTracking(Callback):
         self.writer().notify()
 
     def start_sweep(self, sweep_name: str, sweep_uid: str, config: dict[str, Any],
-                    search_space: dict[str, Any], tags: dict[str, str]) -> None:
+                    search_space: dict[str, Any], tags: dict[str, str], start: int = 1) -> None:
         """Journal the parent run: the config (masked) as flattened params and as YAML, the
         search space, tags."""
         from omegaconf import OmegaConf
@@ -159,7 +159,7 @@ class MLflowTracking(Callback):
         masked = mask_tree(config)
         self.record({"op": "sweep_start", "sweep_name": sweep_name, "sweep_uid": sweep_uid,
                      "params": flatten(masked), "config_yaml": OmegaConf.to_yaml(masked),
-                     "search_space": search_space, "tags": tags})
+                     "search_space": search_space, "tags": tags, "start": start})
 
     def on_trial_start(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
         self._open.add(trial.trial_id)

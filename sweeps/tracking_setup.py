@@ -67,8 +67,9 @@ def check_tracking(cfg: SweepConfig, uri: str) -> None:
             raise ConfigError("tracking.uri", uri, f"does not answer ({reason})", fix) from exc
 
 
-def start_tracking(prep: Any, sweep_id: str) -> Any:
-    """The MLflow callback, with the sweep's parent run journaled."""
+def start_tracking(prep: Any, sweep_id: str, start: int = 1) -> Any:
+    """The MLflow callback, with the sweep's parent run journaled (``start`` > 1: a resumed
+    sweep, which continues the same parent run)."""
     import json
 
     from omegaconf import OmegaConf
@@ -91,7 +92,7 @@ def start_tracking(prep: Any, sweep_id: str) -> Any:
     if commit:
         tags["mlflow.source.git.commit"] = commit
     tracking.start_sweep(cfg.sweep.name, sweep_id, config,
-                         {p.path: p.describe() for p in prep.params}, tags)
+                         {p.path: p.describe() for p in prep.params}, tags, start)
     return tracking
 
 

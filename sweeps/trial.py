@@ -11,13 +11,17 @@ with the same (storage path, name), so a retried or resumed trial picks up where
 
 from __future__ import annotations
 
+import logging
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from sweeps.space import deep_merge, unflatten
 
 __all__ = ["TrialPlan", "run_trial", "trainer_class", "HEALTH_CHECK_ENV"]
+
+log = logging.getLogger(__name__)
 
 HEALTH_CHECK_ENV = "RAY_TRAIN_HEALTH_CHECK_INTERVAL_S"
 
@@ -42,6 +46,7 @@ class TrialPlan:
     max_failures: int
     poll_interval_s: float
     seed: int
+    ended: dict[str, dict[str, Any]] = field(default_factory=dict)  # resumed: ended trials
 
     def worker_config(self, sampled: dict[str, Any]) -> dict[str, Any]:
         """The ``config`` every Train worker receives: merged params + sweep context."""
@@ -84,11 +89,22 @@ def run_trial(sampled: dict[str, Any], plan: TrialPlan) -> None:
     from sweeps.release import PlacementGroupLedger
 
     trial_id = tune.get_context().get_trial_id()
+    if trial_id in plan.ended:
+        # Ended before the sweep was interrupted (Tune's saved state lagged behind): report the
+        # final result again so Tune and the scheduler close it; train nothing.
+        tune.report(dict(plan.ended[trial_id]))
+        return
+    from sweeps.train_runs import claim_run, repair_run
+
+    config = plan.worker_config(sampled)
+    run_dir = Path(plan.train_storage) / trial_id
+    for note in claim_run(run_dir, config["params"]) + repair_run(run_dir):
+        log.warning(note)
     # Read by the Train controller this process starts (Ray propagates RAY_TRAIN_* env vars).
     os.environ[HEALTH_CHECK_ENV] = str(plan.poll_interval_s)
     trainer = trainer_class()(
         train_loop_per_worker=import_trainable(plan.trainable),
-        train_loop_config=plan.worker_config(sampled),
+        train_loop_config=config,
         scaling_config=ScalingConfig(num_workers=plan.num_workers, use_gpu=plan.use_gpu,
                                      resources_per_worker=dict(plan.worker_resources)),
         run_config=RunConfig(
@@ -103,3 +119,29 @@ def run_trial(sampled: dict[str, Any], plan: TrialPlan) -> None:
         ),
     )
     trainer.fit()
+    _wait_for_last_report()
+
+
+def _wait_for_last_report(timeout_s: float = 30.0) -> None:
+    """Return only once Tune has taken the last result off the Train -> Tune queue.
+
+    ``TuneReportCallback`` hands each result to this trial actor through a queue actor; if this
+    function returns while the final result still sits there, Tune's function runner may end
+    the trial without it (seen: a trial that trained all 5 epochs recorded as stopped after 4).
+    """
+    import time
+
+    try:
+        from ray.train._internal.session import get_session
+
+        queue = getattr(get_session(), "_inter_actor_queue", None)
+    except Exception:  # a Ray without this internal: nothing to wait for
+        return
+    deadline = time.monotonic() + timeout_s
+    while queue is not None and time.monotonic() < deadline:
+        try:
+            if queue.empty():
+                return
+        except Exception:  # the queue actor is gone: nothing left in it
+            return
+        time.sleep(0.02)

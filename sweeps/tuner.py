@@ -18,7 +18,7 @@ from sweeps.resources import TRIAL_DRIVER_RESOURCES, ResourcePlan
 from sweeps.space import Param, to_tune_space
 from sweeps.trial import TrialPlan, run_trial
 
-__all__ = ["build_tuner", "make_search_alg", "make_scheduler", "trial_plan"]
+__all__ = ["build_tuner", "restore_tuner", "make_search_alg", "make_scheduler", "trial_plan"]
 
 
 def make_search_alg(cfg: SweepConfig) -> Any:
@@ -36,20 +36,23 @@ def make_search_alg(cfg: SweepConfig) -> Any:
     return OptunaSearch(sampler=sampler)
 
 
-def make_scheduler(cfg: SweepConfig) -> Any:
-    """ASHA over reported epochs, or FIFO (every trial runs ``scheduler.max_t`` epochs)."""
-    from ray.tune.schedulers import ASHAScheduler, FIFOScheduler
+def make_scheduler(cfg: SweepConfig, sweep_dir: Path) -> Any:
+    """ASHA over reported epochs, or FIFO (every trial runs ``scheduler.max_t`` epochs); both
+    log their decisions under ``sweep_dir`` so a resumed sweep keeps them."""
+    from sweeps.schedulers import ResumableASHA, ResumableFIFO
 
     s = cfg.scheduler
     if s.name == "none":
-        return FIFOScheduler()
-    return ASHAScheduler(time_attr="epoch", max_t=s.max_t, grace_period=s.grace_period,
-                         reduction_factor=s.reduction_factor)
+        return ResumableFIFO(sweep_dir, metric=cfg.experiment.metric)
+    return ResumableASHA(sweep_dir, time_attr="epoch", max_t=s.max_t,
+                         grace_period=s.grace_period, reduction_factor=s.reduction_factor)
 
 
 def trial_plan(cfg: SweepConfig, constants: dict[str, Any], plan: ResourcePlan,
-               sweep_dir: Path, sweep_id: str) -> TrialPlan:
-    """The per-sweep context every trial driver receives."""
+               sweep_dir: Path, sweep_id: str,
+               ended: dict[str, dict[str, Any]] | None = None) -> TrialPlan:
+    """The per-sweep context every trial driver receives (``ended``: trials a resumed sweep
+    knows have ended, with their final metrics)."""
     e = cfg.experiment
     return TrialPlan(
         sweep_id=sweep_id, trainable=e.trainable, params=dict(e.params), constants=constants,
@@ -57,8 +60,15 @@ def trial_plan(cfg: SweepConfig, constants: dict[str, Any], plan: ResourcePlan,
         num_workers=plan.num_workers, use_gpu=plan.use_gpu, metric=e.metric, mode=e.mode,
         max_epochs=cfg.scheduler.max_t, checkpoint_every=cfg.checkpoint.every,
         checkpoint_keep=cfg.checkpoint.keep, max_failures=cfg.trial.max_failures,
-        poll_interval_s=cfg.trial.poll_interval_s, seed=cfg.sweep.seed,
+        poll_interval_s=cfg.trial.poll_interval_s, seed=cfg.sweep.seed, ended=ended or {},
     )
+
+
+def _trainable(trial: TrialPlan) -> Any:
+    from ray import tune
+
+    return tune.with_resources(tune.with_parameters(run_trial, plan=trial),
+                               dict(TRIAL_DRIVER_RESOURCES))
 
 
 def build_tuner(cfg: SweepConfig, params: list[Param], trial: TrialPlan, plan: ResourcePlan,
@@ -66,14 +76,12 @@ def build_tuner(cfg: SweepConfig, params: list[Param], trial: TrialPlan, plan: R
     """A ``tune.Tuner`` whose experiment directory is ``sweep_dir`` itself."""
     from ray import tune
 
-    trainable = tune.with_resources(tune.with_parameters(run_trial, plan=trial),
-                                    dict(TRIAL_DRIVER_RESOURCES))
     return tune.Tuner(
-        trainable,
+        _trainable(trial),
         param_space=to_tune_space(params),
         tune_config=tune.TuneConfig(
             metric=cfg.experiment.metric, mode=cfg.experiment.mode,
-            search_alg=make_search_alg(cfg), scheduler=make_scheduler(cfg),
+            search_alg=make_search_alg(cfg), scheduler=make_scheduler(cfg, sweep_dir),
             num_samples=cfg.search.num_samples,
             max_concurrent_trials=plan.max_concurrent_trials,
             trial_dirname_creator=lambda t: t.trial_id,
@@ -82,6 +90,28 @@ def build_tuner(cfg: SweepConfig, params: list[Param], trial: TrialPlan, plan: R
         run_config=tune.RunConfig(
             name=sweep_dir.name, storage_path=str(sweep_dir.parent), callbacks=callbacks,
             verbose=1 if cfg.sweep.verbose else 0,
-            failure_config=tune.FailureConfig(max_failures=0),
+            failure_config=tune.FailureConfig(max_failures=cfg.trial.max_retries),
         ),
     )
+
+
+def restore_tuner(cfg: SweepConfig, params: list[Param], trial: TrialPlan, sweep_dir: Path,
+                  callbacks: list) -> Any:
+    """``Tuner.restore`` of the sweep in ``sweep_dir``: finished trials stay finished,
+    unfinished and errored ones continue from their checkpoints, the searcher's state is
+    reloaded. This run's callbacks, scheduler and retry limit replace the pickled ones (the
+    scheduler rebuilds its rungs from its log, see ``sweeps.schedulers``)."""
+    from ray import tune
+
+    tuner = tune.Tuner.restore(str(sweep_dir), _trainable(trial), resume_unfinished=True,
+                               resume_errored=True, param_space=to_tune_space(params))
+    internal = getattr(tuner, "_local_tuner", None)
+    if internal is None or not hasattr(internal, "_tune_config"):
+        raise RuntimeError("this Ray's Tuner has no _local_tuner._tune_config; sweeps needs "
+                           "ray 2.60 to resume")
+    run_config = internal.get_run_config()
+    run_config.callbacks = callbacks
+    run_config.verbose = 1 if cfg.sweep.verbose else 0
+    run_config.failure_config = tune.FailureConfig(max_failures=cfg.trial.max_retries)
+    internal._tune_config.scheduler = make_scheduler(cfg, sweep_dir)
+    return tuner

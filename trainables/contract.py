@@ -42,6 +42,7 @@ class TrialSession:
         self.world_size: int = train_ctx.get_world_size()
         self.device = ray.train.torch.get_device()
         self._model_spec: tuple[str, dict[str, Any]] | None = None
+        self._restored_metrics: dict[str, Any] = {}
         self._compute_start = time.perf_counter()
 
     def build_model(self, factory: Callable[..., Any], **kwargs: Any) -> Any:
@@ -61,6 +62,12 @@ class TrialSession:
     def epochs(self, model: Any, optimizer: Any) -> Iterator[int]:
         """Epoch numbers still to run, 1-based, after restoring the latest checkpoint if any."""
         start = self.restore(model, optimizer) + 1
+        if start > self.max_epochs and self._restored_metrics:
+            # Every epoch was trained before an interruption, but Tune may not have seen the
+            # last report: send it again (no checkpoint, no compute) so the trial can close.
+            import ray.train
+
+            ray.train.report({**self._restored_metrics, "epoch_time_s": 0.0})
         self._compute_start = time.perf_counter()  # setup (imports, data, model) is not compute
         yield from range(start, self.max_epochs + 1)
 
@@ -77,6 +84,7 @@ class TrialSession:
             payload = load_checkpoint(directory)
         _unwrap(model).load_state_dict(payload["model_state"])
         optimizer.load_state_dict(payload["optimizer_state"])
+        self._restored_metrics = dict(payload.get("metrics") or {})
         return int(payload["epoch"])
 
     def report(self, epoch: int, metrics: dict[str, float], model: Any, optimizer: Any) -> None:

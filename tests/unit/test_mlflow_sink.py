@@ -80,3 +80,48 @@ def test_only_connection_failures_are_retried(exc: str, transient: bool) -> None
     from sweeps.mlflow_sink import _is_transient
 
     assert _is_transient(eval(exc)) is transient
+
+
+def test_resumed_trial_keeps_first_point_per_step_and_reopens(sink) -> None:
+    sink.apply({"op": "trial_start", "trial": "t1", "params": {}, "ts": 2})
+    for step, value in ((1, 0.1), (2, 0.2)):
+        sink.apply({"op": "metrics", "trial": "t1", "step": step, "ts": 10 + step,
+                    "values": {"acc": value}})
+    sink.apply({"op": "trial_end", "trial": "t1", "status": "KILLED", "ts": 20,
+                "tags": {"sweeps.status": "aborted"}})
+    # The sweep resumes: the trial starts again, re-runs epoch 2 (new value, new timestamp).
+    sink.apply({"op": "trial_start", "trial": "t1", "params": {}, "ts": 30})
+    assert sink.client.get_run(sink.run_id("t1")).info.status == "RUNNING"
+    for step, value in ((2, 0.25), (3, 0.3)):
+        sink.apply({"op": "metrics", "trial": "t1", "step": step, "ts": 30 + step,
+                    "values": {"acc": value}})
+    history = sink.client.get_metric_history(sink.run_id("t1"), "acc")
+    assert sorted((m.step, m.value) for m in history) == [(1, 0.1), (2, 0.2), (3, 0.3)]
+    sink.apply({"op": "trial_end", "trial": "t1", "status": "FINISHED", "ts": 40})
+    assert sink.client.get_run(sink.run_id("t1")).info.status == "FINISHED"
+    assert len(sink.client.search_runs([sink.state["experiment_id"]])) == 2
+
+
+def test_sweep_end_closes_trial_runs_left_open(sink) -> None:
+    sink.apply({"op": "trial_start", "trial": "t1", "params": {}, "ts": 2})
+    sink.apply({"op": "trial_start", "trial": "t2", "params": {}, "ts": 2})
+    sink.apply({"op": "trial_end", "trial": "t1", "status": "FINISHED", "ts": 3})
+    sink.apply({"op": "sweep_end", "status": "KILLED", "summary_csv": None, "best": None,
+                "tags": {}, "ts": 4})
+    statuses = {t: sink.client.get_run(sink.run_id(t)).info.status for t in ("t1", "t2")}
+    assert statuses == {"t1": "FINISHED", "t2": "KILLED"}
+    assert sink.client.get_run(sink.parent_run_id).info.status == "KILLED"
+
+
+def test_resumed_sweep_reopens_the_same_parent_run(sink, tmp_path) -> None:
+    sink.apply({"op": "sweep_end", "status": "KILLED", "summary_csv": None, "best": None,
+                "tags": {}, "ts": 4})
+    again = MLflowSink(sink.uri, "unit", tmp_path, model_name=None)  # next start, same dir
+    again.apply({"op": "sweep_start", "sweep_name": "sw", "sweep_uid": "uid1", "start": 2,
+                 "params": {"a": 2}, "config_yaml": "a: 2\n", "search_space": {}, "tags": {},
+                 "ts": 5})
+    parent = again.client.get_run(sink.parent_run_id)
+    assert parent.info.status == "RUNNING"
+    assert parent.data.tags["sweeps.starts"] == "2"
+    assert parent.data.params == {"a": "1"}  # params are the first start's; no conflict
+    assert len(again.client.search_runs([sink.state["experiment_id"]])) == 1

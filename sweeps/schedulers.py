@@ -1,0 +1,182 @@
+"""Trial schedulers whose decisions survive a crash of the sweep driver.
+
+    scheduler = make_scheduler(cfg, sweep_dir)        # ResumableASHA or ResumableFIFO
+    ended = ended_trials(sweep_dir)                   # trial id -> last metrics, on resume
+
+Tune does not save a scheduler's state with the experiment, so a restored ASHA starts with
+empty rungs (ray#30838) and re-decides from scratch. These schedulers append every result they
+judge (trial, epoch, metric value, decision) to ``<sweep dir>/state/scheduler.jsonl``, fsync'ed
+before the decision goes back to Tune. A restored scheduler replays that log through the same
+``_Bracket`` code first, so its rungs hold exactly what they held at the crash and every later
+decision is the one the uninterrupted sweep would have made from the same results.
+
+The log also says which trials ended (stopped by the scheduler, or ran all epochs). Tune saves
+its experiment state only every second or so, so a trial that ended just before a crash may
+come back as unfinished; its driver then only reports the recorded final result again (see
+``sweeps.trial``), and the scheduler stops it at once instead of training it further.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+from ray.tune.schedulers import ASHAScheduler, FIFOScheduler, TrialScheduler
+
+from sweeps.journal import Journal
+
+__all__ = ["ResumableASHA", "ResumableFIFO", "ended_trials", "decision_log", "LOG_NAME"]
+
+LOG_NAME = "scheduler"
+_AUTO = frozenset({
+    "training_iteration", "time_total_s", "time_this_iter_s", "timestamp", "date", "pid",
+    "hostname", "node_ip", "time_since_restore", "iterations_since_restore", "config", "done",
+    "trial_id", "experiment_tag", "checkpoint_dir_name", "should_checkpoint",
+    "timesteps_total", "episodes_total", "timesteps_since_restore",
+})
+
+
+def decision_log(sweep_dir: str | Path) -> Journal:
+    """The scheduler's log in ``<sweep dir>/state``."""
+    return Journal(Path(sweep_dir) / "state", LOG_NAME)
+
+
+def _metrics(result: dict[str, Any] | None) -> dict[str, Any]:
+    """The trainable's own numbers from a Tune result (Tune's bookkeeping left out)."""
+    out = {}
+    for key, value in (result or {}).items():
+        if key in _AUTO or isinstance(value, bool) or not isinstance(value, int | float):
+            continue
+        out[key] = value if math.isfinite(value) else None
+    return out
+
+
+def ended_trials(sweep_dir: str | Path) -> dict[str, dict[str, Any]]:
+    """Trial id -> final metrics of every trial the log says ended (stopped or completed)."""
+    ended: dict[str, dict[str, Any]] = {}
+    for record in decision_log(sweep_dir).records():
+        if record.get("end") or record.get("action") == TrialScheduler.STOP:
+            ended[record["trial"]] = record.get("metrics", {})
+    return ended
+
+
+class _TrialRef:
+    """What ``_Bracket.on_result`` needs of a trial during replay: its id."""
+
+    def __init__(self, trial_id: str) -> None:
+        self.trial_id = trial_id
+
+
+class _Logged:
+    """Shared by both schedulers: the log, the replay, the ended-trial short cut."""
+
+    _log_dir: str
+    _log: Journal | None
+    _ended: dict[str, dict[str, Any]]
+    _replayed: bool
+
+    def _init_log(self, sweep_dir: str | Path) -> None:
+        self._log_dir = str(sweep_dir)
+        self._log, self._ended, self._replayed = None, {}, False
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Tune pickles the scheduler into ``tuner.pkl``; the log is reopened lazily."""
+        return {**self.__dict__, "_log": None, "_ended": {}, "_replayed": False}
+
+    @property
+    def log(self) -> Journal:
+        if self._log is None:
+            self._log = decision_log(self._log_dir)
+        return self._log
+
+    def _ensure_replayed(self) -> None:
+        if self._replayed:
+            return
+        self._replayed = True
+        for record in self.log.records():
+            self._replay(record)
+            if record.get("end") or record.get("action") == TrialScheduler.STOP:
+                self._ended[record["trial"]] = record.get("metrics", {})
+
+    def _replay(self, record: dict[str, Any]) -> None:
+        """Re-apply one logged judgement to the in-memory state."""
+
+    def _record(self, trial_id: str, result: dict[str, Any], **fields: Any) -> None:
+        metrics = _metrics(result)
+        self.log.append({"trial": trial_id, **fields, "metrics": metrics})
+        if fields.get("end") or fields.get("action") == TrialScheduler.STOP:
+            self._ended[trial_id] = metrics
+
+
+class ResumableASHA(_Logged, ASHAScheduler):
+    """``ASHAScheduler`` (one bracket per trial, as upstream) with a replayable decision log."""
+
+    def __init__(self, sweep_dir: str | Path, **kwargs: Any) -> None:
+        ASHAScheduler.__init__(self, **kwargs)
+        self._init_log(sweep_dir)
+
+    def on_trial_add(self, tune_controller: Any, trial: Any) -> None:
+        self._ensure_replayed()
+        super().on_trial_add(tune_controller, trial)
+
+    def on_trial_result(self, tune_controller: Any, trial: Any, result: dict) -> str:
+        self._ensure_replayed()
+        if trial.trial_id in self._ended:  # ended before an interruption; only re-reported
+            return TrialScheduler.STOP
+        action = super().on_trial_result(tune_controller, trial, result)
+        if self._time_attr in result and self._metric in result:
+            bracket = self._brackets.index(self._trial_info[trial.trial_id])
+            self._record(trial.trial_id, result, epoch=result[self._time_attr],
+                         value=result[self._metric], bracket=bracket, action=action)
+        return action
+
+    def on_trial_complete(self, tune_controller: Any, trial: Any, result: dict) -> None:
+        self._ensure_replayed()
+        bracket = self._trial_info.get(trial.trial_id)
+        if bracket is not None:
+            super().on_trial_complete(tune_controller, trial, result)
+        fields: dict[str, Any] = {"end": True}
+        if result and self._time_attr in result and self._metric in result and bracket:
+            fields.update(epoch=result[self._time_attr], value=result[self._metric],
+                          bracket=self._brackets.index(bracket))
+        self._record(trial.trial_id, result or trial.last_result, **fields)
+
+    def _replay(self, record: dict[str, Any]) -> None:
+        if "epoch" not in record or record.get("value") is None:
+            return
+        bracket = self._brackets[int(record.get("bracket", 0)) % len(self._brackets)]
+        stopped_at_max = record["epoch"] >= self._max_t and self._stop_last_trials
+        if not record.get("end") and stopped_at_max:
+            self._num_stopped += 1
+            return
+        action = bracket.on_result(_TrialRef(record["trial"]), record["epoch"],
+                                   self._metric_op * record["value"])
+        if not record.get("end") and action == TrialScheduler.STOP:
+            self._num_stopped += 1
+
+    def rungs(self) -> list[tuple[float, dict[str, float]]]:
+        """(milestone, {trial id: signed metric}) of the first bracket, highest milestone first."""
+        return [(m, dict(r)) for m, r in self._brackets[0]._rungs]
+
+
+class ResumableFIFO(_Logged, FIFOScheduler):
+    """``FIFOScheduler`` (every trial runs all epochs) with the same log, for resume."""
+
+    def __init__(self, sweep_dir: str | Path, metric: str, time_attr: str = "epoch") -> None:
+        FIFOScheduler.__init__(self)
+        self._init_log(sweep_dir)
+        self._sweep_metric, self._sweep_time_attr = metric, time_attr
+
+    def on_trial_result(self, tune_controller: Any, trial: Any, result: dict) -> str:
+        self._ensure_replayed()
+        if trial.trial_id in self._ended:
+            return TrialScheduler.STOP
+        if self._sweep_time_attr in result and self._sweep_metric in result:
+            self._record(trial.trial_id, result, epoch=result[self._sweep_time_attr],
+                         value=result[self._sweep_metric], action=TrialScheduler.CONTINUE)
+        return TrialScheduler.CONTINUE
+
+    def on_trial_complete(self, tune_controller: Any, trial: Any, result: dict) -> None:
+        self._ensure_replayed()
+        self._record(trial.trial_id, result or trial.last_result, end=True)

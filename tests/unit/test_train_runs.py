@@ -1,0 +1,90 @@
+"""Repairing a trial's Train run directory before it resumes: torn, truncated, deleted."""
+
+from __future__ import annotations
+
+import json
+
+import torch
+
+from sweeps.checkpoint import CHECKPOINT_FILE, save_checkpoint
+from sweeps.train_runs import SNAPSHOT, checkpoint_epochs, claim_run, repair_run
+
+
+def _run(tmp_path, epochs=(1, 2, 3)):
+    run = tmp_path / "train" / "abc123"
+    results = []
+    for epoch in epochs:
+        directory = run / f"checkpoint_epoch_{epoch:04d}"
+        directory.mkdir(parents=True)
+        save_checkpoint(directory, {"model_state": {"w": torch.zeros(64)}, "epoch": epoch,
+                                    "metrics": {"val_acc": epoch / 10, "epoch": epoch}})
+        results.append({"version": 0, "checkpoint_dir_name": directory.name,
+                        "metrics": {"val_acc": epoch / 10, "epoch": epoch}})
+    (run / SNAPSHOT).write_text(json.dumps({
+        "ray_version": "2.60.0", "checkpoint_results": results,
+        "checkpoint_report_indices": [e - 1 for e in epochs],
+        "latest_checkpoint_result": results[-1], "pending_training_results": [],
+        "pending_validation_specs": [], "current_report_index": epochs[-1],
+        "validated_checkpoint_dir_names": [], "timed_out_validation_checkpoint_dir_names": [],
+        "failed_validation_checkpoint_dir_names": []}))
+    return run
+
+
+def _latest(run):
+    return json.loads((run / SNAPSHOT).read_text())["latest_checkpoint_result"]
+
+
+def test_a_sound_run_is_left_untouched(tmp_path) -> None:
+    run = _run(tmp_path)
+    before = (run / SNAPSHOT).read_text()
+    assert repair_run(run) == []
+    assert (run / SNAPSHOT).read_text() == before
+    assert checkpoint_epochs(run) == [1, 2, 3]
+
+
+def test_truncated_newest_checkpoint_falls_back_to_the_previous(tmp_path) -> None:
+    run = _run(tmp_path)
+    newest = run / "checkpoint_epoch_0003" / CHECKPOINT_FILE
+    newest.write_bytes(newest.read_bytes()[: newest.stat().st_size // 2])
+    notes = repair_run(run)
+    assert "checkpoint_epoch_0003 is unreadable" in notes[0]
+    assert "falling back to the previous valid checkpoint checkpoint_epoch_0002" in notes[1]
+    assert _latest(run)["checkpoint_dir_name"] == "checkpoint_epoch_0002"
+    assert (run / "checkpoint_epoch_0003.corrupt" / CHECKPOINT_FILE).exists()  # kept, aside
+    assert repair_run(run) == []
+
+
+def test_checkpoint_deleted_by_hand(tmp_path) -> None:
+    import shutil
+
+    run = _run(tmp_path)
+    shutil.rmtree(run / "checkpoint_epoch_0003")
+    shutil.rmtree(run / "checkpoint_epoch_0002")
+    notes = repair_run(run)
+    assert any("checkpoint_epoch_0003 is missing" in n for n in notes)
+    assert _latest(run)["checkpoint_dir_name"] == "checkpoint_epoch_0001"
+    shutil.rmtree(run / "checkpoint_epoch_0001")
+    assert "starts again from epoch 1" in repair_run(run)[-1]
+    assert _latest(run) is None
+
+
+def test_torn_snapshot_is_rebuilt_from_the_checkpoints(tmp_path) -> None:
+    run = _run(tmp_path)
+    (run / SNAPSHOT).write_text('{"ray_version": "2.60.0", "checkpoint_res')
+    notes = repair_run(run)
+    assert "rebuilt it from the checkpoints on disk" in notes[0]
+    snapshot = json.loads((run / SNAPSHOT).read_text())
+    assert [r["checkpoint_dir_name"] for r in snapshot["checkpoint_results"]] == [
+        "checkpoint_epoch_0001", "checkpoint_epoch_0002", "checkpoint_epoch_0003"]
+    assert snapshot["checkpoint_report_indices"] == [0, 1, 2]
+    assert (run / f"{SNAPSHOT}.corrupt").exists()
+
+
+def test_run_of_another_trial_with_the_same_id_is_moved_aside(tmp_path) -> None:
+    run = tmp_path / "train" / "abc123"
+    assert claim_run(run, {"lr": 0.1}) == []
+    assert claim_run(run, {"lr": 0.1}) == []
+    notes = claim_run(run, {"lr": 0.2})
+    assert "moved to abc123.orphan" in notes[0]
+    assert (tmp_path / "train" / "abc123.orphan" / "trial.json").exists()
+    assert json.loads((run / "trial.json").read_text()) == {"lr": 0.2}
