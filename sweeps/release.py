@@ -34,7 +34,8 @@ from typing import Any
 from ray.train.v2._internal.execution.callback import WorkerGroupCallback
 from ray.tune import Callback
 
-__all__ = ["PlacementGroupLedger", "PlacementGroupReaper", "release_all", "kv_key"]
+__all__ = ["PlacementGroupLedger", "PlacementGroupReaper", "release_all", "kv_key",
+           "held_groups"]
 
 log = logging.getLogger(__name__)
 NAMESPACE = "sweeps"
@@ -167,3 +168,12 @@ def release_all(sweep_id: str) -> int:
     for kind in ("pg", "stop"):
         kv._internal_kv_del(f"{kind}/{sweep_id}/", del_by_prefix=True, namespace=NAMESPACE)
     return removed
+
+
+def held_groups() -> int:
+    """Placement groups still holding (or waiting for) resources in this Ray instance; a sweep
+    that started its own instance checks this is 0 before shutting it down."""
+    from ray.util import placement_group_table
+
+    return sum(1 for pg in placement_group_table().values()
+               if pg.get("state") in ("CREATED", "PENDING", "RESCHEDULING"))

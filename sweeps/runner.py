@@ -182,6 +182,8 @@ def _ray_logs_to_file(sweep_dir: Path, verbose: bool) -> Iterator[None]:
 class SweepInterrupted(SweepError):
     """Ctrl-C or SIGTERM stopped the sweep; its state is saved and the same command resumes."""
 
+    interrupted = True  # MLflow marks the sweep's open runs KILLED, not FAILED
+
     def __init__(self, message: str, signum: int) -> None:
         super().__init__(message)
         self.exit_code = 128 + signum
@@ -225,15 +227,38 @@ def run_sweep(cfg: SweepConfig, prepared: Prepared | None = None) -> SweepResult
     os.environ.setdefault("TUNE_GLOBAL_CHECKPOINT_S", "1")
     if not cfg.sweep.verbose:  # Tune's new output engine prints a header box even at verbose=0
         os.environ.setdefault("RAY_AIR_NEW_OUTPUT", "0")
-    with _ray_logs_to_file(prep.sweep_dir, cfg.sweep.verbose), _sigterm_as_sigint() as caught:
+    with _ray_logs_to_file(prep.sweep_dir, cfg.sweep.verbose):
         started = _start_ray(cfg, res)
         try:
-            return _fit(prep, caught)
+            # After ray.init, which installs its own SIGTERM handler (it aborts the process).
+            with _sigterm_as_sigint() as caught:
+                return _fit(prep, caught)
         finally:
             if started:
                 import ray
 
+                _record_release(prep.sweep_dir)
                 ray.shutdown()
+
+
+def _record_release(sweep_dir: Path) -> None:
+    """Before shutting down the Ray instance it started, the sweep checks that no placement
+    group is still held and writes the count to ``state/end.json`` (a warning if not 0)."""
+    import json
+    import time
+
+    from sweeps.release import held_groups
+
+    try:
+        held = held_groups()
+    except Exception as exc:  # Ray is already going down: nothing to check against
+        log.debug("could not count placement groups: %s", exc)
+        return
+    if held:
+        log.warning("%d placement group(s) still held at sweep end", held)
+    (sweep_dir / "state").mkdir(exist_ok=True)
+    (sweep_dir / "state" / "end.json").write_text(
+        json.dumps({"held_placement_groups": held, "time": time.time()}))
 
 
 def _resume_notes(prep: Prepared, ended: dict[str, Any]) -> tuple[str, list[str]]:

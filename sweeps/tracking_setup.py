@@ -126,7 +126,8 @@ def _git_commit() -> str | None:
 def abort_tracking(tracking: Any, exc: BaseException) -> None:
     """The sweep died: close the parent and every open trial run (KILLED on Ctrl-C/SIGTERM,
     FAILED otherwise) so no run is left RUNNING; wait briefly for delivery."""
-    status = "KILLED" if isinstance(exc, KeyboardInterrupt | SystemExit) else "FAILED"
+    killed = isinstance(exc, KeyboardInterrupt | SystemExit) or getattr(exc, "interrupted", False)
+    status = "KILLED" if killed else "FAILED"
     try:
         left = tracking.abort(status, f"{type(exc).__name__}: {exc}"[:500], timeout_s=15)
     except Exception as err:  # never mask the original error

@@ -24,6 +24,7 @@ __all__ = ["TrialPlan", "run_trial", "trainer_class", "HEALTH_CHECK_ENV"]
 log = logging.getLogger(__name__)
 
 HEALTH_CHECK_ENV = "RAY_TRAIN_HEALTH_CHECK_INTERVAL_S"
+REPORTS_FILE = "reports.jsonl"
 
 
 @dataclass(frozen=True)
@@ -100,6 +101,9 @@ def run_trial(sampled: dict[str, Any], plan: TrialPlan) -> None:
     run_dir = Path(plan.train_storage) / trial_id
     for note in claim_run(run_dir, config["params"]) + repair_run(run_dir):
         log.warning(note)
+    config["sweep"]["reports"] = str(run_dir / REPORTS_FILE)
+    for metrics in unseen_reports(run_dir, Path(plan.train_storage).parent, trial_id):
+        tune.report(metrics)  # epochs trained and checkpointed that Tune never saw
     # Read by the Train controller this process starts (Ray propagates RAY_TRAIN_* env vars).
     os.environ[HEALTH_CHECK_ENV] = str(plan.poll_interval_s)
     trainer = trainer_class()(
@@ -120,6 +124,41 @@ def run_trial(sampled: dict[str, Any], plan: TrialPlan) -> None:
     )
     trainer.fit()
     _wait_for_last_report()
+
+
+def unseen_reports(run_dir: Path, sweep_dir: Path, trial_id: str) -> list[dict[str, Any]]:
+    """Reports the trial made before an interruption that never reached Tune (its scheduler
+    log has no judgement of them) and that its checkpoint covers, oldest first.
+
+    Train workers run ahead of Tune: when the sweep driver dies, the last epochs may be trained
+    and checkpointed but unseen by Tune. Re-reporting them before training resumes lets ASHA
+    judge them (and stop the trial at a rung it would otherwise skip) and MLflow log them.
+    """
+    import json
+
+    from sweeps.schedulers import decision_log
+    from sweeps.train_runs import SNAPSHOT
+
+    reports = run_dir / REPORTS_FILE
+    try:
+        latest = json.loads((run_dir / SNAPSHOT).read_text())["latest_checkpoint_result"]
+        restored = int(latest["metrics"]["epoch"]) if latest else 0
+    except (OSError, ValueError, KeyError, TypeError):
+        return []
+    if not reports.is_file() or restored == 0:
+        return []
+    judged = max((int(r.get("epoch", 0)) for r in decision_log(sweep_dir).records()
+                  if r.get("trial") == trial_id), default=0)
+    unseen: dict[int, dict[str, Any]] = {}
+    for line in reports.read_text().splitlines():
+        try:
+            metrics = json.loads(line)
+        except ValueError:  # torn last line
+            continue
+        epoch = int(metrics.get("epoch", 0))
+        if judged < epoch <= restored:
+            unseen.setdefault(epoch, metrics)
+    return [unseen[e] for e in sorted(unseen)]
 
 
 def _wait_for_last_report(timeout_s: float = 30.0) -> None:

@@ -37,6 +37,7 @@ class TrialSession:
         self.max_epochs: int = int(ctx.get("max_epochs", 1))
         self.checkpoint_every: int = int(ctx.get("checkpoint_every", 1))
         self.seed: int = int(ctx.get("seed", 0))
+        self._reports_path: str | None = ctx.get("reports")  # rank 0's durable report log
         train_ctx = ray.train.get_context()
         self.rank: int = train_ctx.get_world_rank()
         self.world_size: int = train_ctx.get_world_size()
@@ -104,6 +105,8 @@ class TrialSession:
         from sweeps.checkpoint import save_checkpoint
 
         due = epoch % self.checkpoint_every == 0 or epoch == self.max_epochs
+        if self.rank == 0 and self._reports_path:
+            _append_durably(self._reports_path, metrics)
         if not due:
             ray.train.report(metrics)
             return
@@ -135,6 +138,18 @@ class TrialSession:
                 tensor = tensor.to(self.device)
             dist.all_reduce(tensor)
         return tensor.cpu().tolist()
+
+
+def _append_durably(path: str, metrics: dict[str, Any]) -> None:
+    """One JSON line per reported epoch, fsync'ed: if the sweep dies before Tune sees this
+    report, the resumed trial hands it to Tune from here (``sweeps.trial``)."""
+    import json
+    import os
+
+    with open(path, "a") as f:
+        f.write(json.dumps(metrics, default=float) + "\n")
+        f.flush()
+        os.fsync(f.fileno())
 
 
 def _unwrap(model: Any) -> Any:

@@ -88,3 +88,19 @@ def test_run_of_another_trial_with_the_same_id_is_moved_aside(tmp_path) -> None:
     assert "moved to abc123.orphan" in notes[0]
     assert (tmp_path / "train" / "abc123.orphan" / "trial.json").exists()
     assert json.loads((run / "trial.json").read_text()) == {"lr": 0.2}
+
+
+def test_reports_tune_never_saw_are_found_up_to_the_checkpoint(tmp_path) -> None:
+    from sweeps.schedulers import decision_log
+    from sweeps.trial import REPORTS_FILE, unseen_reports
+
+    sweep = tmp_path
+    run = _run(tmp_path, epochs=(1, 2, 3))
+    lines = [json.dumps({"epoch": e, "val_acc": e / 10}) for e in (1, 2, 3, 4)]
+    (run / REPORTS_FILE).write_text("\n".join(lines) + '\n{"epoch": 5, "val')  # torn last
+    decision_log(sweep).append({"trial": run.name, "epoch": 1, "value": 0.1})
+    decision_log(sweep).append({"trial": "other", "epoch": 3, "value": 0.1})
+    # Tune judged epoch 1; epochs 2-3 are checkpointed but unseen; 4 will be trained again.
+    assert [m["epoch"] for m in unseen_reports(run, sweep, run.name)] == [2, 3]
+    decision_log(sweep).append({"trial": run.name, "epoch": 3, "value": 0.3})
+    assert unseen_reports(run, sweep, run.name) == []

@@ -1,0 +1,328 @@
+"""Interrupted sweeps resume, and failures inside a sweep are survived: real processes, real
+signals (SIGKILL of the sweep driver, of a Train worker, of a trial driver; SIGTERM).
+
+Each sweep below runs ``tests.integration.observed:train_observed`` (the digits MLP, slowed to
+``epoch_sleep`` seconds an epoch, writing which epochs it trained to ``logs/epochs.log``). After
+every scenario: no placement group held, no MLflow run left RUNNING, one run per trial.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections import defaultdict
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from sweeps import compose, run_sweep
+from sweeps.schedulers import ended_trials
+from tests.conftest import ROOT
+
+pytestmark = pytest.mark.slow
+
+TRAINABLE = "experiment.trainable=tests.integration.observed:train_observed"
+
+
+def _args(tmp_path: Path, *overrides: str) -> list[str]:
+    return ["+experiment=digits", TRAINABLE, f"+experiment.params.log_dir={tmp_path / 'logs'}",
+            f"sweep.dir={tmp_path / 'sweep'}", f"tracking.uri=sqlite:///{tmp_path / 'mlflow.db'}",
+            *overrides]
+
+
+class Sweep:
+    """``python -m sweeps ...`` in its own process group (its private Ray instance with it)."""
+
+    def __init__(self, tmp_path: Path, args: list[str]) -> None:
+        self.tmp_path, self.args, self.runs = tmp_path, args, 0
+
+    def start(self) -> None:
+        self.runs += 1
+        self.out = self.tmp_path / f"run{self.runs}.txt"
+        env = {**os.environ, "PYTHONPATH": str(ROOT), "RAY_ADDRESS": ""}
+        with self.out.open("w") as out:
+            self.proc = subprocess.Popen([sys.executable, "-m", "sweeps", *self.args],
+                                         cwd=self.tmp_path, env=env, stdout=out,
+                                         stderr=subprocess.STDOUT, start_new_session=True)
+
+    def wait(self, timeout: float = 600) -> tuple[int, str]:
+        try:
+            rc = self.proc.wait(timeout)
+        finally:
+            self._reap()
+        return rc, self.out.read_text()
+
+    def kill9(self) -> None:
+        """SIGKILL the sweep driver alone, as the OOM killer or a power cut would."""
+        self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait(30)
+        self._reap()
+
+    def _reap(self) -> None:
+        # Ray's agents of the dead driver's instance outlive it; end them (same group).
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        time.sleep(1)
+
+
+def _wait_for(predicate, proc: subprocess.Popen | None = None, timeout: float = 600) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        if proc is not None and proc.poll() is not None:
+            return False
+        time.sleep(0.1)
+    raise AssertionError("timed out waiting for the sweep")
+
+
+def _log_lines(path: Path) -> list[str]:
+    return path.read_text().splitlines() if path.exists() else []
+
+
+def _epochs(tmp_path: Path) -> list[tuple[str, int, float]]:
+    return [(t, int(e), float(ts)) for t, e, ts in
+            (line.split() for line in _log_lines(tmp_path / "logs" / "epochs.log"))]
+
+
+def _mlflow_runs(tmp_path: Path):
+    from mlflow import MlflowClient
+
+    client = MlflowClient(f"sqlite:///{tmp_path / 'mlflow.db'}")
+    experiment = client.get_experiment_by_name("digits")
+    return client, client.search_runs([experiment.experiment_id], max_results=1000)
+
+
+def _assert_clean_end(tmp_path: Path, trial_ids: set[str]) -> None:
+    """One MLflow run per trial, no duplicated steps, nothing RUNNING, no group held."""
+    client, runs = _mlflow_runs(tmp_path)
+    assert [r.info.run_name for r in runs if r.info.status == "RUNNING"] == []
+    children = [r for r in runs if r.data.tags.get("sweeps.role") == "trial"]
+    assert sorted(r.data.tags["sweeps.trial_id"] for r in children) == sorted(trial_ids)
+    for run in children:
+        steps = [m.step for m in client.get_metric_history(run.info.run_id, "val_acc")]
+        assert steps == sorted(set(steps)) and steps == list(range(1, len(steps) + 1)), steps
+    assert len([r for r in runs if r.data.tags.get("sweeps.role") == "parent"]) == 1
+    end = json.loads((tmp_path / "sweep" / "state" / "end.json").read_text())
+    assert end["held_placement_groups"] == 0
+
+
+def test_sweep_driver_killed_at_seeded_moments_resumes_to_the_same_sweep(tmp_path) -> None:
+    num_samples = 6
+    sweep = Sweep(tmp_path, _args(tmp_path, f"search.num_samples={num_samples}",
+                                  "scheduler.max_t=4", "+experiment.params.epoch_sleep=0.4"))
+    log = tmp_path / "sweep" / "state" / "scheduler.jsonl"
+    rng = random.Random(20261122)
+    kills: list[tuple[float, dict]] = []  # (time, trials ended at that time)
+    last_before: list[dict[str, int]] = []  # per kill: trial -> last epoch trained before it
+    threshold = 0
+    for _ in range(3):
+        threshold += rng.randint(2, 4)
+        sweep.start()
+        reached = _wait_for(lambda n=threshold: len(_log_lines(log)) >= n, sweep.proc)
+        if not reached:  # the sweep ended before this moment came: no more kills
+            break
+        time.sleep(rng.uniform(0.0, 1.5))
+        sweep.kill9()
+        kills.append((time.time(), ended_trials(tmp_path / "sweep")))
+        last: dict[str, int] = {}
+        for trial, epoch, _ in _epochs(tmp_path):
+            last[trial] = max(last.get(trial, 0), epoch)
+        last_before.append(last)
+    assert len(kills) >= 2, "the sweep was interrupted at least twice"
+    sweep.start()
+    rc, out = sweep.wait()
+    assert rc == 0, out
+    assert "resuming:" in out and f"of {num_samples} trials had ended and are kept" in out
+
+    summary = pd.read_csv(tmp_path / "sweep" / "summary.csv", dtype={"trial_id": str})
+    final_ids = set(summary["trial_id"])
+    assert len(summary) == num_samples and len(final_ids) == num_samples
+    seen_before = {r["trial"] for r in map(json.loads, _log_lines(log))}
+    assert seen_before <= final_ids  # no trial that had run was lost or renamed
+    assert set(summary["status"]) <= {"completed", "stopped"}
+
+    trained = defaultdict(list)
+    for trial, epoch, ts in _epochs(tmp_path):
+        trained[trial].append((ts, epoch))
+    for (kill_time, ended), last in zip(kills, last_before, strict=True):
+        for trial in ended:  # ended before the kill: never trained again
+            assert all(ts < kill_time for ts, _ in trained[trial]), trial
+        for trial, epoch in last.items():
+            after = [e for ts, e in sorted(trained[trial]) if ts > kill_time]
+            if trial not in ended and after:  # in flight: lost at most the running epoch
+                assert after[0] >= epoch, (trial, epoch, after)
+    for trial, rows in trained.items():
+        epochs = [e for _, e in rows]
+        row = summary.set_index("trial_id").loc[trial]
+        assert max(epochs) == row["epochs"], (trial, epochs)  # nothing ran past its end
+    _assert_clean_end(tmp_path, final_ids)
+
+
+def _pid_file(tmp_path: Path, rank: int, epoch: int) -> Path | None:
+    found = list((tmp_path / "logs" / "pids").glob(f"*-r{rank}-e{epoch}"))
+    return found[0] if found else None
+
+
+def _in_thread(target) -> threading.Thread:
+    thread = threading.Thread(target=target, daemon=True)
+    thread.start()
+    return thread
+
+
+def _one_trial_cfg(tmp_path: Path, *overrides: str):
+    return compose("digits", [a for a in _args(tmp_path, *overrides) if a != "+experiment=digits"]
+                   + ["search=random", "scheduler=none", "search.num_samples=1",
+                      "scheduler.max_t=5", "+experiment.params.epoch_sleep=1.0"])
+
+
+def _trained_in_order(tmp_path: Path) -> list[int]:
+    return [e for _, e, _ in sorted(_epochs(tmp_path), key=lambda r: r[2])]
+
+
+def _no_group_held() -> None:
+    from sweeps.release import held_groups
+
+    assert held_groups() == 0
+
+
+def test_train_worker_killed_mid_epoch_restarts_from_its_checkpoint(tmp_path,
+                                                                   ray_cluster) -> None:
+    killed: dict[str, int] = {}
+
+    def kill_rank1_in_epoch3() -> None:
+        _wait_for(lambda: _pid_file(tmp_path, 1, 3) is not None, timeout=300)
+        time.sleep(0.3)  # inside the epoch's sleep: mid-epoch
+        killed["pid"] = int(_pid_file(tmp_path, 1, 3).read_text())
+        os.kill(killed["pid"], signal.SIGKILL)
+
+    thread = _in_thread(kill_rank1_in_epoch3)
+    result = run_sweep(_one_trial_cfg(tmp_path, "trial.max_failures=1"))
+    thread.join(5)
+    assert killed, "the worker was killed"
+    row = result.summary.table.iloc[0]
+    assert (row["status"], row["epochs"]) == ("completed", 5)
+    # Epochs 1-2 were checkpointed before the kill; the new worker group resumed at 3.
+    assert _trained_in_order(tmp_path) == [1, 2, 3, 4, 5]
+    assert int(_pid_file(tmp_path, 1, 3).read_text()) != killed["pid"]
+    assert result.results[0].metrics_dataframe["epoch"].tolist() == [1, 2, 3, 4, 5]
+    _no_group_held()
+    _assert_runs_closed(tmp_path, {row["trial_id"]: "FINISHED"})
+
+
+def _assert_runs_closed(tmp_path: Path, expected: dict[str, str]) -> None:
+    client, runs = _mlflow_runs(tmp_path)
+    children = {r.data.tags["sweeps.trial_id"]: r for r in runs
+                if r.data.tags.get("sweeps.role") == "trial"}
+    assert {t: r.info.status for t, r in children.items()} == expected
+    for run in children.values():
+        steps = [m.step for m in client.get_metric_history(run.info.run_id, "val_acc")]
+        assert steps == list(range(1, len(steps) + 1)), steps
+    assert not [r for r in runs if r.info.status == "RUNNING"]
+
+
+def _pids_titled(fragment: str) -> list[int]:
+    """Processes whose title (Ray sets it to ``ray::Class.method``) contains ``fragment``."""
+    pids = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and fragment in (entry / "cmdline").read_text():
+                pids.append(int(entry.name))
+        except OSError:
+            continue
+    return pids
+
+
+def test_trial_driver_killed_is_retried_from_its_checkpoint(tmp_path, ray_cluster) -> None:
+    killed: list[int] = []
+
+    def kill_trial_driver_in_epoch3() -> None:
+        _wait_for(lambda: _pid_file(tmp_path, 0, 3) is not None, timeout=300)
+        time.sleep(0.3)
+        for pid in _pids_titled("ray::ImplicitFunc"):  # Tune's actor for a function trainable
+            os.kill(pid, signal.SIGKILL)
+            killed.append(pid)
+
+    thread = _in_thread(kill_trial_driver_in_epoch3)
+    result = run_sweep(_one_trial_cfg(tmp_path, "trial.max_retries=1"))
+    thread.join(5)
+    assert len(killed) == 1, killed
+    row = result.summary.table.iloc[0]
+    assert (row["status"], row["epochs"]) == ("completed", 5)
+    assert _trained_in_order(tmp_path) == [1, 2, 3, 4, 5]  # the retry resumed after epoch 2
+    _no_group_held()
+    _assert_runs_closed(tmp_path, {row["trial_id"]: "FINISHED"})
+
+
+def test_truncated_newest_checkpoint_falls_back_to_the_previous_one(tmp_path) -> None:
+    sweep = Sweep(tmp_path, _args(tmp_path, "search=random", "scheduler=none",
+                                  "search.num_samples=1", "scheduler.max_t=6",
+                                  "+experiment.params.epoch_sleep=1.0"))
+    sweep.start()
+    _wait_for(lambda: any(e == 3 for _, e, _ in _epochs(tmp_path)), sweep.proc)
+    sweep.kill9()
+    before = _trained_in_order(tmp_path)
+    run_dir = next(p for p in (tmp_path / "sweep" / "train").iterdir() if p.is_dir())
+    newest = max(run_dir.glob("checkpoint_epoch_*"))
+    n = int(newest.name.rsplit("_", 1)[1])
+    assert n >= 3
+    payload = newest / "checkpoint.pt"
+    payload.write_bytes(payload.read_bytes()[:100])  # a crash mid-write, or a bad disk
+    sweep.args = [*sweep.args, "sweep.resume=must"]
+    sweep.start()
+    rc, out = sweep.wait()
+    assert rc == 0, out
+    assert f"checkpoint_epoch_{n:04d} is unreadable (truncated?)" in out
+    assert f"falling back to the previous valid checkpoint checkpoint_epoch_{n - 1:04d}" in out
+    # The resumed run starts at epoch n (its checkpoint was lost), not at n + 1 or 1.
+    trained = _trained_in_order(tmp_path)
+    assert before == list(range(1, len(before) + 1)) and trained[len(before):] == [*range(n, 7)]
+    summary = pd.read_csv(tmp_path / "sweep" / "summary.csv", dtype={"trial_id": str})
+    assert (summary.loc[0, "status"], summary.loc[0, "epochs"]) == ("completed", 6)
+    _assert_clean_end(tmp_path, {run_dir.name})
+
+
+def test_sigterm_saves_state_closes_runs_and_the_same_command_resumes(tmp_path) -> None:
+    args = _args(tmp_path, "search.num_samples=3", "scheduler.max_t=4",
+                 "+experiment.params.epoch_sleep=0.5")
+    sweep = Sweep(tmp_path, args)
+    sweep.start()
+    log = tmp_path / "sweep" / "state" / "scheduler.jsonl"
+    _wait_for(lambda: len(_log_lines(log)) >= 2, sweep.proc)
+    sweep.proc.send_signal(signal.SIGTERM)
+    rc, out = sweep.wait(120)
+    assert rc == 143, out
+    assert "interrupted (SIGTERM)" in out and "run the same command again to resume" in out
+    _, runs = _mlflow_runs(tmp_path)
+    assert not [r for r in runs if r.info.status == "RUNNING"]
+    parent = next(r for r in runs if r.data.tags.get("sweeps.role") == "parent")
+    assert parent.info.status == "KILLED"
+
+    # Bad inputs on the interrupted sweep: each refused in one line, nothing touched.
+    for extra, message in [
+        ("sweep.resume=never", "already holds sweep"),
+        ("experiment.search_space.hidden=choice(8,16)", "experiment.search_space.hidden"),
+        ("experiment.metric=val_loss", "experiment.metric: 'val_loss' differs"),
+    ]:
+        refused = Sweep(tmp_path, [*args, extra])
+        refused.start()
+        rc, out = refused.wait(120)
+        assert rc == 2 and message in out, out
+    sweep.start()
+    rc, out = sweep.wait()
+    assert rc == 0, out
+    summary = pd.read_csv(tmp_path / "sweep" / "summary.csv", dtype={"trial_id": str})
+    assert len(summary) == 3
+    _assert_clean_end(tmp_path, set(summary["trial_id"]))
+    _, runs = _mlflow_runs(tmp_path)
+    parent = next(r for r in runs if r.data.tags.get("sweeps.role") == "parent")
+    assert (parent.info.status, parent.data.tags["sweeps.starts"]) == ("FINISHED", "2")
