@@ -37,6 +37,23 @@ def _args(tmp_path: Path, *overrides: str) -> list[str]:
             *overrides]
 
 
+TRIAL_PROCESSES = ("ray::ImplicitFunc", "ray::TrainController", "ray::RayTrainWorker")
+
+
+def _pids_titled(*fragments: str) -> list[int]:
+    """Processes whose title (Ray sets it to ``ray::Class.method``) contains a fragment."""
+    pids = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit():
+                title = (entry / "cmdline").read_text()
+                if any(f in title for f in fragments):
+                    pids.append(int(entry.name))
+        except OSError:
+            continue
+    return pids
+
+
 class Sweep:
     """``python -m sweeps ...`` in its own process group (its private Ray instance with it)."""
 
@@ -71,7 +88,13 @@ class Sweep:
             os.killpg(self.proc.pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
-        time.sleep(1)
+        # Its trial actors and Train workers (own process groups) die once their raylet is
+        # gone, but may write a checkpoint first: wait for them, as a user's restart would.
+        deadline = time.monotonic() + 30
+        while _pids_titled(*TRIAL_PROCESSES) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        for pid in _pids_titled(*TRIAL_PROCESSES):
+            os.kill(pid, signal.SIGKILL)
 
 
 def _wait_for(predicate, proc: subprocess.Popen | None = None, timeout: float = 600) -> bool:
@@ -228,18 +251,6 @@ def _assert_runs_closed(tmp_path: Path, expected: dict[str, str]) -> None:
         steps = [m.step for m in client.get_metric_history(run.info.run_id, "val_acc")]
         assert steps == list(range(1, len(steps) + 1)), steps
     assert not [r for r in runs if r.info.status == "RUNNING"]
-
-
-def _pids_titled(fragment: str) -> list[int]:
-    """Processes whose title (Ray sets it to ``ray::Class.method``) contains ``fragment``."""
-    pids = []
-    for entry in Path("/proc").iterdir():
-        try:
-            if entry.name.isdigit() and fragment in (entry / "cmdline").read_text():
-                pids.append(int(entry.name))
-        except OSError:
-            continue
-    return pids
 
 
 def test_trial_driver_killed_is_retried_from_its_checkpoint(tmp_path, ray_cluster) -> None:
