@@ -55,6 +55,29 @@ def measure(interval: float, reports: int, storage: str) -> tuple[list[float], l
     return [r for r, _ in lines], [c for _, c in lines]  # first report includes warm-up
 
 
+def measure_all(intervals: list[float], reports: int) -> list[dict[str, Any]]:
+    """One row per poll interval (the first is the baseline), in the connected Ray instance."""
+    rows = []
+    with tempfile.TemporaryDirectory() as storage:
+        for interval in intervals:
+            samples, compute = measure(interval, reports, storage)
+            rows.append({"poll_interval_s": interval, "median_s": statistics.median(samples),
+                         "compute_median_s": statistics.median(compute),
+                         "samples": samples, "compute": compute})
+    return rows
+
+
+def format_rows(rows: list[dict[str, Any]]) -> str:
+    base, base_c = rows[0]["median_s"], rows[0]["compute_median_s"]
+    lines = [f"{'poll interval':>14} {'report (median)':>16} {'ratio':>7} "
+             f"{'fixed compute':>14} {'ratio':>7}"]
+    for r in rows:
+        lines.append(f"{r['poll_interval_s']:>12.2f} s {1000 * r['median_s']:>13.1f} ms "
+                     f"{r['median_s'] / base:>7.3f} {1000 * r['compute_median_s']:>11.1f} ms "
+                     f"{r['compute_median_s'] / base_c:>7.3f}")
+    return "\n".join(lines)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--reports", type=int, default=10)
@@ -63,23 +86,11 @@ def main() -> None:
     import ray
 
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
-    rows = []
     try:
-        with tempfile.TemporaryDirectory() as storage:
-            for interval in args.intervals:
-                samples, compute = measure(interval, args.reports, storage)
-                rows.append({"poll_interval_s": interval, "median_s": statistics.median(samples),
-                             "compute_median_s": statistics.median(compute),
-                             "samples": samples, "compute": compute})
+        rows = measure_all(args.intervals, args.reports)
     finally:
         ray.shutdown()
-    base, base_c = rows[0]["median_s"], rows[0]["compute_median_s"]
-    print(f"{'poll interval':>14} {'report (median)':>16} {'ratio':>7} "
-          f"{'fixed compute':>14} {'ratio':>7}")
-    for r in rows:
-        print(f"{r['poll_interval_s']:>12.2f} s {1000 * r['median_s']:>13.1f} ms "
-              f"{r['median_s'] / base:>7.3f} {1000 * r['compute_median_s']:>11.1f} ms "
-              f"{r['compute_median_s'] / base_c:>7.3f}")
+    print(format_rows(rows))
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / "report_latency.json").write_text(json.dumps(rows, indent=2) + "\n")
 

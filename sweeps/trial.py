@@ -161,7 +161,7 @@ def unseen_reports(run_dir: Path, sweep_dir: Path, trial_id: str) -> list[dict[s
     return [unseen[e] for e in sorted(unseen)]
 
 
-def _wait_for_last_report(timeout_s: float = 30.0) -> None:
+def _wait_for_last_report(timeout_s: float = 5.0) -> None:
     """Return only once Tune has taken the last result off the Train -> Tune queue.
 
     ``TuneReportCallback`` hands each result to this trial actor through a queue actor; if this
@@ -176,11 +176,14 @@ def _wait_for_last_report(timeout_s: float = 30.0) -> None:
         queue = getattr(get_session(), "_inter_actor_queue", None)
     except Exception:  # a Ray without this internal: nothing to wait for
         return
+    if queue is None:
+        return
     deadline = time.monotonic() + timeout_s
-    while queue is not None and time.monotonic() < deadline:
+    while time.monotonic() < deadline:
         try:
             if queue.empty():
                 return
         except Exception:  # the queue actor is gone: nothing left in it
             return
         time.sleep(0.02)
+    log.warning("the last Train report was not taken by Tune within %.0f s", timeout_s)

@@ -21,12 +21,16 @@ from sweeps.trial import TrialPlan, run_trial
 __all__ = ["build_tuner", "restore_tuner", "make_search_alg", "make_scheduler", "trial_plan"]
 
 
-def make_search_alg(cfg: SweepConfig) -> Any:
-    """OptunaSearch(TPE) or BasicVariantGenerator, seeded with ``sweep.seed``."""
+def make_search_alg(cfg: SweepConfig, max_concurrent: int = 0) -> Any:
+    """OptunaSearch(TPE) or BasicVariantGenerator, seeded with ``sweep.seed``.
+
+    Tune ignores ``TuneConfig.max_concurrent_trials`` for a ``BasicVariantGenerator`` (it only
+    wraps ``Searcher``s), so random search gets the limit itself.
+    """
     if cfg.search.algorithm == "random":
         from ray.tune.search.basic_variant import BasicVariantGenerator
 
-        return BasicVariantGenerator(random_state=cfg.sweep.seed)
+        return BasicVariantGenerator(random_state=cfg.sweep.seed, max_concurrent=max_concurrent)
     import optuna
     from ray.tune.search.optuna import OptunaSearch
 
@@ -81,9 +85,10 @@ def build_tuner(cfg: SweepConfig, params: list[Param], trial: TrialPlan, plan: R
         param_space=to_tune_space(params),
         tune_config=tune.TuneConfig(
             metric=cfg.experiment.metric, mode=cfg.experiment.mode,
-            search_alg=make_search_alg(cfg), scheduler=make_scheduler(cfg, sweep_dir),
-            num_samples=cfg.search.num_samples,
-            max_concurrent_trials=plan.max_concurrent_trials,
+            search_alg=make_search_alg(cfg, plan.max_concurrent_trials),
+            scheduler=make_scheduler(cfg, sweep_dir), num_samples=cfg.search.num_samples,
+            max_concurrent_trials=(plan.max_concurrent_trials
+                                   if cfg.search.algorithm != "random" else None),
             trial_dirname_creator=lambda t: t.trial_id,
             reuse_actors=False,
         ),

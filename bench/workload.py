@@ -1,0 +1,62 @@
+"""The trainable every benchmark runs: a small MLP trained for a fixed compute time per epoch.
+
+    experiment.trainable=bench.workload:train  +experiment.params.epoch_s=0.5
+
+Each epoch trains for about ``params.epoch_s`` seconds of compute (a step count timed once at
+start and agreed by all ranks, since DDP needs the same count everywhere), then reports
+``score`` and checkpoints through the sweeps contract (``TrialSession``), which a plain Ray
+Train loop runs just as well: the plain-Ray baseline passes the same
+``{"params": ..., "sweep": ...}`` config.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import torch
+from torch import nn
+
+from trainables.contract import TrialSession
+
+
+def build_net(width: int = 64) -> nn.Module:
+    return nn.Sequential(nn.Linear(32, width), nn.ReLU(), nn.Linear(width, 2))
+
+
+def train(config: dict[str, Any]) -> None:
+    torch.set_num_threads(1)
+    session = TrialSession(config)
+    p = session.params
+    epoch_s = float(p.get("epoch_s", 0.5))
+    model = session.build_model(build_net, width=int(p.get("width", 64)))
+    optimizer = torch.optim.SGD(model.parameters(), lr=float(p.get("lr", 0.05)))
+    gen = torch.Generator().manual_seed(session.rank)
+    x = torch.randn(256, 32, generator=gen)
+    y = (x[:, 0] > 0).long()
+    steps = _steps_per_epoch(session, model, optimizer, x, y, epoch_s)
+    for epoch in session.epochs(model, optimizer):
+        for _ in range(steps):  # the same count on every rank: DDP all-reduces each step
+            loss = _step(model, optimizer, x, y)
+        with torch.no_grad():
+            score = (model(x).argmax(1) == y).float().mean().item()
+        session.report(epoch, {"score": score, "loss": float(loss)}, model, optimizer)
+
+
+def _step(model: nn.Module, optimizer: Any, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    loss = nn.functional.cross_entropy(model(x), y)
+    optimizer.zero_grad(set_to_none=True)
+    loss.backward()
+    optimizer.step()
+    return loss
+
+
+def _steps_per_epoch(session: TrialSession, model: nn.Module, optimizer: Any, x: torch.Tensor,
+                     y: torch.Tensor, epoch_s: float) -> int:
+    """Steps that take about ``epoch_s`` seconds here, agreed by all ranks (timed once)."""
+    start = time.perf_counter()
+    for _ in range(20):
+        _step(model, optimizer, x, y)
+    per_step = (time.perf_counter() - start) / 20
+    total = session.all_reduce_sum([per_step])[0]
+    return max(1, round(epoch_s / (total / session.world_size)))
