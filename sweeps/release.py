@@ -102,10 +102,15 @@ class PlacementGroupReaper(Callback):
         self.sweep_id, self.watch_s, self.poll_s = sweep_id, watch_s, poll_s
         self.released: dict[str, float] = {}  # trial id -> seconds from trial end to release
         self._threads: list[threading.Thread] = []
+        self._done = threading.Event()
 
     def __getstate__(self) -> dict[str, Any]:
-        """Tune pickles callbacks with the experiment; threads stay behind."""
-        return {**self.__dict__, "_threads": []}
+        """Tune pickles callbacks with the experiment; threads and events stay behind."""
+        return {**self.__dict__, "_threads": [], "_done": None}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._done = threading.Event()
 
     def on_trial_complete(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
         self._start(trial.trial_id)
@@ -143,12 +148,14 @@ class PlacementGroupReaper(Callback):
             except Exception as exc:  # Ray shutting down under us: nothing left to hold
                 log.debug("reaper for trial %s stopped: %s", trial_id, exc)
                 return
-            if time.monotonic() - ended > self.watch_s:
+            if time.monotonic() - ended > self.watch_s or self._done.wait(self.poll_s):
                 return
-            time.sleep(self.poll_s)
 
     def join(self, timeout: float = 15.0) -> None:
-        """Wait for the background watchers (used before ``release_all`` at sweep end)."""
+        """End the background watchers now and wait for them (at sweep end, just before
+        ``release_all`` sweeps up whatever is left; watching the last trial's key for its
+        full ``watch_s`` only added ~10 s to every sweep)."""
+        self._done.set()
         deadline = time.monotonic() + timeout
         for thread in self._threads:
             thread.join(max(0.0, deadline - time.monotonic()))

@@ -62,7 +62,10 @@ class TrackingWriter:
     """Background thread that applies pending journal records, retrying while unreachable."""
 
     def __init__(self, journal: Journal, sink: Any, max_backoff_s: float = 10.0) -> None:
-        self.journal, self.sink, self.max_backoff_s = journal, sink, max_backoff_s
+        """``sink``: the sink, or a function that makes it (called in the writer thread, so
+        importing MLflow and opening its store overlap with the sweep's start)."""
+        self.journal, self.max_backoff_s = journal, max_backoff_s
+        self._sink, self._make_sink = (None, sink) if callable(sink) else (sink, None)
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._idle = threading.Event()
@@ -86,9 +89,23 @@ class TrackingWriter:
                 self._stop.wait(backoff)
                 backoff = min(backoff * 2, self.max_backoff_s)
 
+    @property
+    def sink(self) -> Any:
+        if self._sink is None:
+            self._sink = self._make_sink()
+        return self._sink
+
     def _drain(self) -> bool:
         from sweeps.mlflow_sink import TransientTrackingError
 
+        try:
+            self.sink  # noqa: B018 (built on first use, in this thread)
+        except Exception as exc:  # store unreachable or broken: retry with the backoff
+            self.failures += 1
+            if self.failures == 1 or self.failures % 10 == 0:
+                log.warning("MLflow store not usable yet (%s); training goes on, records wait "
+                            "in %s", str(exc).splitlines()[0][:200], self.journal.path)
+            return False
         for index, record in self.journal.pending():
             try:
                 self.sink.apply(record)
@@ -106,11 +123,11 @@ class TrackingWriter:
     def flush(self, timeout_s: float) -> int:
         """Wait up to ``timeout_s`` for every record to be applied; return how many are left."""
         deadline = time.monotonic() + timeout_s
-        self.notify()
         while time.monotonic() < deadline:
             if not self.journal.pending():
                 return 0
-            self._idle.wait(0.2)
+            self.notify()  # clears idle; the writer sets it after its next drain
+            self._idle.wait(min(0.2, max(0.0, deadline - time.monotonic())))
         return len(self.journal.pending())
 
     def stop(self) -> None:
@@ -142,8 +159,8 @@ class MLflowTracking(Callback):
             from sweeps.mlflow_sink import MLflowSink
 
             s = self.settings
-            sink = MLflowSink(s.uri, s.experiment_name, Path(s.state_dir), s.model_name)
-            self._writer = TrackingWriter(self.journal, sink)
+            self._writer = TrackingWriter(self.journal, lambda: MLflowSink(
+                s.uri, s.experiment_name, Path(s.state_dir), s.model_name))
         return self._writer
 
     def record(self, record: dict[str, Any]) -> None:
