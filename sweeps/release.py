@@ -35,7 +35,7 @@ from ray.train.v2._internal.execution.callback import WorkerGroupCallback
 from ray.tune import Callback
 
 __all__ = ["PlacementGroupLedger", "PlacementGroupReaper", "release_all", "kv_key",
-           "held_groups"]
+           "held_groups", "record_trial_group"]
 
 log = logging.getLogger(__name__)
 NAMESPACE = "sweeps"
@@ -161,18 +161,34 @@ class PlacementGroupReaper(Callback):
             thread.join(max(0.0, deadline - time.monotonic()))
 
 
-def release_all(sweep_id: str) -> int:
-    """Remove every placement group a trial of ``sweep_id`` recorded; clear its keys.
+def record_trial_group(sweep_id: str, trial_id: str) -> None:
+    """In a trial driver: record the trial actor's own placement group (Tune's), so the sweep
+    can make sure it is gone when the sweep returns (Tune removes it asynchronously)."""
+    from ray.util import get_current_placement_group
 
-    Returns how many were still held (and are now removed).
+    pg = get_current_placement_group()
+    if pg is not None:
+        _kv()._internal_kv_put(kv_key(sweep_id, trial_id, "tpg"), pg.id.hex(), overwrite=True,
+                               namespace=NAMESPACE)
+
+
+def release_all(sweep_id: str) -> int:
+    """Remove every placement group a trial of ``sweep_id`` recorded (its Train workers'
+    and its driver's); clear its keys. Call it once no trial of the sweep runs.
+
+    Returns how many Train worker groups were still held (and are now removed).
     """
     kv = _kv()
     removed = 0
-    for key in kv._internal_kv_list(f"pg/{sweep_id}/", namespace=NAMESPACE):
-        value = kv._internal_kv_get(key, namespace=NAMESPACE)
-        if value and _remove(value.decode()):
-            removed += 1
-    for kind in ("pg", "stop"):
+    for kind in ("pg", "tpg"):
+        for key in kv._internal_kv_list(f"{kind}/{sweep_id}/", namespace=NAMESPACE):
+            value = kv._internal_kv_get(key, namespace=NAMESPACE)
+            try:
+                if value and _remove(value.decode()) and kind == "pg":
+                    removed += 1
+            except Exception as exc:  # removed by Tune meanwhile
+                log.debug("placement group %s: %s", value, exc)
+    for kind in ("pg", "tpg", "stop"):
         kv._internal_kv_del(f"{kind}/{sweep_id}/", del_by_prefix=True, namespace=NAMESPACE)
     return removed
 
