@@ -152,10 +152,9 @@ class PlacementGroupReaper(Callback):
                 return
 
     def join(self, timeout: float = 15.0) -> None:
-        """End the background watchers now and wait for them (at sweep end, just before
-        ``release_all`` sweeps up whatever is left; watching the last trial's key for its
-        full ``watch_s`` only added ~10 s to every sweep)."""
-        self._done.set()
+        """Wait for the background watchers (at sweep end, before ``release_all``). They watch
+        each ended trial for ``watch_s``: ending them early (tried: -10 s per sweep) let a
+        worker group that a dying trial's controller recorded late stay CREATED."""
         deadline = time.monotonic() + timeout
         for thread in self._threads:
             thread.join(max(0.0, deadline - time.monotonic()))
