@@ -25,16 +25,12 @@ from typing import Any
 from ray.tune.schedulers import ASHAScheduler, FIFOScheduler, TrialScheduler
 
 from sweeps.journal import Journal
+from sweeps.tracking import NOT_METRICS
 
 __all__ = ["ResumableASHA", "ResumableFIFO", "ended_trials", "decision_log", "LOG_NAME"]
 
 LOG_NAME = "scheduler"
-_AUTO = frozenset({
-    "training_iteration", "time_total_s", "time_this_iter_s", "timestamp", "date", "pid",
-    "hostname", "node_ip", "time_since_restore", "iterations_since_restore", "config", "done",
-    "trial_id", "experiment_tag", "checkpoint_dir_name", "should_checkpoint",
-    "timesteps_total", "episodes_total", "timesteps_since_restore",
-})
+_AUTO = NOT_METRICS - {"epoch"}  # Tune's bookkeeping; the epoch is the trainable's own
 
 
 def decision_log(sweep_dir: str | Path) -> Journal:
@@ -54,11 +50,13 @@ def _metrics(result: dict[str, Any] | None) -> dict[str, Any]:
 
 def ended_trials(sweep_dir: str | Path) -> dict[str, dict[str, Any]]:
     """Trial id -> final metrics of every trial the log says ended (stopped or completed)."""
-    ended: dict[str, dict[str, Any]] = {}
-    for record in decision_log(sweep_dir).records():
-        if record.get("end") or record.get("action") == TrialScheduler.STOP:
-            ended[record["trial"]] = record.get("metrics", {})
-    return ended
+    return {r["trial"]: r.get("metrics", {}) for r in decision_log(sweep_dir).records()
+            if _ends(r)}
+
+
+def _ends(record: dict[str, Any]) -> bool:
+    """Whether a logged judgement ended its trial (stopped, or ran all epochs)."""
+    return bool(record.get("end")) or record.get("action") == TrialScheduler.STOP
 
 
 class _TrialRef:
@@ -96,7 +94,7 @@ class _Logged:
         self._replayed = True
         for record in self.log.records():
             self._replay(record)
-            if record.get("end") or record.get("action") == TrialScheduler.STOP:
+            if _ends(record):
                 self._ended[record["trial"]] = record.get("metrics", {})
 
     def _replay(self, record: dict[str, Any]) -> None:
@@ -105,7 +103,7 @@ class _Logged:
     def _record(self, trial_id: str, result: dict[str, Any], **fields: Any) -> None:
         metrics = _metrics(result)
         self.log.append({"trial": trial_id, **fields, "metrics": metrics})
-        if fields.get("end") or fields.get("action") == TrialScheduler.STOP:
+        if _ends(fields):
             self._ended[trial_id] = metrics
 
 
