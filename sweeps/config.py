@@ -110,6 +110,9 @@ class TrialSection:
     poll_interval_s: float = 0.1  # Train controller poll period; Ray's 2 s costs ~1.6 s a report
     max_failures: int = 1  # restarts of a trial's worker group (a worker died), from its checkpoint
     max_retries: int = 1  # restarts of a trial whose driver died or raised, from its checkpoint
+    # How long a trial's workers may wait for their CPUs/GPUs before the trial fails (and is
+    # retried, see max_retries). Ray Train's own default waits forever; -1 restores that.
+    start_timeout_s: float = 600.0
 
 
 @dataclass
@@ -241,6 +244,9 @@ def validate(cfg: SweepConfig) -> None:
              "must be > 0", "set trial.poll_interval_s=0.1")
     _require(cfg.trial.max_failures >= -1, "trial.max_failures", cfg.trial.max_failures,
              "must be >= 0, or -1 for unlimited", "set trial.max_failures=0")
+    _require(cfg.trial.start_timeout_s > 0 or cfg.trial.start_timeout_s == -1,
+             "trial.start_timeout_s", cfg.trial.start_timeout_s,
+             "must be > 0 (seconds), or -1 to wait forever", "set trial.start_timeout_s=600")
     _require(cfg.trial.max_retries >= -1, "trial.max_retries", cfg.trial.max_retries,
              "must be >= 0, or -1 for unlimited", "set trial.max_retries=1")
     _require(cfg.sweep.resume in RESUME_MODES, "sweep.resume", cfg.sweep.resume,

@@ -10,10 +10,12 @@ two Ray instances on one machine, it never succeeds and the sweep deadlocks afte
 
 How (no State API involved):
 
-1. ``PlacementGroupLedger`` runs inside each trial's Train controller. After the worker group
-   starts it records the group's placement-group id in Ray's GCS key-value store under the
-   trial's key. Before any (re)start it checks the trial's "stopped" flag and refuses to
-   create a new group once the sweep has ended the trial.
+1. ``PlacementGroupLedger`` runs inside each trial's Train controller. It records the worker
+   group's placement-group id in Ray's GCS key-value store under the trial's key the moment
+   Train creates the group (not once the workers are up: a controller killed during the
+   seconds of worker startup would leave an unrecorded group holding its CPUs for the rest of
+   the sweep, and a retried trial waiting for them forever). Before any (re)start it checks the
+   trial's "stopped" flag and refuses to create a new group once the sweep has ended the trial.
 2. ``PlacementGroupReaper`` is a Tune callback in the sweep driver. When a trial completes,
    is stopped or errors, it sets the trial's stopped flag and removes the recorded placement
    group (a no-op when Train already removed it), then keeps watching the key for
@@ -63,6 +65,7 @@ class PlacementGroupLedger(WorkerGroupCallback):
         self.sweep_id, self.trial_id = sweep_id, trial_id
 
     def before_worker_group_start(self, worker_group_context: Any) -> None:
+        _record_on_creation(self)
         kv = _kv()
         if kv._internal_kv_get(kv_key(self.sweep_id, self.trial_id, "stop"),
                                namespace=NAMESPACE):
@@ -74,11 +77,39 @@ class PlacementGroupLedger(WorkerGroupCallback):
         if previous:
             _remove(previous.decode())
 
-    def after_worker_group_start(self, worker_group: Any) -> None:
-        state = worker_group.get_worker_group_state()
-        pg = state.placement_group_handle.placement_group
+    def record(self, pg: Any) -> None:
+        """Record ``pg`` as this trial's worker group (replacing an earlier attempt's)."""
         _kv()._internal_kv_put(kv_key(self.sweep_id, self.trial_id), pg.id.hex(),
                                overwrite=True, namespace=NAMESPACE)
+
+    def after_worker_group_start(self, worker_group: Any) -> None:
+        # Already recorded at creation; again here in case a Ray without the hook got through.
+        state = worker_group.get_worker_group_state()
+        self.record(state.placement_group_handle.placement_group)
+
+
+def _record_on_creation(ledger: PlacementGroupLedger) -> None:
+    """Make Train's worker-group module record each placement group as it creates it (this
+    process is the trial's Train controller: one ledger, one trial). Ray 2.60 creates the group
+    with the module-level ``placement_group`` function; another layout is left alone, and
+    ``after_worker_group_start`` still records the group (seconds later)."""
+    try:
+        from ray.train.v2._internal.execution.worker_group import worker_group as module
+    except ImportError:
+        return
+    create = getattr(module, "placement_group", None)
+    if create is None or getattr(create, "_sweeps_ledger", None) is not None:
+        if create is not None:
+            create._sweeps_ledger = ledger
+        return
+
+    def recording_placement_group(*args: Any, **kwargs: Any) -> Any:
+        pg = create(*args, **kwargs)
+        recording_placement_group._sweeps_ledger.record(pg)
+        return pg
+
+    recording_placement_group._sweeps_ledger = ledger
+    module.placement_group = recording_placement_group
 
 
 def _remove(pg_hex: str) -> bool:

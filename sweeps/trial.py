@@ -12,6 +12,7 @@ with the same (storage path, name), so a retried or resumed trial picks up where
 from __future__ import annotations
 
 import logging
+import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,6 +25,8 @@ __all__ = ["TrialPlan", "run_trial", "trainer_class", "HEALTH_CHECK_ENV"]
 log = logging.getLogger(__name__)
 
 HEALTH_CHECK_ENV = "RAY_TRAIN_HEALTH_CHECK_INTERVAL_S"
+START_TIMEOUT_ENV = "RAY_TRAIN_WORKER_GROUP_START_TIMEOUT_S"
+START_ATTEMPT_S = 60.0  # Ray Train's own wait per worker-group start attempt
 REPORTS_FILE = "reports.jsonl"
 
 
@@ -46,6 +49,7 @@ class TrialPlan:
     checkpoint_keep: int
     max_failures: int
     poll_interval_s: float
+    start_timeout_s: float
     seed: int
     ended: dict[str, dict[str, Any]] = field(default_factory=dict)  # resumed: ended trials
 
@@ -109,6 +113,8 @@ def run_trial(sampled: dict[str, Any], plan: TrialPlan) -> None:
         tune.report(metrics)  # epochs trained and checkpointed that Tune never saw
     # Read by the Train controller this process starts (Ray propagates RAY_TRAIN_* env vars).
     os.environ[HEALTH_CHECK_ENV] = str(plan.poll_interval_s)
+    attempt_s, start_failures = start_limits(plan.start_timeout_s)
+    os.environ[START_TIMEOUT_ENV] = str(attempt_s)
     trainer = trainer_class()(
         train_loop_per_worker=import_trainable(plan.trainable),
         train_loop_config=config,
@@ -121,12 +127,27 @@ def run_trial(sampled: dict[str, Any], plan: TrialPlan) -> None:
                 num_to_keep=plan.checkpoint_keep,
                 checkpoint_score_attribute=plan.metric,
                 checkpoint_score_order=plan.mode),
-            failure_config=FailureConfig(max_failures=plan.max_failures),
+            failure_config=FailureConfig(max_failures=plan.max_failures,
+                                         controller_failure_limit=start_failures),
             callbacks=[TuneReportCallback(), PlacementGroupLedger(plan.sweep_id, trial_id)],
         ),
     )
     trainer.fit()
     _wait_for_last_report()
+
+
+def start_limits(start_timeout_s: float) -> tuple[float, int]:
+    """(seconds per worker-group start attempt, start failures tolerated) for a trial whose
+    workers may wait ``start_timeout_s`` for resources (-1: forever, Ray Train's default).
+
+    Example:
+        >>> start_limits(600), start_limits(20), start_limits(-1)
+        ((60.0, 9), (20.0, 0), (60.0, -1))
+    """
+    if start_timeout_s == -1:
+        return START_ATTEMPT_S, -1
+    attempt_s = min(START_ATTEMPT_S, start_timeout_s)
+    return attempt_s, max(0, math.ceil(start_timeout_s / attempt_s) - 1)
 
 
 def unseen_reports(run_dir: Path, sweep_dir: Path, trial_id: str) -> list[dict[str, Any]]:

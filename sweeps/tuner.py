@@ -64,7 +64,8 @@ def trial_plan(cfg: SweepConfig, constants: dict[str, Any], plan: ResourcePlan,
         num_workers=plan.num_workers, use_gpu=plan.use_gpu, metric=e.metric, mode=e.mode,
         max_epochs=cfg.scheduler.max_t, checkpoint_every=cfg.checkpoint.every,
         checkpoint_keep=cfg.checkpoint.keep, max_failures=cfg.trial.max_failures,
-        poll_interval_s=cfg.trial.poll_interval_s, seed=cfg.sweep.seed, ended=ended or {},
+        poll_interval_s=cfg.trial.poll_interval_s,
+        start_timeout_s=cfg.trial.start_timeout_s, seed=cfg.sweep.seed, ended=ended or {},
     )
 
 

@@ -202,10 +202,10 @@ def _in_thread(target) -> threading.Thread:
     return thread
 
 
-def _one_trial_cfg(tmp_path: Path, *overrides: str):
+def _one_trial_cfg(tmp_path: Path, *overrides: str, epochs: int = 5, epoch_sleep: float = 1.0):
     return compose("digits", [a for a in _args(tmp_path, *overrides) if a != "+experiment=digits"]
                    + ["search=random", "scheduler=none", "search.num_samples=1",
-                      "scheduler.max_t=5", "+experiment.params.epoch_sleep=1.0"])
+                      f"scheduler.max_t={epochs}", f"+experiment.params.epoch_sleep={epoch_sleep}"])
 
 
 def _trained_in_order(tmp_path: Path) -> list[int]:
@@ -270,6 +270,31 @@ def test_trial_driver_killed_is_retried_from_its_checkpoint(tmp_path, ray_cluste
     row = result.summary.table.iloc[0]
     assert (row["status"], row["epochs"]) == ("completed", 5)
     assert _trained_in_order(tmp_path) == [1, 2, 3, 4, 5]  # the retry resumed after epoch 2
+    _no_group_held()
+    _assert_runs_closed(tmp_path, {row["trial_id"]: "FINISHED"})
+
+
+def test_trial_driver_killed_while_its_workers_start_is_retried(tmp_path, ray_cluster) -> None:
+    """Killed between Train creating the worker group and the workers reporting ready: the
+    group must be released for the retry (it was recorded at creation), not hold the CPUs."""
+    killed: list[int] = []
+
+    def kill_trial_driver_during_worker_startup() -> None:
+        _wait_for(lambda: _pids_titled("ray::RayTrainWorker"), timeout=300)
+        assert _pid_file(tmp_path, 0, 1) is None, "still starting: no epoch began"
+        for pid in _pids_titled("ray::ImplicitFunc"):
+            os.kill(pid, signal.SIGKILL)
+            killed.append(pid)
+
+    thread = _in_thread(kill_trial_driver_during_worker_startup)
+    # A leaked group would hold both CPUs: the retry then fails after 60 s (instead of waiting).
+    result = run_sweep(_one_trial_cfg(tmp_path, "trial.max_retries=1", "trial.start_timeout_s=60",
+                                      epochs=2, epoch_sleep=0.2))
+    thread.join(5)
+    assert len(killed) == 1, killed
+    row = result.summary.table.iloc[0]
+    assert (row["status"], row["epochs"]) == ("completed", 2)
+    assert _trained_in_order(tmp_path) == [1, 2]
     _no_group_held()
     _assert_runs_closed(tmp_path, {row["trial_id"]: "FINISHED"})
 

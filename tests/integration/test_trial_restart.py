@@ -28,3 +28,37 @@ def test_worker_crash_resumes_from_last_checkpoint(tmp_path, ray_cluster) -> Non
     assert (row["status"], row["epochs"]) == ("completed", 4)
     epochs = result.results[0].metrics_dataframe["epoch"].tolist()
     assert epochs == [1, 2, 3, 4], epochs
+
+
+def test_worker_group_is_recorded_the_moment_train_creates_it(ray_cluster) -> None:
+    """The ledger's record must not wait for the workers to start: a controller killed during
+    those seconds would leave its group holding the CPUs, unrecorded, for the whole sweep."""
+    from ray.experimental import internal_kv
+    from ray.train.v2._internal.execution.worker_group import worker_group as module
+    from ray.util import placement_group_table
+
+    from sweeps.release import (
+        NAMESPACE,
+        PlacementGroupLedger,
+        _record_on_creation,
+        kv_key,
+        release_all,
+    )
+
+    original = module.placement_group
+    pgs = []
+    try:
+        for trial in ("t1", "t2"):  # a second ledger in the same process takes the hook over
+            _record_on_creation(PlacementGroupLedger("ledger-test", trial))
+            pgs.append(module.placement_group(bundles=[{"CPU": 1}, {"CPU": 1}]))
+            recorded = internal_kv._internal_kv_get(kv_key("ledger-test", trial),
+                                                    namespace=NAMESPACE)
+            assert recorded is not None and recorded.decode() == pgs[-1].id.hex()
+        assert module.placement_group is not original
+        # The second group cannot be placed while the first holds both CPUs: recorded anyway.
+        assert placement_group_table(pgs[-1])["state"] == "PENDING"
+        assert release_all("ledger-test") == 2
+        assert {placement_group_table(pg)["state"] for pg in pgs} == {"REMOVED"}
+    finally:
+        module.placement_group = original
+        release_all("ledger-test")

@@ -67,6 +67,7 @@ BAD = [
     (["search.algorithm=grid"], "search.algorithm", "search=random"),
     (["sweep.dir=/proc/sweeps-test"], "sweep.dir", "not writable"),
     (["sweep.dir=/etc/hostname/sub"], "sweep.dir", "which is a file"),
+    (["trial.start_timeout_s=0"], "trial.start_timeout_s", "-1 to wait forever"),
 ]
 
 
@@ -164,3 +165,13 @@ def test_best_overrides_pin_the_configuration_and_search_nothing() -> None:
     prepared = prepare(cfg)
     assert prepared.params == []
     assert prepared.constants == best  # same values and types, float precision kept
+
+
+def test_start_timeout_becomes_train_attempts_and_a_failure_limit() -> None:
+    from sweeps.trial import start_limits
+
+    # Ray Train waits 60 s per attempt; 600 s = the first attempt + 9 more, then the trial fails.
+    assert start_limits(600) == (60.0, 9)
+    assert start_limits(90) == (60.0, 1)
+    assert start_limits(20) == (20.0, 0)
+    assert start_limits(-1) == (60.0, -1)  # Ray Train's default: retry forever
