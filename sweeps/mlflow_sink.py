@@ -41,6 +41,9 @@ def _is_transient(exc: Exception) -> bool:
     """Connection-level failures (server down, timeout, 5xx) are worth retrying."""
     from mlflow.exceptions import MlflowException
 
+    if isinstance(exc, FileNotFoundError | PermissionError | IsADirectoryError
+                  | NotADirectoryError):
+        return False  # a local file: waiting will not bring it back
     if isinstance(exc, OSError | ConnectionError | TimeoutError):
         return True
     if isinstance(exc, MlflowException):  # its default error_code is INTERNAL_ERROR: no signal

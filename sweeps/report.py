@@ -5,8 +5,8 @@
 
 A trial's status is ``completed`` (ran all ``max_epochs``), ``stopped`` (ended early by the
 scheduler), or ``error``. Its score is the best value of the metric over its epochs, and its
-checkpoint is the one saved at the best epoch that has a checkpoint (Train keeps the best
-``checkpoint.keep`` by the same metric, so that directory is on disk).
+checkpoint is the one saved at the best epoch whose checkpoint Train kept (it keeps the best
+``checkpoint.keep`` by the same metric; of equal scores, the latest).
 """
 
 from __future__ import annotations
@@ -51,14 +51,26 @@ def _trial_row(result: Any, metric: str, mode: str, max_epochs: int,
     row.update({metric: float(history.loc[pick, metric]), "epochs": epochs, "status": status})
     with_ckpt = history.dropna(subset=[CHECKPOINT_KEY]) if CHECKPOINT_KEY in history else None
     best = None
+    if with_ckpt is not None:
+        with_ckpt = with_ckpt[[_kept(p) for p in with_ckpt[CHECKPOINT_KEY]]]
     if with_ckpt is not None and not with_ckpt.empty:
-        at = with_ckpt[metric].idxmax() if mode == "max" else with_ckpt[metric].idxmin()
+        # Ties go to the latest epoch, as in Train's own ranking (equal scores: the newer
+        # checkpoint is kept, the older deleted).
+        latest_first = with_ckpt.iloc[::-1]
+        at = latest_first[metric].idxmax() if mode == "max" else latest_first[metric].idxmin()
         best = {"trial_id": trial_id, "metric": metric,
                 "value": float(with_ckpt.loc[at, metric]),
                 "epoch": int(with_ckpt.loc[at, "epoch"]),
                 "checkpoint": str(with_ckpt.loc[at, CHECKPOINT_KEY]),
                 "config": result.config}
     return row, best
+
+
+def _kept(path: Any) -> bool:
+    """Whether a reported checkpoint is still there (Train deletes all but ``keep``); remote
+    storage (``s3://...``) is not listed here and counts as kept."""
+    text = str(path)
+    return "://" in text or Path(text).is_dir()
 
 
 def summarize(results: Any, metric: str, mode: str, max_epochs: int,

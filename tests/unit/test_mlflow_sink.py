@@ -71,7 +71,12 @@ def test_trial_end_sets_status_and_reason(sink) -> None:
          False),
         ("MlflowException('If serialization_format is pt2, input_example is required')", False),
         ("ConnectionRefusedError()", True),
+        ("TimeoutError()", True),
         ("ValueError('bad value')", False),
+        # A checkpoint file that is gone will not come back: retrying only delayed the sweep's
+        # end by the whole flush timeout.
+        ("FileNotFoundError('no checkpoint.pt at /x')", False),
+        ("PermissionError('/x')", False),
     ],
 )
 def test_only_connection_failures_are_retried(exc: str, transient: bool) -> None:
