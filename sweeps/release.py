@@ -18,9 +18,11 @@ How (no State API involved):
    trial's "stopped" flag and refuses to create a new group once the sweep has ended the trial.
 2. ``PlacementGroupReaper`` is a Tune callback in the sweep driver. When a trial completes,
    is stopped or errors, it sets the trial's stopped flag and removes the recorded placement
-   group (a no-op when Train already removed it), then keeps watching the key for
-   ``watch_s`` seconds in a background thread in case a restart slipped in.
-3. At the end of the sweep ``release_all`` removes whatever any trial of the sweep recorded.
+   group (a no-op when Train already removed it), then keeps watching the key in a background
+   thread in case a restart slipped in, for ``watch_s`` seconds or until the sweep ends.
+3. At the end of the sweep the reaper waits until the sweep's Train controllers are gone
+   (``join``), then ``release_all`` removes whatever any trial of the sweep recorded and
+   ``release_new_groups`` whatever else this job created during the sweep and still holds.
 
 Because the reaper does the job, ``sweeps.trial.trainer_class()`` leaves out Ray
 Train's per-run cleaner actor: one process fewer per trial and no cleaner that loops forever.
@@ -37,7 +39,7 @@ from ray.train.v2._internal.execution.callback import WorkerGroupCallback
 from ray.tune import Callback
 
 __all__ = ["PlacementGroupLedger", "PlacementGroupReaper", "release_all", "kv_key",
-           "held_groups", "record_trial_group"]
+           "held_groups", "record_trial_group", "job_groups", "release_new_groups"]
 
 log = logging.getLogger(__name__)
 NAMESPACE = "sweeps"
@@ -65,8 +67,14 @@ class PlacementGroupLedger(WorkerGroupCallback):
         self.sweep_id, self.trial_id = sweep_id, trial_id
 
     def before_worker_group_start(self, worker_group_context: Any) -> None:
+        import ray
+
         _record_on_creation(self)
         kv = _kv()
+        # This controller, so that the sweep's end can wait for it to be gone (see join).
+        kv._internal_kv_put(kv_key(self.sweep_id, self.trial_id, "ctl"),
+                            ray.get_runtime_context().get_actor_id() or "", overwrite=True,
+                            namespace=NAMESPACE)
         if kv._internal_kv_get(kv_key(self.sweep_id, self.trial_id, "stop"),
                                namespace=NAMESPACE):
             raise TrialStoppedError(f"trial {self.trial_id} was ended by the sweep; "
@@ -182,13 +190,37 @@ class PlacementGroupReaper(Callback):
             if time.monotonic() - ended > self.watch_s or self._done.wait(self.poll_s):
                 return
 
-    def join(self, timeout: float = 15.0) -> None:
-        """Wait for the background watchers (at sweep end, before ``release_all``). They watch
-        each ended trial for ``watch_s``: ending them early (tried: -10 s per sweep) let a
-        worker group that a dying trial's controller recorded late stay CREATED."""
-        deadline = time.monotonic() + timeout
+    def join(self, timeout: float | None = None) -> None:
+        """At sweep end, before ``release_all``: end the watchers and wait (at most ``watch_s``)
+        until no Train controller of the sweep is alive. A live one (a stopped trial's, dying)
+        may still create a worker group; a dead one cannot, and every group it created was
+        recorded at creation, so ``release_all`` then finds them all. Typically well under a
+        second, where watching the last trial's key for its full ``watch_s`` cost ~10 s a
+        sweep."""
+        self._done.set()
+        deadline = time.monotonic() + (self.watch_s if timeout is None else timeout)
         for thread in self._threads:
             thread.join(max(0.0, deadline - time.monotonic()))
+        while live_controllers(self.sweep_id) and time.monotonic() < deadline:
+            time.sleep(self.poll_s / 2)
+
+
+def live_controllers(sweep_id: str) -> list[str]:
+    """Train controllers of ``sweep_id`` (recorded by their ledgers) not yet dead. An actor
+    whose state cannot be read counts as alive (the caller's wait is bounded)."""
+    from ray._private.state import actors
+
+    kv = _kv()
+    alive = []
+    for key in kv._internal_kv_list(f"ctl/{sweep_id}/", namespace=NAMESPACE):
+        actor_id = kv._internal_kv_get(key, namespace=NAMESPACE)
+        try:
+            state = actors(actor_id=actor_id.decode()).get("State") if actor_id else "DEAD"
+        except Exception:
+            state = None
+        if state != "DEAD":
+            alive.append(key.decode() if isinstance(key, bytes) else key)
+    return alive
 
 
 def record_trial_group(sweep_id: str, trial_id: str) -> None:
@@ -202,9 +234,14 @@ def record_trial_group(sweep_id: str, trial_id: str) -> None:
                                namespace=NAMESPACE)
 
 
-def release_all(sweep_id: str) -> int:
+def release_all(sweep_id: str, keep_stop_flags: bool = False) -> int:
     """Remove every placement group a trial of ``sweep_id`` recorded (its Train workers'
     and its driver's); clear its keys. Call it once no trial of the sweep runs.
+
+    ``keep_stop_flags`` (at sweep end): leave the ended trials' "stopped" flags. A stopped
+    trial's Train controller can outlive the sweep by seconds and keeps trying to restart its
+    workers; the flag is what refuses it (seen: a group created after the flags were cleared).
+    A resumed sweep clears them when it starts.
 
     Returns how many Train worker groups were still held (and are now removed).
     """
@@ -218,8 +255,37 @@ def release_all(sweep_id: str) -> int:
                     removed += 1
             except Exception as exc:  # removed by Tune meanwhile
                 log.debug("placement group %s: %s", value, exc)
-    for kind in ("pg", "tpg", "stop"):
+    for kind in ("pg", "tpg", "ctl") + (() if keep_stop_flags else ("stop",)):
         kv._internal_kv_del(f"{kind}/{sweep_id}/", del_by_prefix=True, namespace=NAMESPACE)
+    return removed
+
+
+def job_groups() -> set[str]:
+    """Ids of the placement groups this job (this driver: Tune's trial groups and the trials'
+    worker groups) has created in the connected Ray instance, held or removed. A group id
+    ends with the id of the job that created it."""
+    import ray
+    from ray.util import placement_group_table
+
+    job = ray.get_runtime_context().get_job_id()
+    return {pg_id for pg_id in placement_group_table() if pg_id.endswith(job)}
+
+
+def release_new_groups(before: set[str]) -> int:
+    """Once a sweep's trials and Train controllers are gone: remove every group this job
+    created since ``before`` (``job_groups()`` at sweep start) that is still held, and return
+    how many. Tune removes its trial groups asynchronously after ``fit`` returns, and a group
+    one of them staged for a trial that never started is recorded nowhere."""
+    from ray.util import placement_group_table
+
+    removed = 0
+    for pg_id in job_groups() - before:
+        try:
+            if placement_group_table().get(pg_id, {}).get("state") in (
+                    "CREATED", "PENDING", "RESCHEDULING") and _remove(pg_id):
+                removed += 1
+        except Exception as exc:  # removed meanwhile
+            log.debug("placement group %s: %s", pg_id, exc)
     return removed
 
 

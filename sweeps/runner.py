@@ -287,7 +287,7 @@ def _fit(prep: Prepared, caught: dict[str, int] | None = None) -> SweepResult:
     from omegaconf import OmegaConf
 
     from sweeps.progress import ProgressLines
-    from sweeps.release import PlacementGroupReaper, release_all
+    from sweeps.release import PlacementGroupReaper, job_groups, release_all, release_new_groups
     from sweeps.schedulers import ended_trials
     from sweeps.state import new_record, save_record
     from sweeps.tracking_setup import abort_tracking, finish_tracking, start_tracking
@@ -323,6 +323,7 @@ def _fit(prep: Prepared, caught: dict[str, int] | None = None) -> SweepResult:
                              cfg.search.num_samples, cfg.scheduler.max_t)
     trial = trial_plan(cfg, prep.constants, prep.resources, prep.sweep_dir, sweep_id, ended)
     callbacks = [reaper, progress] + ([tracking] if tracking else [])
+    groups_before = job_groups()
     try:
         if resuming:
             tuner = restore_tuner(cfg, prep.params, trial, prep.sweep_dir, callbacks)
@@ -344,7 +345,8 @@ def _fit(prep: Prepared, caught: dict[str, int] | None = None) -> SweepResult:
         raise
     finally:
         reaper.join()
-        leftover = release_all(sweep_id)
+        leftover = release_all(sweep_id, keep_stop_flags=True)
+        release_new_groups(groups_before)  # Tune's own, removed asynchronously: no warning
         if reaper.released:
             log.info("released the workers of %d ended trial(s), at most %.2f s after each "
                      "ended", len(reaper.released), max(reaper.released.values()))

@@ -27,6 +27,7 @@ log = logging.getLogger(__name__)
 HEALTH_CHECK_ENV = "RAY_TRAIN_HEALTH_CHECK_INTERVAL_S"
 START_TIMEOUT_ENV = "RAY_TRAIN_WORKER_GROUP_START_TIMEOUT_S"
 START_ATTEMPT_S = 60.0  # Ray Train's own wait per worker-group start attempt
+PREEMPTION_WATCHER_ENV = "RAY_TRAIN_ENABLE_PREEMPTION_WATCHER"
 REPORTS_FILE = "reports.jsonl"
 
 
@@ -52,6 +53,9 @@ class TrialPlan:
     start_timeout_s: float
     seed: int
     ended: dict[str, dict[str, Any]] = field(default_factory=dict)  # resumed: ended trials
+    # Ray Train's per-run actor that watches for node drains (spot preemption): on a cluster
+    # only; on one machine there is no other node to lose and it costs a process per trial.
+    preemption_watcher: bool = True
 
     def worker_config(self, sampled: dict[str, Any]) -> dict[str, Any]:
         """The ``config`` every Train worker receives: merged params + sweep context."""
@@ -63,23 +67,38 @@ class TrialPlan:
 
 
 def trainer_class() -> type:
-    """``TorchTrainer``, minus Ray Train's per-run placement-group cleaner actor."""
+    """``TorchTrainer`` minus two per-run actors a sweep's trials do not need: Ray Train's
+    placement-group cleaner and, when the trainer is given no Ray Datasets, its dataset manager.
+    Each is a process started (and imports paid) on every trial."""
     from ray.train.torch import TorchTrainer
 
+    left_out: tuple[type, ...] = ()
     try:
         from ray.train.v2._internal.callbacks.placement_group_callback import (
             PlacementGroupCleanerCallback,
         )
+
+        left_out += (PlacementGroupCleanerCallback,)
     except ImportError:  # a Ray without it: nothing to leave out
+        pass
+    try:
+        from ray.train.v2._internal.callbacks.datasets import DatasetsCallback
+    except ImportError:
+        DatasetsCallback = None  # noqa: N806
+    if not left_out and DatasetsCallback is None:
         return TorchTrainer
 
     class SweepTorchTrainer(TorchTrainer):
         """TorchTrainer without Ray Train's per-run cleaner actor (``sweeps.release`` does
-        that job without the State API and without an extra process per trial)."""
+        that job without the State API) and without a dataset manager when there is no
+        dataset to shard."""
 
         def _create_default_callbacks(self) -> list:
             callbacks = super()._create_default_callbacks()
-            return [c for c in callbacks if not isinstance(c, PlacementGroupCleanerCallback)]
+            drop = left_out
+            if DatasetsCallback is not None and not self.datasets:
+                drop += (DatasetsCallback,)
+            return [c for c in callbacks if not isinstance(c, drop)]
 
     return SweepTorchTrainer
 
@@ -115,6 +134,7 @@ def run_trial(sampled: dict[str, Any], plan: TrialPlan) -> None:
     os.environ[HEALTH_CHECK_ENV] = str(plan.poll_interval_s)
     attempt_s, start_failures = start_limits(plan.start_timeout_s)
     os.environ[START_TIMEOUT_ENV] = str(attempt_s)
+    os.environ[PREEMPTION_WATCHER_ENV] = "1" if plan.preemption_watcher else "0"
     trainer = trainer_class()(
         train_loop_per_worker=import_trainable(plan.trainable),
         train_loop_config=config,

@@ -66,7 +66,14 @@ def trial_plan(cfg: SweepConfig, constants: dict[str, Any], plan: ResourcePlan,
         checkpoint_keep=cfg.checkpoint.keep, max_failures=cfg.trial.max_failures,
         poll_interval_s=cfg.trial.poll_interval_s,
         start_timeout_s=cfg.trial.start_timeout_s, seed=cfg.sweep.seed, ended=ended or {},
+        preemption_watcher=cfg.ray.address is not None or _alive_nodes() > 1,
     )
+
+
+def _alive_nodes() -> int:
+    import ray
+
+    return sum(1 for node in ray.nodes() if node.get("Alive"))
 
 
 def _trainable(trial: TrialPlan) -> Any:
