@@ -5,10 +5,11 @@
 
 Tune does not save a scheduler's state with the experiment, so a restored ASHA starts with
 empty rungs (ray#30838) and re-decides from scratch. These schedulers append every result they
-judge (trial, epoch, metric value, decision) to ``<sweep dir>/state/scheduler.jsonl``, fsync'ed
-before the decision goes back to Tune. A restored scheduler replays that log through the same
-``_Bracket`` code first, so its rungs hold exactly what they held at the crash and every later
-decision is the one the uninterrupted sweep would have made from the same results.
+judge (trial, epoch, metric value, decision, wall-clock time ``t``) to
+``<sweep dir>/state/scheduler.jsonl``, fsync'ed before the decision goes back to Tune. A restored
+scheduler replays that log through the same ``_Bracket`` code first, so its rungs hold exactly
+what they held at the crash and every later decision is the one the uninterrupted sweep would
+have made from the same results.
 
 The log also says which trials ended (stopped by the scheduler, or ran all epochs). Tune saves
 its experiment state only every second or so, so a trial that ended just before a crash may
@@ -19,6 +20,7 @@ come back as unfinished; its driver then only reports the recorded final result 
 from __future__ import annotations
 
 import math
+import time
 from pathlib import Path
 from typing import Any
 
@@ -102,7 +104,8 @@ class _Logged:
 
     def _record(self, trial_id: str, result: dict[str, Any], **fields: Any) -> None:
         metrics = _metrics(result)
-        self.log.append({"trial": trial_id, **fields, "metrics": metrics})
+        self.log.append({"trial": trial_id, **fields, "t": round(time.time(), 3),
+                         "metrics": metrics})
         if _ends(fields):
             self._ended[trial_id] = metrics
 
