@@ -21,7 +21,8 @@ from torch import nn
 
 from trainables.contract import TrialSession
 
-__all__ = ["load_split", "shard", "build_mlp", "build_cnn", "train_mlp", "train_cnn", "evaluate"]
+__all__ = ["load_split", "shard", "build_mlp", "build_cnn", "train_mlp", "train_cnn", "evaluate",
+           "train_epoch"]
 
 NUM_CLASSES = 10
 
@@ -96,6 +97,21 @@ def evaluate(model: nn.Module, x: torch.Tensor, y: torch.Tensor) -> tuple[float,
     return loss, float(correct), float(len(y))
 
 
+def train_epoch(model: nn.Module, optimizer: torch.optim.Optimizer, x: torch.Tensor,
+                y: torch.Tensor, order: torch.Tensor, batch: int) -> float:
+    """One pass over ``x[order]`` in batches of ``batch`` (also the Hydra baseline's epoch in
+    ``bench/hydra_optuna``); returns the summed training loss."""
+    train_loss = 0.0
+    for start in range(0, len(order), batch):
+        idx = order[start:start + batch]
+        loss = nn.functional.cross_entropy(model(x[idx]), y[idx])
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        optimizer.step()
+        train_loss += loss.item() * len(idx)
+    return train_loss
+
+
 def _optimizer(params: dict[str, Any], model: nn.Module) -> torch.optim.Optimizer:
     name = params.get("optimizer", "sgd")
     lr, wd = float(params["lr"]), float(params.get("weight_decay", 0.0))
@@ -121,14 +137,7 @@ def _fit(session: TrialSession, model: nn.Module) -> None:
         model.train()
         gen = torch.Generator().manual_seed(session.seed * 10_000 + epoch * 100 + session.rank)
         order = torch.randperm(len(x_tr), generator=gen).to(device)
-        train_loss = 0.0
-        for start in range(0, len(order), batch):
-            idx = order[start:start + batch]
-            loss = nn.functional.cross_entropy(model(x_tr[idx]), y_tr[idx])
-            optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            optimizer.step()
-            train_loss += loss.item() * len(idx)
+        train_loss = train_epoch(model, optimizer, x_tr, y_tr, order, batch)
         loss_sum, correct, count, tl = session.all_reduce_sum(
             [*evaluate(model, x_va, y_va), train_loss])
         session.report(epoch, {

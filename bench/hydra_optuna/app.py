@@ -19,14 +19,13 @@ import time
 import hydra
 import torch
 from omegaconf import DictConfig
-from torch import nn
 
 
 @hydra.main(version_base=None, config_path="conf", config_name="config")
 def main(cfg: DictConfig) -> float:
     from hydra.core.hydra_config import HydraConfig
 
-    from trainables.digits import _optimizer, build_mlp, evaluate, load_split
+    from trainables.digits import _optimizer, build_mlp, evaluate, load_split, train_epoch
 
     torch.set_num_threads(1)
     torch.manual_seed(cfg.seed)
@@ -40,13 +39,8 @@ def main(cfg: DictConfig) -> float:
     for epoch in range(1, int(cfg.epochs) + 1):
         model.train()
         gen = torch.Generator().manual_seed(cfg.seed * 10_000 + epoch * 100)
-        order = torch.randperm(len(x_tr), generator=gen)
-        for start in range(0, len(order), batch):
-            idx = order[start:start + batch]
-            loss = nn.functional.cross_entropy(model(x_tr[idx]), y_tr[idx])
-            optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            optimizer.step()
+        train_epoch(model, optimizer, x_tr, y_tr, torch.randperm(len(x_tr), generator=gen),
+                    batch)
         _, correct, count = evaluate(model, x_va, y_va)
         best = max(best, correct / count)
         with open(cfg.log, "a") as f:
