@@ -106,9 +106,10 @@ def _record_on_creation(ledger: PlacementGroupLedger) -> None:
     except ImportError:
         return
     create = getattr(module, "placement_group", None)
-    if create is None or getattr(create, "_sweeps_ledger", None) is not None:
-        if create is not None:
-            create._sweeps_ledger = ledger
+    if create is None:
+        return
+    if hasattr(create, "_sweeps_ledger"):  # wrapped already in this process: this ledger now
+        create._sweeps_ledger = ledger
         return
 
     def recording_placement_group(*args: Any, **kwargs: Any) -> Any:
