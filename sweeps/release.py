@@ -39,10 +39,11 @@ from ray.train.v2._internal.execution.callback import WorkerGroupCallback
 from ray.tune import Callback
 
 __all__ = ["PlacementGroupLedger", "PlacementGroupReaper", "release_all", "kv_key",
-           "held_groups", "record_trial_group", "job_groups", "release_new_groups"]
+           "held_groups", "job_groups", "release_new_groups"]
 
 log = logging.getLogger(__name__)
 NAMESPACE = "sweeps"
+HELD = ("CREATED", "PENDING", "RESCHEDULING")  # placement-group states that hold resources
 
 
 def kv_key(sweep_id: str, trial_id: str, kind: str = "pg") -> str:
@@ -224,20 +225,9 @@ def live_controllers(sweep_id: str) -> list[str]:
     return alive
 
 
-def record_trial_group(sweep_id: str, trial_id: str) -> None:
-    """In a trial driver: record the trial actor's own placement group (Tune's), so the sweep
-    can make sure it is gone when the sweep returns (Tune removes it asynchronously)."""
-    from ray.util import get_current_placement_group
-
-    pg = get_current_placement_group()
-    if pg is not None:
-        _kv()._internal_kv_put(kv_key(sweep_id, trial_id, "tpg"), pg.id.hex(), overwrite=True,
-                               namespace=NAMESPACE)
-
-
 def release_all(sweep_id: str, keep_stop_flags: bool = False) -> int:
-    """Remove every placement group a trial of ``sweep_id`` recorded (its Train workers'
-    and its driver's); clear its keys. Call it once no trial of the sweep runs.
+    """Remove every worker placement group a trial of ``sweep_id`` recorded; clear its keys.
+    Call it once no trial of the sweep runs.
 
     ``keep_stop_flags`` (at sweep end): leave the ended trials' "stopped" flags. A stopped
     trial's Train controller can outlive the sweep by seconds and keeps trying to restart its
@@ -248,43 +238,46 @@ def release_all(sweep_id: str, keep_stop_flags: bool = False) -> int:
     """
     kv = _kv()
     removed = 0
-    for kind in ("pg", "tpg"):
-        for key in kv._internal_kv_list(f"{kind}/{sweep_id}/", namespace=NAMESPACE):
-            value = kv._internal_kv_get(key, namespace=NAMESPACE)
-            try:
-                if value and _remove(value.decode()) and kind == "pg":
-                    removed += 1
-            except Exception as exc:  # removed by Tune meanwhile
-                log.debug("placement group %s: %s", value, exc)
-    for kind in ("pg", "tpg", "ctl") + (() if keep_stop_flags else ("stop",)):
+    for key in kv._internal_kv_list(f"pg/{sweep_id}/", namespace=NAMESPACE):
+        value = kv._internal_kv_get(key, namespace=NAMESPACE)
+        try:
+            if value and _remove(value.decode()):
+                removed += 1
+        except Exception as exc:  # removed by Train meanwhile
+            log.debug("placement group %s: %s", value, exc)
+    for kind in ("pg", "ctl") + (() if keep_stop_flags else ("stop",)):
         kv._internal_kv_del(f"{kind}/{sweep_id}/", del_by_prefix=True, namespace=NAMESPACE)
     return removed
 
 
-def job_groups() -> set[str]:
-    """Ids of the placement groups this job (this driver: Tune's trial groups and the trials'
-    worker groups) has created in the connected Ray instance, held or removed. A group id
-    ends with the id of the job that created it."""
+def _job_group_states() -> dict[str, str]:
+    """State of every placement group this job (this driver: Tune's trial groups and the
+    trials' worker groups) has created in the connected Ray instance. A group id ends with the
+    id of the job that created it."""
     import ray
     from ray.util import placement_group_table
 
     job = ray.get_runtime_context().get_job_id()
-    return {pg_id for pg_id in placement_group_table() if pg_id.endswith(job)}
+    return {pg_id: pg.get("state") for pg_id, pg in placement_group_table().items()
+            if pg_id.endswith(job)}
+
+
+def job_groups() -> set[str]:
+    """Ids of the placement groups this job has created, held or removed (at sweep start)."""
+    return set(_job_group_states())
 
 
 def release_new_groups(before: set[str]) -> int:
     """Once a sweep's trials and Train controllers are gone: remove every group this job
     created since ``before`` (``job_groups()`` at sweep start) that is still held, and return
     how many. Tune removes its trial groups asynchronously after ``fit`` returns, and a group
-    one of them staged for a trial that never started is recorded nowhere."""
-    from ray.util import placement_group_table
-
+    it staged for a trial that never started is recorded nowhere."""
     removed = 0
-    for pg_id in job_groups() - before:
+    for pg_id, state in _job_group_states().items():
+        if pg_id in before or state not in HELD:
+            continue
         try:
-            if placement_group_table().get(pg_id, {}).get("state") in (
-                    "CREATED", "PENDING", "RESCHEDULING") and _remove(pg_id):
-                removed += 1
+            removed += _remove(pg_id)
         except Exception as exc:  # removed meanwhile
             log.debug("placement group %s: %s", pg_id, exc)
     return removed
@@ -295,5 +288,4 @@ def held_groups() -> int:
     that started its own instance checks this is 0 before shutting it down."""
     from ray.util import placement_group_table
 
-    return sum(1 for pg in placement_group_table().values()
-               if pg.get("state") in ("CREATED", "PENDING", "RESCHEDULING"))
+    return sum(1 for pg in placement_group_table().values() if pg.get("state") in HELD)

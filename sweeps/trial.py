@@ -113,9 +113,6 @@ def run_trial(sampled: dict[str, Any], plan: TrialPlan) -> None:
     from sweeps.release import PlacementGroupLedger
 
     trial_id = tune.get_context().get_trial_id()
-    from sweeps.release import record_trial_group
-
-    record_trial_group(plan.sweep_id, trial_id)
     if trial_id in plan.ended:
         # Ended before the sweep was interrupted (Tune's saved state lagged behind): report the
         # final result again so Tune and the scheduler close it; train nothing.
