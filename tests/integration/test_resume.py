@@ -24,6 +24,7 @@ import pytest
 
 from sweeps import compose, run_sweep
 from sweeps.schedulers import ended_trials
+from sweeps.train_runs import SNAPSHOT
 from tests.conftest import ROOT
 
 pytestmark = pytest.mark.slow
@@ -308,7 +309,10 @@ def test_truncated_newest_checkpoint_falls_back_to_the_previous_one(tmp_path) ->
     sweep.kill9()
     before = _trained_in_order(tmp_path)
     run_dir = next(p for p in (tmp_path / "sweep" / "train").iterdir() if p.is_dir())
-    newest = max(run_dir.glob("checkpoint_epoch_*"))
+    # The newest checkpoint Train registered: the workers outlive the killed driver and may
+    # write one more directory that the run's snapshot never lists (and resuming ignores).
+    snapshot = json.loads((run_dir / SNAPSHOT).read_text())
+    newest = run_dir / snapshot["latest_checkpoint_result"]["checkpoint_dir_name"]
     n = int(newest.name.rsplit("_", 1)[1])
     assert n >= 3
     payload = newest / "checkpoint.pt"
