@@ -51,8 +51,7 @@ def run_plain(trials: int, epochs: int, epoch_s: float, storage: str) -> tuple[f
                                        storage_path=storage, callbacks=[TuneReportCallback()]))
         trainer.fit()
 
-    space = {"params": {"lr": tune.loguniform(1e-3, 0.3), "epoch_s": epoch_s},
-             "sweep": {"max_epochs": epochs, "checkpoint_every": 1}}
+    space = {"lr": tune.loguniform(1e-3, 0.3), "epoch_s": epoch_s, "epochs": epochs}
     tuner = tune.Tuner(train_driver_fn, param_space=space,
                        # The docs' advice: the trial drivers' CPUs would otherwise starve
                        # the workers (on 2 cores two drivers take both and nothing runs).

@@ -5,8 +5,8 @@
 Each epoch trains for about ``params.epoch_s`` seconds of compute (a step count timed once at
 start and agreed by all ranks, since DDP needs the same count everywhere), then reports
 ``score`` and checkpoints through the sweeps contract (``TrialSession``), which a plain Ray
-Train loop runs just as well: the plain-Ray baseline passes the same
-``{"params": ..., "sweep": ...}`` config.
+Train loop runs just as well: the plain-Ray baseline passes the same flat config, with the
+epoch count as ``epochs`` (outside a sweep, ``TrialSession`` reads it there).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from trainables.contract import TrialSession
+from sweeps import TrialSession
 
 
 def build_net(width: int = 64) -> nn.Module:

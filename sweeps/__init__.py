@@ -7,6 +7,10 @@ Library use:
     from sweeps import compose, load_best, run_sweep
     result = run_sweep(compose("digits", ["search.num_samples=4"]))
     model = load_best(result.sweep_dir)      # or load_best("models:/digits/1")
+
+Inside a training loop (optional: any Ray Train loop runs unchanged):
+
+    from sweeps import TrialSession, trial_context
 """
 
 from __future__ import annotations
@@ -15,8 +19,10 @@ from sweeps.best import load_best
 from sweeps.checkpoint import load_checkpoint, load_model
 from sweeps.compose import compose
 from sweeps.config import SweepConfig, validate
+from sweeps.context import TrialContext, trial_context
 from sweeps.errors import ClusterFitError, ConfigError, SearchSpaceError, SweepError
 from sweeps.runner import SweepResult, prepare, run_sweep
+from sweeps.session import TrialSession
 
 __all__ = [
     "ClusterFitError",
@@ -25,11 +31,14 @@ __all__ = [
     "SweepConfig",
     "SweepError",
     "SweepResult",
+    "TrialContext",
+    "TrialSession",
     "compose",
     "load_best",
     "load_checkpoint",
     "load_model",
     "prepare",
     "run_sweep",
+    "trial_context",
     "validate",
 ]

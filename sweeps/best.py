@@ -47,10 +47,26 @@ def best_checkpoint(sweep_dir: str | Path) -> Path:
 
 
 def load_best(source: str | Path) -> Any:
-    """The best model (``torch.nn.Module`` in eval mode) of a sweep directory or model URI."""
+    """The best model (``torch.nn.Module`` in eval mode) of a sweep directory or model URI.
+
+    A checkpoint in a loop's own format is rebuilt by the experiment's ``model_loader``; without
+    one, ``SweepError`` says where the checkpoint's files are (``best_checkpoint`` returns it).
+    """
     text = str(source)
     if text.startswith(("models:/", "runs:/")):
         import mlflow.pytorch
 
         return mlflow.pytorch.load_model(text).eval()
-    return load_model(best_checkpoint(source))
+    from sweeps.checkpoint import build_model, model_form
+
+    checkpoint = best_checkpoint(source)
+    best = json.loads((Path(source) / "best.json").read_text())
+    loader = best.get("model_loader")
+    if model_form(checkpoint, loader) == "files":
+        raise SweepError(f"load_best: the best checkpoint {checkpoint} is in the training "
+                         "loop's own format; load it with your own code (sweeps.best_checkpoint"
+                         f"('{source}') gives its directory), or set experiment.model_loader "
+                         "to a function that turns a checkpoint directory into a model")
+    if loader is None:
+        return load_model(checkpoint)
+    return build_model(checkpoint, loader)[0].eval()

@@ -16,7 +16,8 @@ import os
 from pathlib import Path
 from typing import Any
 
-__all__ = ["CHECKPOINT_FILE", "save_checkpoint", "load_checkpoint", "load_model", "factory_ref"]
+__all__ = ["CHECKPOINT_FILE", "save_checkpoint", "load_checkpoint", "load_model", "factory_ref",
+           "model_form", "build_model"]
 
 CHECKPOINT_FILE = "checkpoint.pt"
 FORMAT_VERSION = 1
@@ -73,3 +74,30 @@ def load_model(directory: str | Path) -> Any:
     model = factory(**payload.get("model_kwargs", {}))
     model.load_state_dict(payload["model_state"])
     return model.eval()
+
+
+def model_form(checkpoint: str | Path, loader: str | None) -> str:
+    """How a best checkpoint goes to MLflow: ``sweeps`` (this format: rebuilt and logged as a
+    model), ``loader`` (``experiment.model_loader`` rebuilds it), or ``files`` (a loop's own
+    format that sweeps cannot rebuild: the directory's files are logged as they are).
+
+    Example:
+        >>> model_form("/nonexistent", None), model_form("/nonexistent", "pkg.mod:load")
+        ('files', 'loader')
+    """
+    if loader:
+        return "loader"
+    return "sweeps" if (Path(checkpoint) / CHECKPOINT_FILE).is_file() else "files"
+
+
+def build_model(checkpoint: str | Path, loader: str | None) -> tuple[Any, str, dict[str, Any]]:
+    """(model, "module:function" that built it, metadata) for a ``sweeps`` or ``loader`` form."""
+    if loader:
+        from sweeps.config import import_trainable
+
+        fn = import_trainable(loader, key="experiment.model_loader", arity=1)
+        return fn(str(checkpoint)), loader, {"model_loader": loader}
+    payload = load_checkpoint(checkpoint)
+    return load_model(checkpoint), payload["model_factory"], {
+        "model_factory": payload["model_factory"], "model_kwargs": payload["model_kwargs"],
+        "epoch": payload["epoch"]}

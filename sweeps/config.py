@@ -10,6 +10,7 @@ checks values and runs before Ray starts; it raises ``ConfigError`` naming key, 
 
 from __future__ import annotations
 
+import difflib
 import importlib
 from dataclasses import dataclass, field
 from typing import Any
@@ -58,11 +59,21 @@ class ExperimentSection:
     """What is trained: the per-worker training function, its fixed and searched params."""
 
     name: str = MISSING
-    trainable: str = MISSING  # "package.module:function", called on every Train worker
-    metric: str = MISSING
+    # "package.module:function": a Ray Train per-worker function, fn(config) or fn(), called
+    # on every Train worker with this trial's params (flat; dotted keys nested) and nothing else
+    trainable: str = MISSING
+    metric: str = MISSING  # a key the loop reports; drives the search, ASHA and the best trial
     mode: str = MISSING
-    params: dict[str, Any] = field(default_factory=dict)
-    search_space: dict[str, Any] = field(default_factory=dict)
+    # The key of the loop's reports that counts epochs (0-based, 1-based or float all work);
+    # null, or a loop that does not report it: the number of reports is the clock.
+    time_attr: str | None = "epoch"
+    params: dict[str, Any] = field(default_factory=dict)  # the loop's config (defaults)
+    search_space: dict[str, Any] = field(default_factory=dict)  # keys of params to search
+    # search_space keys that are deliberately not in params (their default lives in the loop)
+    loop_defaults: list[str] = field(default_factory=list)
+    # "module:function" turning a checkpoint directory into a torch.nn.Module, so the best
+    # checkpoint of a loop with its own checkpoint format is registered as a model in MLflow
+    model_loader: str | None = None
 
 
 @dataclass
@@ -160,10 +171,11 @@ def register_schema() -> None:
 
 
 def available_experiments() -> list[str]:
-    """Names accepted by ``+experiment=NAME`` (the files in ``conf/experiment/``)."""
-    from sweeps.paths import CONF_DIR
+    """Names accepted by ``+experiment=NAME``: ``experiment/*.yaml`` in every entry of the
+    running command's config search path (``--config-dir``, ``hydra.searchpath``, built-in)."""
+    from sweeps.search_path import active
 
-    return sorted(p.stem for p in (CONF_DIR / "experiment").glob("*.yaml"))
+    return list(active().experiments())
 
 
 def to_config(cfg: DictConfig | SweepConfig) -> SweepConfig:
@@ -254,26 +266,87 @@ def validate(cfg: SweepConfig) -> None:
              "set sweep.resume=auto (continue a sweep of that name if there is one)")
     _require(cfg.tracking.flush_timeout_s >= 0, "tracking.flush_timeout_s",
              cfg.tracking.flush_timeout_s, "must be >= 0", "set tracking.flush_timeout_s=60")
-    import_trainable(e.trainable)
+    _check_space_keys(e)
+    fn = import_trainable(e.trainable)
+    from sweeps.worker import takes_config
+
+    if (e.params or e.search_space) and not takes_config(fn):
+        raise ConfigError("experiment.trainable", e.trainable,
+                          "takes no config argument, so the trial's params cannot reach it",
+                          "write it as `def train_func(config): ...` (Ray Train's form)")
+    if e.model_loader:
+        import_trainable(e.model_loader, key="experiment.model_loader",
+                         example="mypkg.models:load_from_checkpoint", arity=1)
 
 
-def import_trainable(ref: str) -> Any:
+def _check_space_keys(e: ExperimentSection) -> None:
+    """Every searched key must be a key of ``params`` (or be listed in ``loop_defaults``):
+    a misspelled key would otherwise be sampled, logged, and never read by the loop."""
+    from sweeps.space import flatten
+
+    known = flatten(dict(e.params))
+    prefixes = {k.rsplit(".", i)[0] for k in known for i in range(1, k.count(".") + 1)}
+    searched = flatten(dict(e.search_space))
+    for key in e.loop_defaults:
+        _require(key in searched, "experiment.loop_defaults", key,
+                 "is not a key of experiment.search_space",
+                 f"remove it, or add experiment.search_space.{key}")
+    for key in searched:
+        if key in known or key in e.loop_defaults:
+            continue
+        if key in prefixes:
+            raise ConfigError(f"experiment.search_space.{key}", searched[key],
+                              f"searches experiment.params.{key}, which is a mapping",
+                              "search one of its keys instead, e.g. "
+                              f"{next(k for k in known if k.startswith(key + '.'))}")
+        close = difflib.get_close_matches(key, list(known), n=1)
+        hint = f"did you mean {close[0]}? " if close else ""
+        raise ConfigError(f"experiment.search_space.{key}", searched[key],
+                          "is not a key of experiment.params, so the loop may never read it",
+                          f"{hint}add {key}: <default> to experiment.params, or list it in "
+                          f"experiment.loop_defaults if the loop has its own default")
+
+
+def import_trainable(ref: str, key: str = "experiment.trainable",
+                     example: str = "trainables.digits:train_mlp", arity: int | None = None) -> Any:
     """Import ``"package.module:function"`` and return the function, or raise ``ConfigError``.
 
     Example:
         >>> import_trainable("trainables.digits:train_mlp").__name__
         'train_mlp'
     """
-    key = "experiment.trainable"
-    fix = "write it as 'package.module:function', e.g. trainables.digits:train_mlp"
+    fix = f"write it as 'package.module:function', e.g. {example}"
     module_name, sep, attr = ref.partition(":")
     _require(bool(sep and module_name and attr), key, ref, "is not 'module:function'", fix)
     try:
         module = importlib.import_module(module_name)
     except ImportError as exc:
-        raise ConfigError(key, ref, f"cannot be imported ({exc})",
-                          "check the module path and that its package is installed") from exc
-    fn = getattr(module, attr, None)
-    _require(callable(fn), key, ref, f"names nothing callable in {module_name}",
-             f"define `def {attr}(config: dict) -> None` there, or fix the name")
+        raise ConfigError(key, ref, f"cannot be imported ({type(exc).__name__}: {exc})",
+                          "check the module path, that its package is installed, or run from "
+                          "the directory that holds it") from exc
+    except Exception as exc:  # the module itself raised while importing
+        raise ConfigError(key, ref, f"raised {type(exc).__name__} on import ({exc})",
+                          f"fix the error in {module_name}") from exc
+    if not hasattr(module, attr):
+        public = sorted(n for n, v in vars(module).items()
+                        if callable(v) and not n.startswith("_")
+                        and getattr(v, "__module__", None) == module.__name__)
+        close = difflib.get_close_matches(attr, public, n=1)
+        hint = f"did you mean {module_name}:{close[0]}? " if close else ""
+        raise ConfigError(key, ref, f"names nothing in {module_name}",
+                          f"{hint}functions there: {', '.join(public[:8]) or 'none'}")
+    fn = getattr(module, attr)
+    _require(callable(fn), key, ref, f"is a {type(fn).__name__}, not a function",
+             f"point it at a function, e.g. `def {attr}(config): ...`")
+    from sweeps.worker import required_args
+
+    try:
+        required = required_args(fn)
+    except (TypeError, ValueError):  # a builtin without a signature: let Ray decide
+        return fn
+    limit = 1 if arity is None else arity
+    if required > limit or (arity is not None and required != arity):
+        raise ConfigError(key, ref, f"takes {required} required arguments",
+                          f"Ray Train calls it with {limit} (config)" if arity is None else
+                          f"it is called with {arity} (the checkpoint directory)")
     return fn

@@ -16,12 +16,16 @@ dropped with one warning per key.
 
 from __future__ import annotations
 
+import contextlib
+import importlib
 import inspect
+import io
 import json
 import logging
 import math
 import os
 import re
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -60,10 +64,11 @@ class MLflowSink:
     """Turns journal records into MLflow runs, params, metrics, artifacts and models."""
 
     def __init__(self, uri: str, experiment_name: str, state_dir: Path,
-                 model_name: str | None) -> None:
+                 model_name: str | None, model_loader: str | None = None) -> None:
         from mlflow import MlflowClient
 
         self.uri, self.experiment_name, self.model_name = uri, experiment_name, model_name
+        self.model_loader = model_loader
         self.client = MlflowClient(uri)
         self.state_dir = Path(state_dir)
         self.map_path = self.state_dir / "runs.json"
@@ -186,19 +191,26 @@ class MLflowSink:
                 value = math.copysign(1.7976931348623157e308, value)
             metrics.append(Metric(key, float(value), int(r["ts"]), int(r["step"])))
         # A resumed trial reports again an epoch MLflow already has (re-run after its last
-        # checkpoint, or re-sent after a crash): keep the first point, never a second one.
-        steps = self.state.setdefault("steps", {})
-        last = steps.get(r["trial"])
-        if not metrics or (last is not None and int(r["step"]) <= last):
+        # checkpoint, or re-sent after a crash): keep the first point of each metric at each
+        # step, never a second one. Per key, so a loop that reports a training loss and then
+        # its validation metrics at the same epoch keeps both.
+        steps = self.state.setdefault("steps", {}).setdefault(r["trial"], {})
+        if not isinstance(steps, dict):  # an older sweep's map: one last step per trial
+            steps = self.state["steps"][r["trial"]] = {m.key: steps for m in metrics}
+        step = int(r["step"])
+        metrics = [m for m in metrics if steps.get(m.key) is None or step > steps[m.key]]
+        if not metrics:
             return
         self.client.log_batch(self.run_id(r["trial"]), metrics=metrics)
-        steps[r["trial"]] = int(r["step"])
+        steps.update({m.key: step for m in metrics})
         self._save()
 
     def _op_trial_end(self, r: dict[str, Any]) -> None:
         run = self.run_id(r["trial"])
         for key, value in r.get("tags", {}).items():
             self.client.set_tag(run, key, str(value)[:PARAM_LIMIT])
+        if r.get("run_name"):
+            self.client.update_run(run, name=r["run_name"])
         self.client.set_terminated(run, r["status"], end_time=int(r["ts"]))
         self.state.setdefault("ended", {})[r["trial"]] = r["status"]
         self._save()
@@ -230,11 +242,15 @@ class MLflowSink:
         if r.get("summary_csv") and Path(r["summary_csv"]).exists():
             self.client.log_artifact(run, r["summary_csv"])
         best = r.get("best")
+        if best and self.run_id(best["trial_id"]):
+            best_run = self.run_id(best["trial_id"])
+            self.client.set_tag(best_run, "sweeps.best", "true")
+            self.client.update_run(best_run, name=f"{best['trial_id']} best")
         if best:
             self.client.log_dict(run, best, "best.json")
             self.client.log_metric(run, f"best_{best['metric']}", best["value"],
                                    timestamp=int(r["ts"]), step=best["epoch"])
-            if self.model_name and not self.state.get("model_logged"):
+            if not self.state.get("model_logged"):
                 try:
                     self._log_best_model(best)
                 except Exception as exc:  # a model that cannot be logged must not leave the
@@ -245,29 +261,77 @@ class MLflowSink:
         self.client.set_terminated(run, r.get("status", "FINISHED"), end_time=int(r["ts"]))
 
     def _log_best_model(self, best: dict[str, Any]) -> None:
-        """Log the best checkpoint as a PyTorch-flavor model in the best trial's run; register."""
+        """The best checkpoint into the best trial's run, in the form ``best["model_form"]``
+        names (``sweeps.checkpoint.model_form``): a PyTorch model, registered under
+        ``model_name`` when set, or the checkpoint directory's files as artifacts."""
+        from sweeps.checkpoint import model_form
+
+        form = best.get("model_form") or model_form(best["checkpoint"], self.model_loader)
+        run_id = self.run_id(best["trial_id"])
+        if form == "files":
+            self.client.log_artifacts(run_id, best["checkpoint"], "best_checkpoint")
+            self.client.set_tag(run_id, "sweeps.best_checkpoint", "best_checkpoint/")
+            self.state["model_logged"] = f"runs:/{run_id}/best_checkpoint"
+            self._save()
+            return
         import mlflow
         import mlflow.pytorch
 
-        from sweeps.checkpoint import load_checkpoint, load_model
+        from sweeps.checkpoint import build_model
 
-        payload = load_checkpoint(best["checkpoint"])
-        model = load_model(best["checkpoint"])
-        package = payload["model_factory"].split(".", 1)[0].split(":", 1)[0]
-        code = Path(__import__(package).__file__).resolve().parent
+        model, ref, metadata = build_model(best["checkpoint"], self.model_loader)
+        package = ref.split(":", 1)[0].split(".", 1)[0]
+        code = Path(importlib.import_module(package).__file__ or "").resolve()
         mlflow.set_tracking_uri(self.uri)
-        extra = {}
+        extra: dict[str, Any] = {}
         if "serialization_format" in inspect.signature(mlflow.pytorch.log_model).parameters:
             # MLflow 3.17 defaults to "pt2", which needs an input example and loads back as an
             # exported program; "pickle" loads back as the nn.Module that was trained.
             extra["serialization_format"] = "pickle"
-        info = mlflow.pytorch.log_model(
-            model, name="model", run_id=self.run_id(best["trial_id"]),
-            registered_model_name=self.model_name, code_paths=[str(code)],
-            metadata={"model_factory": payload["model_factory"],
-                      "model_kwargs": payload["model_kwargs"], "epoch": payload["epoch"],
-                      "checkpoint": best["checkpoint"]},
-            **extra,
-        )
+        with _quiet_model_logging():
+            info = mlflow.pytorch.log_model(
+                model, name="model", run_id=run_id, registered_model_name=self.model_name,
+                code_paths=[str(code.parent if code.name == "__init__.py" else code)],
+                pip_requirements=_requirements(), metadata={**metadata,
+                                                            "checkpoint": best["checkpoint"]},
+                **extra,
+            )
         self.state["model_logged"] = info.model_uri
         self._save()
+
+
+def _requirements() -> list[str]:
+    """The logged model's pip requirements, pinned to what is installed, without local version
+    labels (``torch==2.13.0+cpu`` is not installable from PyPI; MLflow warns and strips it)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    out = []
+    for name in ("torch", "mlflow", "cloudpickle", "numpy"):
+        try:
+            out.append(f"{name}=={version(name).split('+', 1)[0]}")
+        except PackageNotFoundError:
+            continue
+    return out
+
+
+@contextlib.contextmanager
+def _quiet_model_logging() -> Iterator[None]:
+    """MLflow's notes while logging the best model are for people calling it by hand (the
+    pickle-format caution, "Successfully registered model", "Created version"): the sweep
+    says where the model went in its own summary."""
+    import warnings
+
+    loggers = [logging.getLogger(n) for n in ("mlflow", "mlflow.pytorch", "mlflow.models",
+                                              "mlflow.tracking._model_registry.fluent",
+                                              "mlflow.store.model_registry")]
+    levels = [lg.level for lg in loggers]
+    with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()), \
+            contextlib.redirect_stderr(io.StringIO()):
+        warnings.simplefilter("ignore")
+        for lg in loggers:
+            lg.setLevel(logging.ERROR)
+        try:
+            yield
+        finally:
+            for lg, level in zip(loggers, levels, strict=True):
+                lg.setLevel(level)

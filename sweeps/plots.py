@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 
 from sweeps.errors import SweepError
+from sweeps.protocol import CLOCK_KEY
 from sweeps.space import Param
 
 __all__ = ["NotEnoughTrials", "plot_sweep", "histories_of"]
@@ -71,13 +72,16 @@ def learning_curves(table: pd.DataFrame, histories: dict[str, pd.DataFrame], met
     status = dict(zip(table["trial_id"], table["status"], strict=False))
     for trial_id, df in histories.items():
         df = df.dropna(subset=[metric])
+        x = df[CLOCK_KEY] if CLOCK_KEY in df else (df["epoch"] if "epoch" in df
+                                                   else range(1, len(df) + 1))
+        df = df.assign(_x=list(x))
         stopped = status.get(trial_id) == "stopped"
         best = trial_id == best_id
-        (line,) = ax.plot(df["epoch"], df[metric], linestyle="--" if stopped else "-",
+        (line,) = ax.plot(df["_x"], df[metric], linestyle="--" if stopped else "-",
                           linewidth=2.6 if best else 1.2, alpha=1.0 if best else 0.8,
                           label=f"{trial_id} (best)" if best else None)
         if stopped and not df.empty:
-            ax.plot(df["epoch"].iloc[-1], df[metric].iloc[-1], marker="x", markersize=9,
+            ax.plot(df["_x"].iloc[-1], df[metric].iloc[-1], marker="x", markersize=9,
                     color=line.get_color())
     ax.plot([], [], "k--x", label="stopped early (x: cut here)")
     ax.plot([], [], "k-", label="ran every epoch")

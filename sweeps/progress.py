@@ -19,6 +19,10 @@ from typing import Any, TextIO
 
 from ray.tune import Callback
 
+from sweeps.clock import numeric
+from sweeps.outcome import Objective, read_verdicts
+from sweeps.protocol import CLOCK_KEY
+
 __all__ = ["ProgressLines"]
 
 
@@ -36,8 +40,9 @@ class ProgressLines(Callback):
     """Tune callback printing trial events, with a progress bar when writing to a terminal."""
 
     def __init__(self, metric: str, mode: str, total: int, max_epochs: int,
-                 stream: TextIO | None = None) -> None:
+                 stream: TextIO | None = None, sweep_dir: str | None = None) -> None:
         self.metric, self.mode, self.total, self.max_epochs = metric, mode, total, max_epochs
+        self.sweep_dir = sweep_dir  # where the scheduler's verdicts are (None: clock only)
         self.stream = stream  # None: whatever sys.stdout is when a line is printed
         self.start = time.monotonic()
         self.done = self.stopped = 0
@@ -94,13 +99,14 @@ class ProgressLines(Callback):
     def on_trial_result(self, iteration: int, trials: list, trial: Any, result: dict,
                         **info: Any) -> None:
         value = result.get(self.metric)
-        if value is None:
+        if not numeric(value):
             return
         better = self.best is None or (value > self.best[0] if self.mode == "max"
                                        else value < self.best[0])
         if better:
             self.best = (float(value), trial.trial_id)
-        progress = f"epoch {result.get('epoch', '?')}/{self.max_epochs} {self.metric}={value:.4g}"
+        progress = (f"epoch {result.get(CLOCK_KEY, '?'):g}/{self.max_epochs} "
+                    f"{self.metric}={value:.4g}")
         if trial.trial_id in self.running:
             self.running[trial.trial_id] = progress
         self._say(f"trial {trial.trial_id} {progress}", permanent=False)
@@ -108,12 +114,21 @@ class ProgressLines(Callback):
     def on_trial_complete(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
         self.done += 1
         self.running.pop(trial.trial_id, None)
-        epoch = (trial.last_result or {}).get("epoch", 0)
-        if epoch >= self.max_epochs:
-            how = "completed"
-        else:
+        clock = (trial.last_result or {}).get(CLOCK_KEY, 0)
+        verdict = None
+        if self.sweep_dir is not None:
+            from sweeps.schedulers import decision_log
+
+            verdict = read_verdicts(decision_log(self.sweep_dir).records()).get(trial.trial_id)
+        outcome = Objective(self.metric, self.mode, self.max_epochs).outcome(clock, verdict,
+                                                                            False)
+        if outcome == "stopped":
             self.stopped += 1
-            how = f"stopped early at epoch {epoch}"
+            how = f"stopped early at epoch {clock:g}"
+        elif outcome == "error":
+            how = f"FAILED: {verdict.error if verdict else 'error'}"
+        else:
+            how = f"completed ({clock:g} epochs)"
         self._say(f"trial {trial.trial_id} {how}")
 
     def on_trial_error(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:

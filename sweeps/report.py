@@ -1,10 +1,11 @@
 """End-of-sweep summary: one row per trial, the best trial, its best checkpoint.
 
-    summary = summarize(results, metric="val_acc", mode="max", max_epochs=9, params=[...])
+    summary = summarize(results, Objective("val_acc", "max", 9), ["lr"], verdicts)
     print(format_table(summary.table))
 
-A trial's status is ``completed`` (ran all ``max_epochs``), ``stopped`` (ended early by the
-scheduler), or ``error``. Its score is the best value of the metric over its epochs, and its
+A trial's status is ``completed``, ``stopped`` (ended early by the scheduler) or ``error``, as
+``sweeps.outcome`` decides. Its score is the best finite value of the metric over its epochs
+(NaN/inf values are skipped; a trial with no other value scores NaN, last in the table), and its
 checkpoint is the one saved at the best epoch whose checkpoint Train kept (it keeps the best
 ``checkpoint.keep`` by the same metric; of equal scores, the latest).
 """
@@ -13,41 +14,65 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
+from sweeps.outcome import Objective, Verdict
+from sweeps.protocol import CHECKPOINT_PATH_KEY as CHECKPOINT_KEY
+from sweeps.protocol import CLOCK_KEY
 from sweeps.space import flatten
 
 __all__ = ["Summary", "summarize", "format_table", "write_summary", "best_overrides"]
 
-CHECKPOINT_KEY = "checkpoint_path"
-
 
 @dataclass
 class Summary:
-    """The per-trial table and the best trial (``None`` when no trial reported the metric)."""
+    """The per-trial table, the best trial (``None`` when no trial reported the metric) and the
+    failed trials with their reasons."""
 
     table: pd.DataFrame
     best: dict[str, Any] | None
+    failed: dict[str, str] = field(default_factory=dict)
 
 
-def _trial_row(result: Any, metric: str, mode: str, max_epochs: int,
-               param_paths: list[str]) -> tuple[dict[str, Any], dict[str, Any] | None]:
+def _error_line(error: Any) -> str:
+    lines = [ln for ln in str(error).strip().splitlines() if ln.strip()]
+    return lines[-1][:300] if lines else type(error).__name__
+
+
+def _trial_row(result: Any, objective: Objective, verdicts: dict[str, Verdict],
+               param_paths: list[str]) -> tuple[dict[str, Any], dict[str, Any] | None, str | None]:
+    """(table row, best checkpoint of the trial, why it failed) for one Tune ``Result``."""
+    metric, mode = objective.metric, objective.mode
     history = result.metrics_dataframe
     trial_id = (result.metrics or {}).get("trial_id") or Path(result.path).name
     config = flatten(result.config or {})
     row: dict[str, Any] = {"trial_id": trial_id}
     row.update({p: config.get(p) for p in param_paths})
+    verdict = verdicts.get(trial_id)
+    failure = _error_line(result.error) if result.error else (verdict.error if verdict else None)
+    clock_col = next((c for c in (CLOCK_KEY, "epoch") if history is not None and c in history),
+                     None)
+    clocks = history[clock_col].dropna() if clock_col else pd.Series(dtype=float)
+    clock = float(clocks.max()) if not clocks.empty else float(
+        0 if history is None else len(history))
+    epochs = int(math.ceil(clock)) if math.isfinite(clock) else 0
+    status = objective.outcome(clock, verdict, bool(result.error))
     if history is None or history.empty or metric not in history:
-        row.update({metric: math.nan, "epochs": 0, "status": "error" if result.error else "empty"})
-        return row, None
-    history = history.dropna(subset=[metric])
-    epochs = int(history["epoch"].max()) if "epoch" in history else len(history)
+        failure = failure or (f"never reported {metric}" if history is not None else None)
+        row.update({metric: math.nan, "epochs": epochs,
+                    "status": "error" if failure or result.error else "empty"})
+        return row, None, failure
+    values = pd.to_numeric(history[metric], errors="coerce").replace([math.inf, -math.inf],
+                                                                       math.nan)
+    history = history.assign(**{metric: values}).dropna(subset=[metric])
+    if history.empty:  # every value was NaN/inf: the trial counts as the worst
+        row.update({metric: math.nan, "epochs": epochs, "status": status})
+        return row, None, failure
     pick = history[metric].idxmax() if mode == "max" else history[metric].idxmin()
-    status = "error" if result.error else ("completed" if epochs >= max_epochs else "stopped")
     row.update({metric: float(history.loc[pick, metric]), "epochs": epochs, "status": status})
     with_ckpt = history.dropna(subset=[CHECKPOINT_KEY]) if CHECKPOINT_KEY in history else None
     best = None
@@ -58,12 +83,13 @@ def _trial_row(result: Any, metric: str, mode: str, max_epochs: int,
         # checkpoint is kept, the older deleted).
         latest_first = with_ckpt.iloc[::-1]
         at = latest_first[metric].idxmax() if mode == "max" else latest_first[metric].idxmin()
+        at_clock = with_ckpt.loc[at, clock_col] if clock_col else len(with_ckpt)
         best = {"trial_id": trial_id, "metric": metric,
                 "value": float(with_ckpt.loc[at, metric]),
-                "epoch": int(with_ckpt.loc[at, "epoch"]),
+                "epoch": int(math.ceil(float(at_clock))),
                 "checkpoint": str(with_ckpt.loc[at, CHECKPOINT_KEY]),
                 "config": result.config}
-    return row, best
+    return row, best, failure
 
 
 def _kept(path: Any) -> bool:
@@ -73,24 +99,28 @@ def _kept(path: Any) -> bool:
     return "://" in text or Path(text).is_dir()
 
 
-def summarize(results: Any, metric: str, mode: str, max_epochs: int,
-              param_paths: list[str]) -> Summary:
-    """Build the summary from a Tune ``ResultGrid`` (or any iterable of ``Result``)."""
-    rows, bests = [], []
+def summarize(results: Any, objective: Objective, param_paths: list[str],
+              verdicts: dict[str, Verdict] | None = None) -> Summary:
+    """Build the summary from a Tune ``ResultGrid`` (or any iterable of ``Result``) and the
+    scheduler's verdicts (``sweeps.outcome.read_verdicts``)."""
+    rows, bests, failed = [], [], {}
     for result in results:
-        row, best = _trial_row(result, metric, mode, max_epochs, param_paths)
+        row, best, failure = _trial_row(result, objective, verdicts or {}, param_paths)
         rows.append(row)
         if best is not None:
             bests.append(best)
+        if row["status"] == "error":
+            failed[row["trial_id"]] = failure or "failed"
     table = pd.DataFrame(rows)
     if not table.empty:
-        table = table.sort_values(metric, ascending=(mode == "min"), na_position="last")
+        table = table.sort_values(objective.metric, ascending=(objective.mode == "min"),
+                                  na_position="last")
         table = table.reset_index(drop=True)
     best = None
     if bests:
-        pick = max if mode == "max" else min
+        pick = max if objective.mode == "max" else min
         best = pick(bests, key=lambda b: b["value"])
-    return Summary(table=table, best=best)
+    return Summary(table=table, best=best, failed=failed)
 
 
 def format_table(table: pd.DataFrame) -> str:

@@ -60,6 +60,12 @@ class SweepResult:
     tracking_uri: str | None = None
     plots: list[Path] | None = None  # PNGs under <sweep dir>/plots (None: too few trials)
     plots_note: str | None = None  # why there are no plots
+    unread_keys: list[str] | None = None  # searched keys the loop never read (first trial)
+
+    @property
+    def failed(self) -> dict[str, str]:
+        """Trial id -> why it failed (the loop raised, or never reported the metric)."""
+        return self.summary.failed
 
     @property
     def best(self) -> dict[str, Any] | None:
@@ -225,6 +231,10 @@ def run_sweep(cfg: SweepConfig, prepared: Prepared | None = None) -> SweepResult
     # Tune saves its experiment state at most every 10 s by default; a crash loses what
     # happened since. Every second bounds that (the scheduler's log covers the rest).
     os.environ.setdefault("TUNE_GLOBAL_CHECKPOINT_S", "1")
+    # A report without experiment.metric (a training loss between evaluations) is fine; a
+    # trial that never reports it is failed by the scheduler, naming the keys it did report
+    # (sweeps.schedulers). Tune's own check would end the whole sweep on the first such report.
+    os.environ.setdefault("TUNE_DISABLE_STRICT_METRIC_CHECKING", "1")
     if not cfg.sweep.verbose:  # Tune's new output engine prints a header box even at verbose=0
         os.environ.setdefault("RAY_AIR_NEW_OUTPUT", "0")
     with _ray_logs_to_file(prep.sweep_dir, cfg.sweep.verbose):
@@ -292,6 +302,7 @@ def _fit(prep: Prepared, caught: dict[str, int] | None = None) -> SweepResult:
     from sweeps.state import new_record, save_record
     from sweeps.tracking_setup import abort_tracking, finish_tracking, start_tracking
     from sweeps.tuner import build_tuner, restore_tuner, trial_plan
+    from sweeps.unread import UnreadKeysCheck
 
     cfg = prep.cfg
     record = prep.resume.record if prep.resume else new_record(cfg, prep.params,
@@ -320,9 +331,11 @@ def _fit(prep: Prepared, caught: dict[str, int] | None = None) -> SweepResult:
     tracking = start_tracking(prep, sweep_id, record.starts) if prep.tracking_uri else None
     reaper = PlacementGroupReaper(sweep_id)
     progress = ProgressLines(cfg.experiment.metric, cfg.experiment.mode,
-                             cfg.search.num_samples, cfg.scheduler.max_t)
+                             cfg.search.num_samples, cfg.scheduler.max_t,
+                             sweep_dir=str(prep.sweep_dir))
+    unread = UnreadKeysCheck([p.path for p in prep.params], prep.sweep_dir / "train")
     trial = trial_plan(cfg, prep.constants, prep.resources, prep.sweep_dir, sweep_id, ended)
-    callbacks = [reaper, progress] + ([tracking] if tracking else [])
+    callbacks = [reaper, progress, unread] + ([tracking] if tracking else [])
     groups_before = job_groups()
     try:
         if resuming:
@@ -352,10 +365,18 @@ def _fit(prep: Prepared, caught: dict[str, int] | None = None) -> SweepResult:
                      "ended", len(reaper.released), max(reaper.released.values()))
         if leftover:
             log.warning("released %d placement group(s) still held at sweep end", leftover)
+    from sweeps.checkpoint import model_form
+    from sweeps.outcome import read_verdicts
     from sweeps.report import summarize, write_summary
+    from sweeps.schedulers import decision_log
+    from sweeps.tuner import objective_of
 
-    summary = summarize(results, cfg.experiment.metric, cfg.experiment.mode,
-                        cfg.scheduler.max_t, [p.path for p in prep.params])
+    summary = summarize(results, objective_of(cfg), [p.path for p in prep.params],
+                        read_verdicts(decision_log(prep.sweep_dir).records()))
+    if summary.best:
+        loader = cfg.experiment.model_loader
+        summary.best.update(model_form=model_form(summary.best["checkpoint"], loader),
+                            model_loader=loader)
     write_summary(summary, prep.sweep_dir)
     plots, note = _plots(prep, summary, results)
     unsent = 0
@@ -364,7 +385,7 @@ def _fit(prep: Prepared, caught: dict[str, int] | None = None) -> SweepResult:
             tracking.log_artifacts([str(p) for p in plots], "plots")
         unsent = finish_tracking(tracking, prep, summary)
     return SweepResult(prep.sweep_dir, summary, results, dict(reaper.released), unsent,
-                       prep.tracking_uri, plots, note)
+                       prep.tracking_uri, plots, note, unread.unread)
 
 
 def _unfinished(results: Any, num_samples: int) -> int:
@@ -395,6 +416,14 @@ def print_result(result: SweepResult, cfg: SweepConfig) -> None:
 
     metric = cfg.experiment.metric
     print("\n" + format_table(result.summary.table))
+    if result.failed:
+        print(f"\n{len(result.failed)} trial(s) failed:")
+        for trial_id, reason in result.failed.items():
+            print(f"  {trial_id}: {reason}  ({result.sweep_dir / trial_id / 'error.txt'} when "
+                  "the loop raised)")
+    if result.unread_keys:
+        print(f"\nwarning: the training loop never read the searched key(s) "
+              f"{', '.join(result.unread_keys)}: the search changed nothing for them")
     best = result.best
     if best is None:
         print(f"\nno trial reported {metric}; see the trials' error.txt under "
@@ -416,4 +445,15 @@ def print_result(result: SweepResult, cfg: SweepConfig) -> None:
         hint = ("run `mlflow ui` in this directory to compare trials"
                 if result.tracking_uri.startswith("sqlite:") else "open it to compare trials")
         print(f"  mlflow: {result.tracking_uri} ({hint})")
+        model = cfg.tracking.model_name or cfg.experiment.name
+        form = best.get("model_form")
+        if form == "files":
+            print("  best checkpoint: logged to MLflow as files (best_checkpoint/ in the best "
+                  "trial's run); sweeps cannot rebuild the loop's own format, set "
+                  "experiment.model_loader to register it as a model")
+        elif cfg.tracking.register_model:
+            print(f"  best model: logged to MLflow in the best trial's run and registered as "
+                  f"'{model}'")
+        else:
+            print("  best model: logged to MLflow in the best trial's run")
 

@@ -5,7 +5,7 @@
 
 Tune does not save a scheduler's state with the experiment, so a restored ASHA starts with
 empty rungs (ray#30838) and re-decides from scratch. These schedulers append every result they
-judge (trial, epoch, metric value, decision, wall-clock time ``t``) to
+judge (trial, clock ``epoch``, metric value, decision, wall-clock time ``t``) to
 ``<sweep dir>/state/scheduler.jsonl``, fsync'ed before the decision goes back to Tune. A restored
 scheduler replays that log through the same ``_Bracket`` code first, so its rungs hold exactly
 what they held at the crash and every later decision is the one the uninterrupted sweep would
@@ -15,10 +15,19 @@ The log also says which trials ended (stopped by the scheduler, or ran all epoch
 its experiment state only every second or so, so a trial that ended just before a crash may
 come back as unfinished; its driver then only reports the recorded final result again (see
 ``sweeps.trial``), and the scheduler stops it at once instead of training it further.
+
+Both judge on the trial's clock (``sweeps_epoch``, see ``sweeps.clock``), never on a key of the
+loop's own, and both stop a trial when its clock reaches ``scheduler.max_t`` (the budget).
+Before judging they screen each result: a NaN/inf metric is judged as the worst value (logged
+once per trial), and a trial whose clock reaches the first judgement (ASHA's grace period, or
+epoch 1) without ever reporting the metric is stopped with an error naming the keys it did
+report (``sweeps.outcome`` then calls it ``error``). Results without the metric are otherwise
+fine: a loop may report a training loss between evaluations.
 """
 
 from __future__ import annotations
 
+import logging
 import math
 import time
 from pathlib import Path
@@ -27,12 +36,15 @@ from typing import Any
 from ray.tune.schedulers import ASHAScheduler, FIFOScheduler, TrialScheduler
 
 from sweeps.journal import Journal
+from sweeps.outcome import Objective
+from sweeps.protocol import CLOCK_KEY
 from sweeps.tracking import NOT_METRICS
 
 __all__ = ["ResumableASHA", "ResumableFIFO", "ended_trials", "decision_log", "LOG_NAME"]
 
+log = logging.getLogger(__name__)
 LOG_NAME = "scheduler"
-_AUTO = NOT_METRICS - {"epoch"}  # Tune's bookkeeping; the epoch is the trainable's own
+_AUTO = NOT_METRICS - {"epoch", CLOCK_KEY}  # Tune's bookkeeping (the clock is the sweep's own)
 
 
 def decision_log(sweep_dir: str | Path) -> Journal:
@@ -69,16 +81,23 @@ class _TrialRef:
 
 
 class _Logged:
-    """Shared by both schedulers: the log, the replay, the ended-trial short cut."""
+    """Shared by both schedulers: the log, the replay, the ended-trial short cut, the screen."""
 
     _log_dir: str
     _log: Journal | None
     _ended: dict[str, dict[str, Any]]
     _replayed: bool
+    _objective: Objective
+    _first_judgement: float
+    _seen: set[str]  # trials that reported the metric at least once
+    _warned: set[str]
 
-    def _init_log(self, sweep_dir: str | Path) -> None:
+    def _init_log(self, sweep_dir: str | Path, objective: Objective,
+                  first_judgement: float) -> None:
         self._log_dir = str(sweep_dir)
         self._log, self._ended, self._replayed = None, {}, False
+        self._objective, self._first_judgement = objective, first_judgement
+        self._seen, self._warned = set(), set()
 
     def __getstate__(self) -> dict[str, Any]:
         """Tune pickles the scheduler into ``tuner.pkl``; the log is reopened lazily."""
@@ -95,6 +114,8 @@ class _Logged:
             return
         self._replayed = True
         for record in self.log.records():
+            if record.get("value") is not None:
+                self._seen.add(record["trial"])
             self._replay(record)
             if _ends(record):
                 self._ended[record["trial"]] = record.get("metrics", {})
@@ -109,13 +130,54 @@ class _Logged:
         if _ends(fields):
             self._ended[trial_id] = metrics
 
+    def _screen(self, trial_id: str, result: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
+        """(the result to judge, an error that fails the trial) for one result."""
+        metric, objective = self._objective.metric, self._objective
+        if metric in result:
+            self._seen.add(trial_id)
+            value = result[metric]
+            judged = objective.judged(value)
+            if judged != value:
+                if trial_id not in self._warned:
+                    self._warned.add(trial_id)
+                    log.warning("trial %s reported %s=%r at epoch %s; judged as the worst value",
+                                trial_id, metric, value, result.get(CLOCK_KEY))
+                result = {**result, metric: judged}
+            return result, None
+        clock = result.get(CLOCK_KEY, 0)
+        if trial_id in self._seen or clock < self._first_judgement:
+            return result, None
+        keys = sorted(k for k in result if k not in _AUTO and not k.startswith("sweeps_"))
+        return result, (f"never reported {metric} (experiment.metric) by epoch {clock:g}; it "
+                        f"reported: {', '.join(keys) or 'nothing'}. Report it with "
+                        f"ray.train.report({{'{metric}': ...}}), or set experiment.metric to "
+                        "one of those keys")
+
+    def _fail(self, trial_id: str, result: dict[str, Any], error: str) -> str:
+        log.warning("trial %s: %s", trial_id, error)
+        self._record(trial_id, result, epoch=result.get(CLOCK_KEY), value=None,
+                     action=TrialScheduler.STOP, error=error)
+        return TrialScheduler.STOP
+
+    def _complete_unseen(self, trial_id: str, result: dict[str, Any] | None) -> dict[str, Any]:
+        """The end record's extra fields for a trial that ended without ever reporting the
+        metric (its loop returned early): an error naming what it did report."""
+        if trial_id in self._seen or any(r.get("trial") == trial_id and r.get("error")
+                                         for r in self.log.records()):
+            return {}
+        result = result or {}
+        keys = sorted(k for k in result if k not in _AUTO and not k.startswith("sweeps_"))
+        return {"error": f"never reported {self._objective.metric} (experiment.metric); it "
+                         f"reported: {', '.join(keys) or 'nothing'}"}
+
 
 class ResumableASHA(_Logged, ASHAScheduler):
-    """``ASHAScheduler`` (one bracket per trial, as upstream) with a replayable decision log."""
+    """``ASHAScheduler`` (one bracket per trial, as upstream) on the trial clock, with a
+    replayable decision log."""
 
-    def __init__(self, sweep_dir: str | Path, **kwargs: Any) -> None:
-        ASHAScheduler.__init__(self, **kwargs)
-        self._init_log(sweep_dir)
+    def __init__(self, sweep_dir: str | Path, objective: Objective, **kwargs: Any) -> None:
+        ASHAScheduler.__init__(self, time_attr=CLOCK_KEY, max_t=objective.budget, **kwargs)
+        self._init_log(sweep_dir, objective, kwargs.get("grace_period", 1))
 
     def on_trial_add(self, tune_controller: Any, trial: Any) -> None:
         self._ensure_replayed()
@@ -125,6 +187,9 @@ class ResumableASHA(_Logged, ASHAScheduler):
         self._ensure_replayed()
         if trial.trial_id in self._ended:  # ended before an interruption; only re-reported
             return TrialScheduler.STOP
+        result, error = self._screen(trial.trial_id, result)
+        if error:
+            return self._fail(trial.trial_id, result, error)
         action = super().on_trial_result(tune_controller, trial, result)
         if self._time_attr in result and self._metric in result:
             bracket = self._brackets.index(self._trial_info[trial.trial_id])
@@ -135,13 +200,16 @@ class ResumableASHA(_Logged, ASHAScheduler):
     def on_trial_complete(self, tune_controller: Any, trial: Any, result: dict) -> None:
         self._ensure_replayed()
         bracket = self._trial_info.get(trial.trial_id)
+        result = result or trial.last_result
+        if result and self._metric in result:
+            result, _ = self._screen(trial.trial_id, result)
         if bracket is not None:
             super().on_trial_complete(tune_controller, trial, result)
-        fields: dict[str, Any] = {"end": True}
+        fields: dict[str, Any] = {"end": True, **self._complete_unseen(trial.trial_id, result)}
         if result and self._time_attr in result and self._metric in result and bracket:
             fields.update(epoch=result[self._time_attr], value=result[self._metric],
                           bracket=self._brackets.index(bracket))
-        self._record(trial.trial_id, result or trial.last_result, **fields)
+        self._record(trial.trial_id, result, **fields)
 
     def _replay(self, record: dict[str, Any]) -> None:
         if "epoch" not in record or record.get("value") is None:
@@ -162,22 +230,30 @@ class ResumableASHA(_Logged, ASHAScheduler):
 
 
 class ResumableFIFO(_Logged, FIFOScheduler):
-    """``FIFOScheduler`` (every trial runs all epochs) with the same log, for resume."""
+    """``FIFOScheduler`` (every trial trains until the budget or until its loop returns) with
+    the same log and screen, for resume."""
 
-    def __init__(self, sweep_dir: str | Path, metric: str, time_attr: str = "epoch") -> None:
+    def __init__(self, sweep_dir: str | Path, objective: Objective) -> None:
         FIFOScheduler.__init__(self)
-        self._init_log(sweep_dir)
-        self._sweep_metric, self._sweep_time_attr = metric, time_attr
+        self._init_log(sweep_dir, objective, 1)
 
     def on_trial_result(self, tune_controller: Any, trial: Any, result: dict) -> str:
         self._ensure_replayed()
         if trial.trial_id in self._ended:
             return TrialScheduler.STOP
-        if self._sweep_time_attr in result and self._sweep_metric in result:
-            self._record(trial.trial_id, result, epoch=result[self._sweep_time_attr],
-                         value=result[self._sweep_metric], action=TrialScheduler.CONTINUE)
-        return TrialScheduler.CONTINUE
+        result, error = self._screen(trial.trial_id, result)
+        if error:
+            return self._fail(trial.trial_id, result, error)
+        clock = result.get(CLOCK_KEY)
+        action = (TrialScheduler.STOP if clock is not None and clock >= self._objective.budget
+                  else TrialScheduler.CONTINUE)
+        if clock is not None and self._objective.metric in result:
+            self._record(trial.trial_id, result, epoch=clock,
+                         value=result[self._objective.metric], action=action)
+        return action
 
     def on_trial_complete(self, tune_controller: Any, trial: Any, result: dict) -> None:
         self._ensure_replayed()
-        self._record(trial.trial_id, result or trial.last_result, end=True)
+        result = result or trial.last_result
+        self._record(trial.trial_id, result, end=True,
+                     **self._complete_unseen(trial.trial_id, result))

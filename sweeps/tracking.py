@@ -12,10 +12,14 @@ sweep ends stays in the journal and is sent by ``python -m sweeps.sync <sweep di
 next run of the same sweep. Only this process writes to MLflow, so SQLite is never written by
 two processes.
 
-Status mapping: a trial that ran all epochs is FINISHED; one ended early by the scheduler is
-KILLED with tags ``sweeps.status=stopped`` and ``sweeps.stop_reason``; one that raised is
-FAILED with the error's first line in ``sweeps.error``. Metric steps are the reported epoch,
-never Tune's iteration counter.
+Status mapping (``sweeps.outcome`` decides): a completed trial is FINISHED; one the scheduler
+stopped early is FINISHED too (it did what it was asked: stopping is the search working, not a
+failure), with tags ``sweeps.status=stopped`` and ``sweeps.stop_reason`` and its run name
+suffixed ``stopped@<epoch>`` so the runs table reads right at a glance; one that raised, or never
+reported the metric, is FAILED with the reason in ``sweeps.error``. At the sweep's end the best
+trial's run is tagged ``sweeps.best=true``, named ``<trial> best``, and holds the logged model.
+Metric steps are the loop's own epoch (or the report count, see ``sweeps.clock``), never Tune's
+iteration counter.
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ from typing import Any
 from ray.tune import Callback
 
 from sweeps.journal import Journal
+from sweeps.protocol import CLOCK_KEY, STEP_KEY
 from sweeps.secrets import mask_params, mask_tree
 from sweeps.space import flatten
 
@@ -42,6 +47,7 @@ NOT_METRICS = frozenset({
     "hostname", "pid", "time_this_iter_s", "timestamp", "date", "time_since_restore",
     "timesteps_since_restore", "iterations_since_restore", "config", "checkpoint_dir_name",
     "done", "trial_id", "experiment_tag", "should_checkpoint", "checkpoint_path", "epoch",
+    CLOCK_KEY, STEP_KEY,
 })
 
 
@@ -56,6 +62,13 @@ class TrackingSettings:
     max_epochs: int
     scheduler: str
     flush_timeout_s: float
+    metric: str = ""
+    mode: str = "max"
+    model_loader: str | None = None
+
+    @property
+    def sweep_dir(self) -> Path:
+        return Path(self.state_dir).parent
 
 
 class TrackingWriter:
@@ -160,7 +173,7 @@ class MLflowTracking(Callback):
 
             s = self.settings
             self._writer = TrackingWriter(self.journal, lambda: MLflowSink(
-                s.uri, s.experiment_name, Path(s.state_dir), s.model_name))
+                s.uri, s.experiment_name, Path(s.state_dir), s.model_name, s.model_loader))
         return self._writer
 
     def record(self, record: dict[str, Any]) -> None:
@@ -186,27 +199,39 @@ class MLflowTracking(Callback):
     def on_trial_result(self, iteration: int, trials: list, trial: Any, result: dict,
                         **info: Any) -> None:
         values = {k: v for k, v in result.items() if k not in NOT_METRICS}
-        step = result.get("epoch", result.get("training_iteration", 0))
+        step = result.get(STEP_KEY, result.get("training_iteration", 0))
         self.record({"op": "metrics", "trial": trial.trial_id, "step": int(step),
                      "values": values})
 
     def on_trial_complete(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
+        from sweeps.outcome import Objective, read_verdicts
+        from sweeps.schedulers import decision_log
+
         self._open.discard(trial.trial_id)
-        epoch = int((trial.last_result or {}).get("epoch", 0))
-        if epoch >= self.settings.max_epochs:
+        s = self.settings
+        clock = (trial.last_result or {}).get(CLOCK_KEY, 0)
+        verdict = read_verdicts(decision_log(s.sweep_dir).records()).get(trial.trial_id)
+        outcome = Objective(s.metric, s.mode, s.max_epochs).outcome(clock, verdict, False)
+        if outcome == "error":
+            self._failed(trial.trial_id, verdict.error if verdict else "trial failed")
+        elif outcome == "completed":
             self.record({"op": "trial_end", "trial": trial.trial_id, "status": "FINISHED",
                          "tags": {"sweeps.status": "completed"}})
-            return
-        reason = f"early-stopped by {self.settings.scheduler} after epoch {epoch}"
-        self.record({"op": "trial_end", "trial": trial.trial_id, "status": "KILLED",
-                     "tags": {"sweeps.status": "stopped", "sweeps.stop_reason": reason}})
+        else:
+            reason = f"early-stopped by {s.scheduler} after epoch {clock:g}"
+            self.record({"op": "trial_end", "trial": trial.trial_id, "status": "FINISHED",
+                         "run_name": f"{trial.trial_id} stopped@{clock:g}",
+                         "tags": {"sweeps.status": "stopped", "sweeps.stop_reason": reason}})
+
+    def _failed(self, trial_id: str, error: str) -> None:
+        self.record({"op": "trial_end", "trial": trial_id, "status": "FAILED",
+                     "run_name": f"{trial_id} error",
+                     "tags": {"sweeps.status": "error", "sweeps.error": error[:500]}})
 
     def on_trial_error(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
         self._open.discard(trial.trial_id)
         error = getattr(trial, "error_msg", None) or "trial raised an error"
-        self.record({"op": "trial_end", "trial": trial.trial_id, "status": "FAILED",
-                     "tags": {"sweeps.status": "error",
-                              "sweeps.error": str(error).strip().splitlines()[-1][:500]}})
+        self._failed(trial.trial_id, str(error).strip().splitlines()[-1])
 
     def log_artifacts(self, paths: list[str], artifact_path: str) -> None:
         """Journal files to attach to the parent run (e.g. the plots)."""

@@ -83,7 +83,8 @@ def start_tracking(prep: Any, sweep_id: str, start: int = 1) -> Any:
         uri=prep.tracking_uri or "", experiment_name=t.experiment_name or cfg.experiment.name,
         model_name=(t.model_name or cfg.experiment.name) if t.register_model else None,
         state_dir=str(state_dir), max_epochs=cfg.scheduler.max_t, scheduler=cfg.scheduler.name,
-        flush_timeout_s=t.flush_timeout_s)
+        flush_timeout_s=t.flush_timeout_s, metric=cfg.experiment.metric,
+        mode=cfg.experiment.mode, model_loader=cfg.experiment.model_loader)
     (state_dir / "meta.json").write_text(json.dumps(settings.__dict__, indent=2))
     tracking = MLflowTracking(settings)
     config = OmegaConf.to_container(OmegaConf.structured(cfg))

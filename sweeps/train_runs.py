@@ -26,17 +26,23 @@ from pathlib import Path
 from typing import Any
 
 from sweeps.checkpoint import CHECKPOINT_FILE
+from sweeps.protocol import TRIAL_FILE
 
-__all__ = ["repair_run", "claim_run", "checkpoint_epochs", "SNAPSHOT"]
+__all__ = ["repair_run", "claim_run", "checkpoint_epochs", "latest_checkpoint", "SNAPSHOT"]
 
 SNAPSHOT = "checkpoint_manager_snapshot.json"
 _EPOCH = re.compile(r"^checkpoint_epoch_(\d+)$")
 
 
 def _valid(directory: Path) -> bool:
-    path = directory / CHECKPOINT_FILE
-    if not path.is_file():
+    """A checkpoint directory that Train can hand back: it exists, and when it is in sweeps'
+    own format (``checkpoint.pt``, ``TrialSession``) that file is a complete archive. A user
+    loop's own files are the loop's business: only their directory's presence is checked."""
+    if not directory.is_dir():
         return False
+    path = directory / CHECKPOINT_FILE
+    if not path.exists():
+        return True
     try:
         with zipfile.ZipFile(path) as archive:
             return bool(archive.namelist())
@@ -50,11 +56,38 @@ def _epoch(name: str) -> int | None:
 
 
 def checkpoint_epochs(run_dir: Path) -> list[int]:
-    """Epochs of the valid checkpoints in ``run_dir``, ascending."""
+    """Epochs of the valid ``TrialSession`` checkpoints in ``run_dir``, ascending."""
     if not run_dir.is_dir():
         return []
     return sorted(e for d in run_dir.iterdir()
-                  if (e := _epoch(d.name)) is not None and _valid(d))
+                  if (e := _epoch(d.name)) is not None and _valid(d)
+                  and (d / CHECKPOINT_FILE).is_file())
+
+
+def _snapshot(run_dir: Path) -> dict[str, Any] | None:
+    try:
+        return json.loads((run_dir / SNAPSHOT).read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def latest_checkpoint(run_dir: Path) -> tuple[str, dict[str, Any], int] | None:
+    """(directory name, reported metrics, reports up to and including it) of the checkpoint
+    Train resumes ``run_dir`` from, or None. Train re-runs the loop from there, so the trial's
+    report count (``sweeps.clock``) continues from the third value."""
+    snapshot = _snapshot(run_dir)
+    try:
+        latest = snapshot["latest_checkpoint_result"] if snapshot else None
+        if not latest:
+            return None
+        name = latest["checkpoint_dir_name"]
+        for result, index in zip(snapshot["checkpoint_results"],
+                                 snapshot["checkpoint_report_indices"], strict=False):
+            if result["checkpoint_dir_name"] == name:
+                return name, dict(latest.get("metrics") or {}), int(index) + 1
+        return name, dict(latest.get("metrics") or {}), 0
+    except (KeyError, TypeError, ValueError):
+        return None
 
 
 def _write_atomic(path: Path, text: str) -> None:
@@ -151,7 +184,7 @@ def repair_run(run_dir: Path) -> list[str]:
 def claim_run(run_dir: Path, params: dict[str, Any]) -> list[str]:
     """Record which params ``run_dir`` trains (``trial.json``); a run directory left by a
     different trial with the same id is moved aside as ``<id>.orphan`` first."""
-    marker = run_dir / "trial.json"
+    marker = run_dir / TRIAL_FILE
     text = json.dumps(json.loads(json.dumps(params, default=str)), sort_keys=True)
     notes = []
     if marker.is_file():

@@ -3,9 +3,12 @@
     tune.with_parameters(run_trial, plan=TrialPlan(...))   # built by sweeps.tuner
 
 Runs inside the Tune trial actor. It merges the trial's sampled values into the experiment's
-fixed params, then starts a Train run named by the trial id under ``<sweep dir>/train`` with
-``TuneReportCallback`` (metrics + checkpoint path back to Tune) and the placement-group ledger
-(see ``sweeps.release``). A Train run resumes from its latest checkpoint when started again
+fixed params (that flat dict is the loop's ``config``, as ``train_loop_config`` is in Ray's
+docs), then starts a Train run named by the trial id under ``<sweep dir>/train`` whose
+workers run the user's loop through ``sweeps.worker`` (which sets ``sweeps.trial_context()``
+and notes the config keys read), with the report bridge (metrics, checkpoint path and the
+trial's clock back to Tune: ``sweeps.report_bridge``) and the placement-group ledger
+(``sweeps.release``). A Train run resumes from its latest checkpoint when started again
 with the same (storage path, name), so a retried or resumed trial picks up where it stopped.
 """
 
@@ -18,6 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from sweeps.context import TrialContext
+from sweeps.protocol import REPORTS_FILE
 from sweeps.space import deep_merge, unflatten
 
 __all__ = ["TrialPlan", "run_trial", "trainer_class", "HEALTH_CHECK_ENV"]
@@ -28,7 +33,6 @@ HEALTH_CHECK_ENV = "RAY_TRAIN_HEALTH_CHECK_INTERVAL_S"
 START_TIMEOUT_ENV = "RAY_TRAIN_WORKER_GROUP_START_TIMEOUT_S"
 START_ATTEMPT_S = 60.0  # Ray Train's own wait per worker-group start attempt
 PREEMPTION_WATCHER_ENV = "RAY_TRAIN_ENABLE_PREEMPTION_WATCHER"
-REPORTS_FILE = "reports.jsonl"
 
 
 @dataclass(frozen=True)
@@ -45,6 +49,7 @@ class TrialPlan:
     use_gpu: bool
     metric: str
     mode: str
+    time_attr: str | None
     max_epochs: int
     checkpoint_every: int
     checkpoint_keep: int
@@ -58,12 +63,28 @@ class TrialPlan:
     preemption_watcher: bool = True
 
     def worker_config(self, sampled: dict[str, Any]) -> dict[str, Any]:
-        """The ``config`` every Train worker receives: merged params + sweep context."""
-        params = deep_merge(deep_merge(self.params, unflatten(self.constants)), sampled)
-        return {"params": params, "sweep": {
-            "max_epochs": self.max_epochs, "checkpoint_every": self.checkpoint_every,
-            "seed": self.seed, "metric": self.metric, "mode": self.mode,
-        }}
+        """The ``config`` every Train worker receives: the experiment's params, its constants
+        and this trial's sampled values, merged; dotted keys nested. Nothing else.
+
+        Example:
+            >>> plan = TrialPlan(**{**_EXAMPLE, "params": {"lr": 0.1, "opt": {"b": 1}}})
+            >>> plan.worker_config({"lr": 0.01, "opt": {"b": 2}})
+            {'lr': 0.01, 'opt': {'b': 2}}
+        """
+        return deep_merge(deep_merge(self.params, unflatten(self.constants)), sampled)
+
+    def context(self, trial_id: str) -> TrialContext:
+        """What ``sweeps.trial_context()`` returns in this trial's workers."""
+        return TrialContext(trial_id=trial_id, run_dir=str(Path(self.train_storage) / trial_id),
+                            max_epochs=self.max_epochs, checkpoint_every=self.checkpoint_every,
+                            seed=self.seed, metric=self.metric, mode=self.mode)
+
+
+_EXAMPLE: dict[str, Any] = dict(  # a minimal plan, for the docstring examples
+    sweep_id="s", trainable="m:f", params={}, constants={}, train_storage="/tmp/train",
+    worker_resources={"CPU": 1.0}, num_workers=1, use_gpu=False, metric="val_acc", mode="max",
+    time_attr="epoch", max_epochs=9, checkpoint_every=1, checkpoint_keep=2, max_failures=0,
+    poll_interval_s=0.1, start_timeout_s=60.0, seed=0)
 
 
 def trainer_class() -> type:
@@ -107,10 +128,12 @@ def run_trial(sampled: dict[str, Any], plan: TrialPlan) -> None:
     """Tune function trainable: run this trial's Train run to completion (or until stopped)."""
     from ray import tune
     from ray.train import CheckpointConfig, FailureConfig, RunConfig, ScalingConfig
-    from ray.tune.integration.ray_train import TuneReportCallback
 
+    from sweeps.clock import TrialClock
     from sweeps.config import import_trainable
     from sweeps.release import PlacementGroupLedger
+    from sweeps.report_bridge import SweepReportCallback
+    from sweeps.worker import loop_entry
 
     trial_id = tune.get_context().get_trial_id()
     if trial_id in plan.ended:
@@ -118,22 +141,25 @@ def run_trial(sampled: dict[str, Any], plan: TrialPlan) -> None:
         # final result again so Tune and the scheduler close it; train nothing.
         tune.report(dict(plan.ended[trial_id]))
         return
-    from sweeps.train_runs import claim_run, repair_run
+    from sweeps.train_runs import claim_run, latest_checkpoint, repair_run
 
     config = plan.worker_config(sampled)
     run_dir = Path(plan.train_storage) / trial_id
-    for note in claim_run(run_dir, config["params"]) + repair_run(run_dir):
+    for note in claim_run(run_dir, config) + repair_run(run_dir):
         log.warning(note)
-    config["sweep"]["reports"] = str(run_dir / REPORTS_FILE)
+    latest = latest_checkpoint(run_dir)
+    clock = TrialClock.load(run_dir, plan.time_attr, latest[2] if latest else 0)
     for metrics in unseen_reports(run_dir, Path(plan.train_storage).parent, trial_id):
-        tune.report(metrics)  # epochs trained and checkpointed that Tune never saw
+        # epochs trained and checkpointed that Tune never saw (already counted by the clock)
+        tune.report(clock.stamp(metrics, advance=False))
     # Read by the Train controller this process starts (Ray propagates RAY_TRAIN_* env vars).
     os.environ[HEALTH_CHECK_ENV] = str(plan.poll_interval_s)
     attempt_s, start_failures = start_limits(plan.start_timeout_s)
     os.environ[START_TIMEOUT_ENV] = str(attempt_s)
     os.environ[PREEMPTION_WATCHER_ENV] = "1" if plan.preemption_watcher else "0"
     trainer = trainer_class()(
-        train_loop_per_worker=import_trainable(plan.trainable),
+        train_loop_per_worker=loop_entry(import_trainable(plan.trainable),
+                                         plan.context(trial_id)),
         train_loop_config=config,
         scaling_config=ScalingConfig(num_workers=plan.num_workers, use_gpu=plan.use_gpu,
                                      resources_per_worker=dict(plan.worker_resources)),
@@ -146,7 +172,7 @@ def run_trial(sampled: dict[str, Any], plan: TrialPlan) -> None:
                 checkpoint_score_order=plan.mode),
             failure_config=FailureConfig(max_failures=plan.max_failures,
                                          controller_failure_limit=start_failures),
-            callbacks=[TuneReportCallback(), PlacementGroupLedger(plan.sweep_id, trial_id)],
+            callbacks=[SweepReportCallback(clock), PlacementGroupLedger(plan.sweep_id, trial_id)],
         ),
     )
     trainer.fit()
@@ -163,7 +189,7 @@ def start_limits(start_timeout_s: float) -> tuple[float, int]:
     """
     if start_timeout_s == -1:
         return START_ATTEMPT_S, -1
-    attempt_s = min(START_ATTEMPT_S, start_timeout_s)
+    attempt_s = min(START_ATTEMPT_S, float(start_timeout_s))
     return attempt_s, max(0, math.ceil(start_timeout_s / attempt_s) - 1)
 
 
@@ -178,17 +204,17 @@ def unseen_reports(run_dir: Path, sweep_dir: Path, trial_id: str) -> list[dict[s
     import json
 
     from sweeps.schedulers import decision_log
-    from sweeps.train_runs import SNAPSHOT
+    from sweeps.train_runs import latest_checkpoint
 
     reports = run_dir / REPORTS_FILE
+    latest = latest_checkpoint(run_dir)
     try:
-        latest = json.loads((run_dir / SNAPSHOT).read_text())["latest_checkpoint_result"]
-        restored = int(latest["metrics"]["epoch"]) if latest else 0
-    except (OSError, ValueError, KeyError, TypeError):
+        restored = int(latest[1]["epoch"]) if latest else 0
+    except (KeyError, TypeError, ValueError):
         return []
     if not reports.is_file() or restored == 0:
         return []
-    judged = max((int(r.get("epoch", 0)) for r in decision_log(sweep_dir).records()
+    judged = max((int(r.get("epoch") or 0) for r in decision_log(sweep_dir).records()
                   if r.get("trial") == trial_id), default=0)
     unseen: dict[int, dict[str, Any]] = {}
     for line in reports.read_text().splitlines():

@@ -4,8 +4,9 @@
     results = tuner.fit()
 
 Search: Optuna TPE through Ray's ``OptunaSearch`` (seeded ``TPESampler``) or Tune's random
-``BasicVariantGenerator`` (seeded). Scheduler: ``ASHAScheduler`` on the ``epoch`` the trainable
-reports (never Tune's ``training_iteration``, which restarts at 1 after a restore), or FIFO.
+``BasicVariantGenerator`` (seeded). Scheduler: ``ASHAScheduler`` on the trial's clock
+(``sweeps_epoch``, see ``sweeps.clock``; never Tune's ``training_iteration``, which restarts at
+1 after a restore), or FIFO; both stop a trial at the budget ``scheduler.max_t``.
 """
 
 from __future__ import annotations
@@ -14,11 +15,13 @@ from pathlib import Path
 from typing import Any
 
 from sweeps.config import SweepConfig
+from sweeps.outcome import Objective
 from sweeps.resources import TRIAL_DRIVER_RESOURCES, ResourcePlan
 from sweeps.space import Param, to_tune_space
 from sweeps.trial import TrialPlan, run_trial
 
-__all__ = ["build_tuner", "restore_tuner", "make_search_alg", "make_scheduler", "trial_plan"]
+__all__ = ["build_tuner", "restore_tuner", "make_search_alg", "make_scheduler", "trial_plan",
+           "objective_of"]
 
 
 def make_search_alg(cfg: SweepConfig, max_concurrent: int = 0) -> Any:
@@ -47,9 +50,14 @@ def make_scheduler(cfg: SweepConfig, sweep_dir: Path) -> Any:
 
     s = cfg.scheduler
     if s.name == "none":
-        return ResumableFIFO(sweep_dir, metric=cfg.experiment.metric)
-    return ResumableASHA(sweep_dir, time_attr="epoch", max_t=s.max_t,
-                         grace_period=s.grace_period, reduction_factor=s.reduction_factor)
+        return ResumableFIFO(sweep_dir, objective_of(cfg))
+    return ResumableASHA(sweep_dir, objective_of(cfg), grace_period=s.grace_period,
+                         reduction_factor=s.reduction_factor)
+
+
+def objective_of(cfg: SweepConfig) -> Objective:
+    """The sweep's metric, mode and per-trial epoch budget."""
+    return Objective(cfg.experiment.metric, cfg.experiment.mode, cfg.scheduler.max_t)
 
 
 def trial_plan(cfg: SweepConfig, constants: dict[str, Any], plan: ResourcePlan,
@@ -62,8 +70,9 @@ def trial_plan(cfg: SweepConfig, constants: dict[str, Any], plan: ResourcePlan,
         sweep_id=sweep_id, trainable=e.trainable, params=dict(e.params), constants=constants,
         train_storage=str(sweep_dir / "train"), worker_resources=plan.worker_resources,
         num_workers=plan.num_workers, use_gpu=plan.use_gpu, metric=e.metric, mode=e.mode,
-        max_epochs=cfg.scheduler.max_t, checkpoint_every=cfg.checkpoint.every,
-        checkpoint_keep=cfg.checkpoint.keep, max_failures=cfg.trial.max_failures,
+        time_attr=e.time_attr, max_epochs=cfg.scheduler.max_t,
+        checkpoint_every=cfg.checkpoint.every, checkpoint_keep=cfg.checkpoint.keep,
+        max_failures=cfg.trial.max_failures,
         poll_interval_s=cfg.trial.poll_interval_s,
         start_timeout_s=cfg.trial.start_timeout_s, seed=cfg.sweep.seed, ended=ended or {},
         preemption_watcher=cfg.ray.address is not None or _alive_nodes() > 1,

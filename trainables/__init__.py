@@ -1,10 +1,5 @@
-"""Training code that runs on every Ray Train worker of a trial.
+"""Example training loops for the built-in experiments (copy one into your project to start).
 
-Each built-in trainable is a per-worker function ``fn(config: dict) -> None`` that uses
-``trainables.contract.TrialSession`` to restore, report and checkpoint. Point an experiment at
-any such function with ``experiment.trainable: package.module:function``.
+``trainables.digits`` uses ``sweeps.TrialSession``, the short path. Any Ray Train per-worker
+function ``fn(config)`` works as ``experiment.trainable`` too, unchanged: see the README.
 """
-
-from trainables.contract import TrialSession
-
-__all__ = ["TrialSession"]

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from trainables import digits
-from trainables.contract import TrialSession
+from sweeps import TrialSession
 
 
 def train_crash_once(config: dict[str, Any]) -> None:

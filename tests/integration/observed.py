@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from trainables import digits
-from trainables.contract import TrialSession
+from sweeps import TrialSession
 
 
 def train_observed(config: dict[str, Any]) -> None:

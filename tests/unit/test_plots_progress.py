@@ -11,6 +11,8 @@ import pytest
 
 from sweeps.plots import NotEnoughTrials, plot_sweep
 from sweeps.progress import ProgressLines
+from sweeps.protocol import CLOCK_KEY
+from sweeps.schedulers import decision_log
 from sweeps.space import parse_space
 
 PARAMS, _ = parse_space({"lr": "tag(log, interval(1e-4, 0.5))", "hidden": "choice(32, 64)",
@@ -62,33 +64,37 @@ class FakeTTY(io.StringIO):
 
 
 def _drive(view: ProgressLines) -> None:
+    """Trial a is stopped by the scheduler at epoch 1 (its decision is in the log)."""
+    decision_log(view.sweep_dir).append({"trial": "a", "epoch": 1, "value": 0.5,
+                                         "action": "STOP"})
     view.on_trial_start(0, [], TrialRecord("a"))
-    view.on_trial_result(0, [], TrialRecord("a"), {"val_acc": 0.5, "epoch": 1})
-    view.on_trial_complete(0, [], TrialRecord("a", {"epoch": 1}))
+    view.on_trial_result(0, [], TrialRecord("a"), {"val_acc": 0.5, CLOCK_KEY: 1})
+    view.on_trial_complete(0, [], TrialRecord("a", {CLOCK_KEY: 1}))
     view.on_trial_start(0, [], TrialRecord("b"))
 
 
-def test_piped_output_is_plain_lines() -> None:
+def test_piped_output_is_plain_lines(tmp_path) -> None:
     out = io.StringIO()
-    _drive(ProgressLines("val_acc", "max", 3, 9, stream=out))
+    _drive(ProgressLines("val_acc", "max", 3, 9, stream=out, sweep_dir=str(tmp_path)))
     text = out.getvalue()
     assert "\x1b" not in text and "\r" not in text
     assert text.splitlines()[2].endswith("trial a stopped early at epoch 1 | best 0.5 (a)")
 
 
-def test_terminal_gets_a_line_per_running_trial_and_a_bar_redrawn_in_place() -> None:
+def test_terminal_gets_a_line_per_running_trial_and_a_bar_redrawn_in_place(tmp_path) -> None:
     out = FakeTTY()
-    view = ProgressLines("val_acc", "max", 3, 9, stream=out)
+    view = ProgressLines("val_acc", "max", 3, 9, stream=out, sweep_dir=str(tmp_path))
     _drive(view)
-    view.on_trial_result(0, [], TrialRecord("b"), {"val_acc": 0.25, "epoch": 2})
+    view.on_trial_result(0, [], TrialRecord("b"), {"val_acc": 0.25, CLOCK_KEY: 2})
     view.on_trial_start(0, [], TrialRecord("c"))
+    view.on_trial_complete(0, [], TrialRecord("c", {CLOCK_KEY: 4}))  # its loop returned early
     text = out.getvalue()
-    last_block = text.rsplit("\x1b[J", 1)[1].splitlines()
+    last_block = text.rsplit("\x1b[J", 1)[1].splitlines()[1:]  # after c's permanent line
     assert last_block[0] == "  running b: epoch 2/9 val_acc=0.25"
-    assert last_block[1] == "  running c: starting"
-    assert last_block[2].startswith(
-        "  [######..............] 1/3 done, 2 running, 0 pending, 1 stopped | best 0.5 | 0:00")
-    assert "ETA" in last_block[2]
+    assert last_block[1].startswith(
+        "  [#############.......] 2/3 done, 1 running, 0 pending, 1 stopped | best 0.5 | 0:00")
+    assert "ETA" in last_block[1]
+    assert "trial c completed (4 epochs)" in text  # not stopped: nothing stopped it
     # Finished trials are printed once, above the block; epochs are not printed as lines.
     permanent = [ln for ln in text.split("\x1b[J") if "stopped early" in ln]
     assert len(permanent) == 1

@@ -8,6 +8,7 @@ from typing import Any
 
 import pandas as pd
 
+from sweeps.outcome import Objective
 from sweeps.report import summarize
 
 
@@ -36,7 +37,7 @@ def test_tied_best_scores_pick_the_latest_kept_checkpoint(tmp_path) -> None:
     # Train kept 2 checkpoints by score; of the three tied at 1.0 it deleted the oldest.
     history = _history(tmp_path, [0.5, 1.0, 1.0, 1.0], kept={3, 4})
     summary = summarize([Finished(history, str(tmp_path / "t1"), metrics={"trial_id": "t1"})],
-                        metric="score", mode="max", max_epochs=4, param_paths=[])
+                        Objective("score", "max", 4), [])
     assert summary.best["epoch"] == 4
     assert Path(summary.best["checkpoint"]).is_dir()
     assert summary.table.iloc[0]["score"] == 1.0
@@ -45,6 +46,6 @@ def test_tied_best_scores_pick_the_latest_kept_checkpoint(tmp_path) -> None:
 def test_a_deleted_best_checkpoint_falls_back_to_the_best_kept_one(tmp_path) -> None:
     history = _history(tmp_path, [0.9, 0.7, 0.8], kept={2, 3})  # epoch 1's deleted by hand
     summary = summarize([Finished(history, str(tmp_path / "t1"), metrics={"trial_id": "t1"})],
-                        metric="score", mode="max", max_epochs=3, param_paths=[])
+                        Objective("score", "max", 3), [])
     assert (summary.best["epoch"], summary.best["value"]) == (3, 0.8)
     assert summary.table.iloc[0]["score"] == 0.9  # the trial's score is still its best epoch

@@ -10,6 +10,8 @@ import random
 
 import pytest
 
+from sweeps.outcome import Objective
+from sweeps.protocol import CLOCK_KEY
 from sweeps.schedulers import ResumableASHA, ResumableFIFO, ended_trials
 
 
@@ -37,7 +39,8 @@ def _results(seed: int, trials: int = 10, max_t: int = 9):
 
 
 def _asha(directory):
-    s = ResumableASHA(directory, time_attr="epoch", max_t=9, grace_period=1, reduction_factor=3)
+    s = ResumableASHA(directory, Objective("val_acc", "max", 9), grace_period=1,
+                      reduction_factor=3)
     s.set_search_properties("val_acc", "max")
     return s
 
@@ -50,7 +53,7 @@ def _drive(scheduler, stream, trials, stopped):
         trial = trials.setdefault(trial_id, Trial(trial_id))
         if trial_id not in getattr(scheduler, "_trial_info", {trial_id: 0}):
             scheduler.on_trial_add(None, trial)
-        result = {"epoch": epoch, "val_acc": value}
+        result = {CLOCK_KEY: epoch, "val_acc": value}
         trial.last_result = result
         action = scheduler.on_trial_result(None, trial, result)
         decisions.append((trial_id, epoch, action))
@@ -101,7 +104,7 @@ def test_a_trial_that_ended_before_the_crash_is_stopped_on_its_re_report(tmp_pat
     ended = ended_trials(tmp_path)
     assert set(ended) == stopped
     trial_id, epoch, _ = next(d for d in decisions if d[2] == "STOP")
-    assert ended[trial_id]["epoch"] == epoch
+    assert ended[trial_id][CLOCK_KEY] == epoch
     restored = _asha(tmp_path)
     trial = Trial(trial_id)
     restored.on_trial_add(None, trial)
@@ -109,11 +112,11 @@ def test_a_trial_that_ended_before_the_crash_is_stopped_on_its_re_report(tmp_pat
 
 
 def test_fifo_logs_ends_for_resume(tmp_path) -> None:
-    fifo = ResumableFIFO(tmp_path, metric="val_acc")
+    fifo = ResumableFIFO(tmp_path, Objective("val_acc", "max", 9))
     trial = Trial("t0")
     for epoch in (1, 2):
-        assert fifo.on_trial_result(None, trial, {"epoch": epoch, "val_acc": 0.5}) == "CONTINUE"
-    fifo.on_trial_complete(None, trial, {"epoch": 2, "val_acc": 0.5})
-    assert ended_trials(tmp_path) == {"t0": {"epoch": 2, "val_acc": 0.5}}
-    again = ResumableFIFO(tmp_path, metric="val_acc")
-    assert again.on_trial_result(None, trial, {"epoch": 2, "val_acc": 0.5}) == "STOP"
+        assert fifo.on_trial_result(None, trial, {CLOCK_KEY: epoch, "val_acc": 0.5}) == "CONTINUE"
+    fifo.on_trial_complete(None, trial, {CLOCK_KEY: 2, "val_acc": 0.5})
+    assert ended_trials(tmp_path) == {"t0": {CLOCK_KEY: 2, "val_acc": 0.5}}
+    again = ResumableFIFO(tmp_path, Objective("val_acc", "max", 9))
+    assert again.on_trial_result(None, trial, {CLOCK_KEY: 2, "val_acc": 0.5}) == "STOP"

@@ -1,0 +1,33 @@
+"""The trial's Train -> Tune bridge: Ray's ``TuneReportCallback`` plus the trial's clock.
+
+    callbacks=[SweepReportCallback(TrialClock.load(run_dir, "epoch", reports_before(run_dir)))]
+
+Runs in the trial's Ray Train controller and sees every report of the trial, in order, before
+Tune does. It adds ``sweeps_epoch`` and ``sweeps_step`` (``sweeps.clock``) to rank 0's metrics
+and forwards them to the trial's Tune session exactly as Ray's callback does (the checkpoint
+path as ``checkpoint_path``). Nothing else in the loop's metrics changes.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ray.tune.integration.ray_train import TuneReportCallback
+
+from sweeps.clock import TrialClock
+
+__all__ = ["SweepReportCallback"]
+
+
+class SweepReportCallback(TuneReportCallback):
+    """``TuneReportCallback`` that stamps the trial's clock on every result."""
+
+    def __init__(self, clock: TrialClock) -> None:
+        super().__init__()
+        self.clock = clock
+
+    def after_report(self, run_context: Any, metrics: list[dict[str, Any]],
+                     checkpoint: Any) -> None:
+        if metrics:
+            metrics = [self.clock.stamp(metrics[0]), *metrics[1:]]
+        super().after_report(run_context, metrics, checkpoint)
