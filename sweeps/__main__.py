@@ -1,9 +1,16 @@
 """python -m sweeps +experiment=NAME [key=value ...]
 
+    sweeps --config-dir ./conf +experiment=mine sweep.dry_run=true   # the same, installed
+
 Composes ``conf/sweep.yaml`` with the experiment and overrides, checks everything (exit code 2
 with a one-line error naming key, value and fix; Ray is not started), then runs the sweep and
 prints the trial table, the best config and the best checkpoint. ``--help`` and ``--cfg job``
 stay fast: Ray and torch are imported only once a sweep really runs.
+
+Experiments are looked up in ``--config-dir DIR``, then ``hydra.searchpath=[...]`` entries,
+then the built-in ``conf/`` (``sweeps/search_path.py`` says why that differs from plain Hydra);
+``--help`` lists them per entry. The ``sweeps`` console command runs this module exactly as
+``python -m sweeps`` does (the working directory on ``sys.path`` included).
 """
 
 from __future__ import annotations
@@ -14,13 +21,15 @@ import sys
 import hydra
 from omegaconf import DictConfig
 
+from sweeps.compose import PRIMARY, register_primary
 from sweeps.config import register_schema
-from sweeps.paths import CONF_DIR
 
 register_schema()
+register_primary()
 
 
-@hydra.main(version_base=None, config_path=str(CONF_DIR), config_name="sweep")
+# config_path=None: the built-in conf/ comes last in hydra.searchpath (add_builtin_searchpath).
+@hydra.main(version_base=None, config_path=None, config_name=PRIMARY)
 def main(cfg: DictConfig) -> None:
     """Hydra entry: validate, run, report."""
     from sweeps.config import to_config
@@ -36,7 +45,9 @@ def main(cfg: DictConfig) -> None:
         sys.exit(2)
     if sweep_cfg.sweep.dry_run:
         from sweeps.plan import format_plan
+        from sweeps.search_path import remember
 
+        remember(sweep_cfg, _composed_from())
         print(format_plan(prepared))
         return
     try:
@@ -45,25 +56,74 @@ def main(cfg: DictConfig) -> None:
         print(f"sweeps: {exc}", file=sys.stderr)
         sys.exit(exc.exit_code)
     print_result(result, sweep_cfg)
-    if result.best is None:
+    if result.best is None or result.failed:
         sys.exit(1)
 
 
-def _precheck(args: list[str]) -> None:
-    """Catch typos in keys and experiment names with a better message than Hydra's."""
-    from sweeps.errors import ConfigError
-    from sweeps.overrides import check_overrides
+def _composed_from():  # -> sweeps.search_path.Source | None
+    """The file Hydra took ``+experiment`` from: its choice, looked up in its own sources."""
+    from hydra.core.hydra_config import HydraConfig
 
+    from sweeps.search_path import Entry, SearchPath
+
+    runtime = HydraConfig.get().runtime
+    choice = runtime.choices.get("experiment")
+    if not choice:
+        return None
+    entries = tuple(Entry(s.provider, f"{s.schema}://{s.path}") for s in runtime.config_sources
+                    if s.provider not in ("hydra", "schema"))
+    return SearchPath(entries).find(choice)
+
+
+def prepare_argv(argv: list[str]) -> list[str]:
+    """The command line Hydra gets: search spaces quoted, checked, built-in conf appended.
+
+    Exits 2 with one line for an unknown experiment or key, or a missing ``--config-dir``,
+    before Hydra or Ray runs. Records the search path for ``--help`` and error messages.
+
+    Example:
+        >>> prepare_argv(["+experiment=digits"])
+        ["hydra.searchpath=['file:///.../conf']", '+experiment=digits']
+    """
+    from sweeps.errors import ConfigError
+    from sweeps.overrides import add_builtin_searchpath, check_overrides, quote_search_space
+    from sweeps.search_path import activate, from_argv
+
+    argv = quote_search_space(argv)
     try:
-        check_overrides(args)
+        search_path = from_argv(argv)
+        check_overrides(argv, search_path)
     except ConfigError as exc:
         print(f"sweeps: error: {exc}", file=sys.stderr)
         sys.exit(2)
+    activate(search_path)
+    return add_builtin_searchpath(argv)
+
+
+def run() -> None:
+    """``python -m sweeps ...``: prepare ``sys.argv``, then let Hydra run ``main``."""
+    from sweeps.search_path import active
+
+    sys.argv[1:] = prepare_argv(sys.argv[1:])
+    register_primary(active())  # --help then lists the groups of every search-path entry
+    main()
+
+
+def cli() -> None:
+    """``sweeps ...`` (console script): runs this module as ``python -m sweeps`` would.
+
+    ``python -m`` puts the working directory first on ``sys.path`` (trainables next to your
+    configs import from there); a console script does not, so it is added here. The module
+    runs as ``__main__`` (``runpy``) so Hydra sees the same caller and task name.
+    """
+    import os
+    import runpy
+
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    sys.modules.pop("sweeps.__main__", None)  # the script imported it; runpy runs it afresh
+    runpy.run_module("sweeps", run_name="__main__", alter_sys=True)
 
 
 if __name__ == "__main__":
-    from sweeps.overrides import quote_search_space
-
-    sys.argv[1:] = quote_search_space(sys.argv[1:])
-    _precheck(sys.argv[1:])
-    main()
+    run()

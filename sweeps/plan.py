@@ -5,7 +5,9 @@
 Prints the resolved search space (each parameter's distribution and bounds), the scheduler's
 rungs, how many trials run at once on this cluster, and the epochs of compute: the worst case
 (every trial runs ``max_t``) and the ASHA estimate. Everything is validated as for a real run;
-Ray is not started and nothing is written.
+Ray is not started and nothing is written. The second line names the file the experiment came
+from (``--config-dir``, a ``hydra.searchpath`` entry or the built-in ``conf/``), so a user file
+that shadows a built-in one is visible.
 
 The ASHA estimate is successive halving's expectation: every trial trains to the first rung,
 a ``1/reduction_factor`` share of them continues to each next rung, and the survivors of the
@@ -19,8 +21,10 @@ import math
 from dataclasses import dataclass
 
 from sweeps.config import SweepConfig
+from sweeps.search_path import active, source_of
 
-__all__ = ["asha_rungs", "expected_epochs", "EpochBudget", "epoch_budget", "format_plan"]
+__all__ = ["asha_rungs", "expected_epochs", "EpochBudget", "epoch_budget", "format_plan",
+           "source_line"]
 
 
 def asha_rungs(max_t: int, grace_period: int, reduction_factor: int) -> list[int]:
@@ -67,12 +71,29 @@ def epoch_budget(cfg: SweepConfig) -> EpochBudget:
                        n * expected_epochs(s.max_t, rungs, s.reduction_factor))
 
 
+def source_line(cfg: SweepConfig) -> str:
+    """Which file the experiment came from, as recorded when it was composed.
+
+    Falls back to looking ``experiment.name`` up in the active search path (a config built in
+    Python without ``sweeps.compose``).
+
+    Example:
+        >>> source_line(compose("digits"))
+        'experiment digits from /.../conf/experiment/digits.yaml (built-in)'
+    """
+    source = source_of(cfg) or active().find(cfg.experiment.name)
+    if source is None:
+        return f"experiment {cfg.experiment.name} (not composed from an experiment file)"
+    return source.describe()
+
+
 def format_plan(prepared) -> str:  # prepared: sweeps.runner.Prepared
     """The dry-run report as plain text."""
     cfg = prepared.cfg
     s, budget = cfg.scheduler, epoch_budget(cfg)
     width = max((len(p.path) for p in prepared.params), default=0)
     lines = [f"plan for sweep {cfg.sweep.name} (dry run: Ray not started, nothing written)",
+             f"  {source_line(cfg)}",
              f"  trainable {cfg.experiment.trainable}, {cfg.experiment.mode}imize "
              f"{cfg.experiment.metric}",
              f"  search {cfg.search.algorithm}, {cfg.search.num_samples} trials, seed "

@@ -62,3 +62,45 @@ def test_cli_runs_a_sweep_and_prints_the_best(tmp_path) -> None:
     assert {r.data.tags["mlflow.parentRunId"] for r in children} == {parent[0].info.run_id}
     assert {r.info.status for r in runs} == {"FINISHED"}
     assert f"mlflow: sqlite:///{tmp_path / 'mlflow.db'}" in proc.stdout
+
+
+USER_EXPERIMENT = """# @package _global_
+# python -m sweeps --config-dir ../project/conf +experiment={name}
+experiment:
+  name: {name}
+  trainable: mytrain:train_func
+  metric: loss
+  mode: min
+  params: {{lr: 0.05}}
+  search_space:
+    lr: interval(0.01, 0.1)
+"""
+
+
+@pytest.mark.parametrize(
+    ("args", "name", "where"),
+    [(["--config-dir", "../project/conf", "+experiment=mine"], "mine", "--config-dir"),
+     (["-cd", "../project/conf", "+experiment=digits"], "digits", "--config-dir"),
+     (["hydra.searchpath=[file://../project/conf]", "+experiment=digits"], "digits",
+      "hydra.searchpath")],
+)
+def test_cli_dry_run_of_a_user_experiment_from_another_directory(tmp_path, args, name,
+                                                                 where) -> None:
+    """Configs in ../project/conf, trainable in the working directory; a user digits.yaml
+    shadows the built-in one. No Ray."""
+    conf = tmp_path / "project" / "conf"
+    (conf / "experiment").mkdir(parents=True)
+    for exp in ("mine", "digits"):
+        (conf / "experiment" / f"{exp}.yaml").write_text(USER_EXPERIMENT.format(name=f"u_{exp}"))
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "mytrain.py").write_text("def train_func(config):\n    return None\n")
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "RAY_ADDRESS": ""}
+    proc = subprocess.run([sys.executable, "-m", "sweeps", *args, "sweep.dry_run=true",
+                           "ray.num_cpus=2"], cwd=work, env=env, capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert f"plan for sweep u_{name} (dry run" in proc.stdout
+    assert "trainable mytrain:train_func, minimize loss" in proc.stdout
+    assert (f"  experiment {name} from {conf}/experiment/{name}.yaml ({where})"
+            in proc.stdout.splitlines())

@@ -75,3 +75,52 @@ def test_cli_dry_run_with_a_broken_config_fails_like_a_real_run(tmp_path) -> Non
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2
     assert "scheduler.max_t: 0 must be >= 1" in proc.stderr
+
+
+USER_DIGITS = """# @package _global_
+# python -m sweeps --config-dir conf +experiment=digits
+experiment:
+  name: my_digits
+  trainable: trainables.digits:train_mlp
+  metric: val_acc
+  mode: max
+  params: {lr: 0.05}
+  search_space:
+    lr: interval(0.01, 0.1)
+"""
+
+
+@pytest.mark.parametrize(
+    ("config_dir", "overrides", "where"),
+    [(None, [], "{conf}/experiment/digits.yaml (built-in)"),
+     ("user", [], "{t}/user/experiment/digits.yaml (--config-dir)"),
+     (None, ["hydra.searchpath=[file://user]"], "{t}/user/experiment/digits.yaml "
+                                                "(hydra.searchpath)")],
+)
+def test_plan_names_the_file_the_experiment_came_from(tmp_path, config_dir, overrides,
+                                                      where) -> None:
+    from sweeps.paths import CONF_DIR
+
+    (tmp_path / "user" / "experiment").mkdir(parents=True)
+    (tmp_path / "user" / "experiment" / "digits.yaml").write_text(USER_DIGITS)
+    cfg = compose("digits", [*overrides, "ray.num_cpus=2", "ray.num_gpus=0"],
+                  config_dir=config_dir)
+    lines = format_plan(prepare(cfg)).splitlines()
+    assert lines[1] == "  experiment digits from " + where.format(t=tmp_path, conf=CONF_DIR)
+
+
+def test_cli_dry_run_with_a_config_dir_elsewhere(tmp_path) -> None:
+    conf = tmp_path / "project" / "conf"
+    (conf / "experiment").mkdir(parents=True)
+    (conf / "experiment" / "digits.yaml").write_text(USER_DIGITS)
+    (tmp_path / "run").mkdir()
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "RAY_ADDRESS": ""}
+    proc = subprocess.run([sys.executable, "-m", "sweeps", "--config-dir", "../project/conf",
+                           "+experiment=digits", "sweep.dry_run=true", "ray.num_cpus=2"],
+                          cwd=tmp_path / "run", env=env, capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "plan for sweep my_digits" in proc.stdout
+    assert (f"  experiment digits from {conf}/experiment/digits.yaml (--config-dir)"
+            in proc.stdout.splitlines())
+    assert list((tmp_path / "run").iterdir()) == []
