@@ -76,15 +76,18 @@ def load_model(directory: str | Path) -> Any:
     return model.eval()
 
 
-def model_form(checkpoint: str | Path, loader: str | None) -> str:
+def model_form(checkpoint: str | Path | None, loader: str | None) -> str:
     """How a best checkpoint goes to MLflow: ``sweeps`` (this format: rebuilt and logged as a
-    model), ``loader`` (``experiment.model_loader`` rebuilds it), or ``files`` (a loop's own
-    format that sweeps cannot rebuild: the directory's files are logged as they are).
+    model), ``loader`` (``experiment.model_loader`` rebuilds it), ``files`` (a loop's own
+    format that sweeps cannot rebuild: the directory's files are logged as they are), or
+    ``none`` (the loop saved no checkpoint).
 
     Example:
         >>> model_form("/nonexistent", None), model_form("/nonexistent", "pkg.mod:load")
         ('files', 'loader')
     """
+    if not checkpoint:
+        return "none"
     if loader:
         return "loader"
     return "sweeps" if (Path(checkpoint) / CHECKPOINT_FILE).is_file() else "files"

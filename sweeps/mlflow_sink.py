@@ -268,6 +268,8 @@ class MLflowSink:
 
         form = best.get("model_form") or model_form(best["checkpoint"], self.model_loader)
         run_id = self.run_id(best["trial_id"])
+        if form == "none":
+            return
         if form == "files":
             self.client.log_artifacts(run_id, best["checkpoint"], "best_checkpoint")
             self.client.set_tag(run_id, "sweeps.best_checkpoint", "best_checkpoint/")

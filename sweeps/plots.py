@@ -71,6 +71,8 @@ def learning_curves(table: pd.DataFrame, histories: dict[str, pd.DataFrame], met
     ax = fig.subplots()
     status = dict(zip(table["trial_id"], table["status"], strict=False))
     for trial_id, df in histories.items():
+        if metric not in df:  # a trial that never reported it (failed): nothing to draw
+            continue
         df = df.dropna(subset=[metric])
         x = df[CLOCK_KEY] if CLOCK_KEY in df else (df["epoch"] if "epoch" in df
                                                    else range(1, len(df) + 1))

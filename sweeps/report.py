@@ -74,6 +74,10 @@ def _trial_row(result: Any, objective: Objective, verdicts: dict[str, Verdict],
         return row, None, failure
     pick = history[metric].idxmax() if mode == "max" else history[metric].idxmin()
     row.update({metric: float(history.loc[pick, metric]), "epochs": epochs, "status": status})
+    pick_clock = history.loc[pick, clock_col] if clock_col else len(history)
+    no_checkpoint = {"trial_id": trial_id, "metric": metric, "value": row[metric],
+                     "epoch": int(math.ceil(float(pick_clock))), "checkpoint": None,
+                     "config": result.config}
     with_ckpt = history.dropna(subset=[CHECKPOINT_KEY]) if CHECKPOINT_KEY in history else None
     best = None
     if with_ckpt is not None:
@@ -89,7 +93,7 @@ def _trial_row(result: Any, objective: Objective, verdicts: dict[str, Verdict],
                 "epoch": int(math.ceil(float(at_clock))),
                 "checkpoint": str(with_ckpt.loc[at, CHECKPOINT_KEY]),
                 "config": result.config}
-    return row, best, failure
+    return row, best or no_checkpoint, failure
 
 
 def _kept(path: Any) -> bool:
@@ -117,9 +121,11 @@ def summarize(results: Any, objective: Objective, param_paths: list[str],
                                   na_position="last")
         table = table.reset_index(drop=True)
     best = None
-    if bests:
+    # The best checkpointed epoch; a sweep whose loop saves no checkpoint still has a best trial.
+    candidates = [b for b in bests if b["checkpoint"]] or bests
+    if candidates:
         pick = max if objective.mode == "max" else min
-        best = pick(bests, key=lambda b: b["value"])
+        best = pick(candidates, key=lambda b: b["value"])
     return Summary(table=table, best=best, failed=failed)
 
 

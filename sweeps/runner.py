@@ -410,6 +410,22 @@ def _plots(prep: Prepared, summary: Summary, results: Any) -> tuple[list[Path] |
         return None, f"plots failed: {exc}"
 
 
+def _search_args() -> str:
+    """The config search path of this command as CLI arguments (for the rerun line), so a
+    user's experiment is found again: ``--config-dir DIR`` and ``hydra.searchpath=[...]``."""
+    import shlex
+
+    from sweeps.search_path import active
+
+    entries = [e for e in active().entries if e.label != "built-in"]
+    dirs = [e.path.removeprefix("file://") for e in entries if e.label == "--config-dir"]
+    extra = [e.path for e in entries if e.label != "--config-dir"]
+    parts = [f"--config-dir {shlex.quote(d)}" for d in dirs[:1]]
+    if extra:
+        parts.append(shlex.quote(f"hydra.searchpath=[{','.join(extra)}]"))
+    return "".join(f"{p} " for p in parts)
+
+
 def print_result(result: SweepResult, cfg: SweepConfig) -> None:
     """The end-of-sweep report on stdout: table, best config, best checkpoint."""
     from sweeps.report import best_overrides, format_table
@@ -419,8 +435,9 @@ def print_result(result: SweepResult, cfg: SweepConfig) -> None:
     if result.failed:
         print(f"\n{len(result.failed)} trial(s) failed:")
         for trial_id, reason in result.failed.items():
-            print(f"  {trial_id}: {reason}  ({result.sweep_dir / trial_id / 'error.txt'} when "
-                  "the loop raised)")
+            error_file = result.sweep_dir / trial_id / "error.txt"
+            print(f"  {trial_id}: {reason}" + (f"  (traceback: {error_file})"
+                                                if error_file.is_file() else ""))
     if result.unread_keys:
         print(f"\nwarning: the training loop never read the searched key(s) "
               f"{', '.join(result.unread_keys)}: the search changed nothing for them")
@@ -430,12 +447,14 @@ def print_result(result: SweepResult, cfg: SweepConfig) -> None:
               f"{result.sweep_dir}")
         return
     overrides = best_overrides(best["config"])
+    checkpoint = (f"{best['checkpoint']}  (sweeps.load_best('{result.sweep_dir}'))"
+                  if best["checkpoint"] else "none (the training loop saved no checkpoint)")
     print(f"\nbest trial {best['trial_id']}: {metric}={best['value']:.4f} at epoch "
           f"{best['epoch']}\n  best config as Hydra overrides: {overrides}"
-          f"\n  rerun it alone: python -m sweeps +experiment={cfg.experiment.name} "
-          f"search=random search.num_samples=1 scheduler=none sweep.name={cfg.sweep.name}_best "
-          f"{overrides}"
-          f"\n  checkpoint: {best['checkpoint']}  (sweeps.load_best('{result.sweep_dir}'))"
+          f"\n  rerun it alone: python -m sweeps {_search_args()}+experiment="
+          f"{cfg.experiment.name} search=random search.num_samples=1 scheduler=none "
+          f"sweep.name={cfg.sweep.name}_best {overrides}"
+          f"\n  checkpoint: {checkpoint}"
           f"\n  summary: {result.sweep_dir / 'summary.csv'} (and .parquet)")
     if result.plots:
         print(f"  plots: {', '.join(str(p) for p in result.plots)}")
@@ -447,7 +466,9 @@ def print_result(result: SweepResult, cfg: SweepConfig) -> None:
         print(f"  mlflow: {result.tracking_uri} ({hint})")
         model = cfg.tracking.model_name or cfg.experiment.name
         form = best.get("model_form")
-        if form == "files":
+        if form == "none":
+            pass
+        elif form == "files":
             print("  best checkpoint: logged to MLflow as files (best_checkpoint/ in the best "
                   "trial's run); sweeps cannot rebuild the loop's own format, set "
                   "experiment.model_loader to register it as a model")

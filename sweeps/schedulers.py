@@ -47,6 +47,11 @@ LOG_NAME = "scheduler"
 _AUTO = NOT_METRICS - {"epoch", CLOCK_KEY}  # Tune's bookkeeping (the clock is the sweep's own)
 
 
+def _reported(key: str) -> bool:
+    """Whether a result key is one the loop reported (not Tune's or the sweep's bookkeeping)."""
+    return key not in _AUTO and not key.startswith(("sweeps_", "config/"))
+
+
 def decision_log(sweep_dir: str | Path) -> Journal:
     """The scheduler's log in ``<sweep dir>/state``."""
     return Journal(Path(sweep_dir) / "state", LOG_NAME)
@@ -147,7 +152,7 @@ class _Logged:
         clock = result.get(CLOCK_KEY, 0)
         if trial_id in self._seen or clock < self._first_judgement:
             return result, None
-        keys = sorted(k for k in result if k not in _AUTO and not k.startswith("sweeps_"))
+        keys = sorted(k for k in result if _reported(k))
         return result, (f"never reported {metric} (experiment.metric) by epoch {clock:g}; it "
                         f"reported: {', '.join(keys) or 'nothing'}. Report it with "
                         f"ray.train.report({{'{metric}': ...}}), or set experiment.metric to "
@@ -166,7 +171,7 @@ class _Logged:
                                          for r in self.log.records()):
             return {}
         result = result or {}
-        keys = sorted(k for k in result if k not in _AUTO and not k.startswith("sweeps_"))
+        keys = sorted(k for k in result if _reported(k))
         return {"error": f"never reported {self._objective.metric} (experiment.metric); it "
                          f"reported: {', '.join(keys) or 'nothing'}"}
 

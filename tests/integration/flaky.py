@@ -10,8 +10,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from trainables import digits
 from sweeps import TrialSession
+from trainables import digits
 
 
 def train_crash_once(config: dict[str, Any]) -> None:

@@ -15,8 +15,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from trainables import digits
 from sweeps import TrialSession
+from trainables import digits
 
 
 def train_observed(config: dict[str, Any]) -> None:

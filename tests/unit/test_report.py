@@ -49,3 +49,18 @@ def test_a_deleted_best_checkpoint_falls_back_to_the_best_kept_one(tmp_path) -> 
                         Objective("score", "max", 3), [])
     assert (summary.best["epoch"], summary.best["value"]) == (3, 0.8)
     assert summary.table.iloc[0]["score"] == 0.9  # the trial's score is still its best epoch
+
+
+def test_a_loop_without_checkpoints_still_has_a_best_trial(tmp_path) -> None:
+    history = pd.DataFrame({"epoch": [0, 1, 2], "score": [0.5, float("nan"), 0.7]})
+    summary = summarize([Finished(history, str(tmp_path / "t1"), metrics={"trial_id": "t1"})],
+                        Objective("score", "max", 3), [])
+    assert summary.best["value"] == 0.7 and summary.best["checkpoint"] is None
+    assert summary.table.iloc[0]["status"] == "completed"
+
+
+def test_all_nan_metrics_score_nan_without_crashing(tmp_path) -> None:
+    history = pd.DataFrame({"epoch": [1, 2], "score": [float("nan"), float("nan")]})
+    summary = summarize([Finished(history, str(tmp_path / "t1"), metrics={"trial_id": "t1"})],
+                        Objective("score", "max", 3), [])
+    assert summary.best is None and pd.isna(summary.table.iloc[0]["score"])
