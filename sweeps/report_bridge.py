@@ -3,9 +3,11 @@
     callbacks=[SweepReportCallback(TrialClock.load(run_dir, "epoch", reports_before(run_dir)))]
 
 Runs in the trial's Ray Train controller and sees every report of the trial, in order, before
-Tune does. It adds ``sweeps_epoch`` and ``sweeps_step`` (``sweeps.clock``) to rank 0's metrics
-and forwards them to the trial's Tune session exactly as Ray's callback does (the checkpoint
-path as ``checkpoint_path``). Nothing else in the loop's metrics changes.
+Tune does (right after Train registered its checkpoint). It adds ``sweeps_epoch`` and
+``sweeps_step`` (``sweeps.clock``) to rank 0's metrics, appends the report to the trial's
+durable report log (``sweeps.report_log``: what a resumed trial hands Tune again), and forwards
+it to the trial's Tune session exactly as Ray's callback does (the checkpoint path as
+``checkpoint_path``). Nothing else in the loop's metrics changes.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from typing import Any
 
 from ray.tune.integration.ray_train import TuneReportCallback
 
+from sweeps import report_log
 from sweeps.clock import TrialClock
 
 __all__ = ["SweepReportCallback"]
@@ -30,4 +33,7 @@ class SweepReportCallback(TuneReportCallback):
                      checkpoint: Any) -> None:
         if metrics:
             metrics = [self.clock.stamp(metrics[0]), *metrics[1:]]
+            if self.clock.run_dir is not None:
+                report_log.append(self.clock.run_dir, metrics[0], self.clock.count,
+                                  checkpoint.path if checkpoint else None)
         super().after_report(run_context, metrics, checkpoint)

@@ -37,15 +37,12 @@ class TrialSession:
         import ray.train.torch
 
         from sweeps.context import in_trial, trial_context
-        from sweeps.protocol import REPORTS_FILE, run_file
 
         self.params: dict[str, Any] = config
-        self._reports_path: str | None = None  # rank 0's durable report log
         if in_trial():
             ctx = trial_context()
             self.max_epochs, self.checkpoint_every = ctx.max_epochs, ctx.checkpoint_every
             self.seed = ctx.seed
-            self._reports_path = str(run_file(ctx.run_dir, REPORTS_FILE))
         else:
             self.max_epochs = int(max_epochs or config.get("epochs", 1))
             self.checkpoint_every, self.seed = 1, int(config.get("seed", 0))
@@ -116,8 +113,6 @@ class TrialSession:
         from sweeps.checkpoint import save_checkpoint
 
         due = epoch % self.checkpoint_every == 0 or epoch == self.max_epochs
-        if self.rank == 0 and self._reports_path:
-            _append_durably(self._reports_path, metrics)
         if not due:
             ray.train.report(metrics)
             return
@@ -149,18 +144,6 @@ class TrialSession:
                 tensor = tensor.to(self.device)
             dist.all_reduce(tensor)
         return tensor.cpu().tolist()
-
-
-def _append_durably(path: str, metrics: dict[str, Any]) -> None:
-    """One JSON line per reported epoch, fsync'ed: if the sweep dies before Tune sees this
-    report, the resumed trial hands it to Tune from here (``sweeps.trial``)."""
-    import json
-    import os
-
-    with open(path, "a") as f:
-        f.write(json.dumps(metrics, default=float) + "\n")
-        f.flush()
-        os.fsync(f.fileno())
 
 
 def _unwrap(model: Any) -> Any:

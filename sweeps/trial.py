@@ -22,7 +22,6 @@ from pathlib import Path
 from typing import Any
 
 from sweeps.context import TrialContext
-from sweeps.protocol import REPORTS_FILE
 from sweeps.space import deep_merge, unflatten
 
 __all__ = ["TrialPlan", "run_trial", "trainer_class", "HEALTH_CHECK_ENV"]
@@ -141,6 +140,7 @@ def run_trial(sampled: dict[str, Any], plan: TrialPlan) -> None:
         # final result again so Tune and the scheduler close it; train nothing.
         tune.report(dict(plan.ended[trial_id]))
         return
+    from sweeps import report_log
     from sweeps.train_runs import claim_run, latest_checkpoint, repair_run
 
     config = plan.worker_config(sampled)
@@ -148,10 +148,11 @@ def run_trial(sampled: dict[str, Any], plan: TrialPlan) -> None:
     for note in claim_run(run_dir, config) + repair_run(run_dir):
         log.warning(note)
     latest = latest_checkpoint(run_dir)
-    clock = TrialClock.load(run_dir, plan.time_attr, latest[2] if latest else 0)
+    restored = report_log.restored_count(run_dir)
+    clock = TrialClock.load(run_dir, plan.time_attr,
+                            restored if restored is not None else latest[2] if latest else 0)
     for metrics in unseen_reports(run_dir, Path(plan.train_storage).parent, trial_id):
-        # epochs trained and checkpointed that Tune never saw (already counted by the clock)
-        tune.report(clock.stamp(metrics, advance=False))
+        tune.report(metrics)  # trained and checkpointed before an interruption; Tune never saw
     # Read by the Train controller this process starts (Ray propagates RAY_TRAIN_* env vars).
     os.environ[HEALTH_CHECK_ENV] = str(plan.poll_interval_s)
     attempt_s, start_failures = start_limits(plan.start_timeout_s)
@@ -195,37 +196,17 @@ def start_limits(start_timeout_s: float) -> tuple[float, int]:
 
 def unseen_reports(run_dir: Path, sweep_dir: Path, trial_id: str) -> list[dict[str, Any]]:
     """Reports the trial made before an interruption that never reached Tune (its scheduler
-    log has no judgement of them) and that its checkpoint covers, oldest first.
+    log has no judgement of them) and that its restored checkpoint covers, oldest first.
 
-    Train workers run ahead of Tune: when the sweep driver dies, the last epochs may be trained
-    and checkpointed but unseen by Tune. Re-reporting them before training resumes lets ASHA
-    judge them (and stop the trial at a rung it would otherwise skip) and MLflow log them.
+    Re-reporting them before training resumes lets ASHA judge them (and stop the trial at a
+    rung it would otherwise skip) and MLflow log them (``sweeps.report_log``).
     """
-    import json
-
+    from sweeps import report_log
     from sweeps.schedulers import decision_log
-    from sweeps.train_runs import latest_checkpoint
 
-    reports = run_dir / REPORTS_FILE
-    latest = latest_checkpoint(run_dir)
-    try:
-        restored = int(latest[1]["epoch"]) if latest else 0
-    except (KeyError, TypeError, ValueError):
-        return []
-    if not reports.is_file() or restored == 0:
-        return []
-    judged = max((int(r.get("epoch") or 0) for r in decision_log(sweep_dir).records()
-                  if r.get("trial") == trial_id), default=0)
-    unseen: dict[int, dict[str, Any]] = {}
-    for line in reports.read_text().splitlines():
-        try:
-            metrics = json.loads(line)
-        except ValueError:  # torn last line
-            continue
-        epoch = int(metrics.get("epoch", 0))
-        if judged < epoch <= restored:
-            unseen.setdefault(epoch, metrics)
-    return [unseen[e] for e in sorted(unseen)]
+    judged = max((float(r.get("epoch") or 0) for r in decision_log(sweep_dir).records()
+                  if r.get("trial") == trial_id), default=0.0)
+    return report_log.unseen(run_dir, judged)
 
 
 def _wait_for_last_report(timeout_s: float = 5.0) -> None:

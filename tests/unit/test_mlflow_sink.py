@@ -130,3 +130,52 @@ def test_resumed_sweep_reopens_the_same_parent_run(sink, tmp_path) -> None:
     assert parent.data.tags["sweeps.starts"] == "2"
     assert parent.data.params == {"a": "1"}  # params are the first start's; no conflict
     assert len(again.client.search_runs([sink.state["experiment_id"]])) == 1
+
+
+def test_a_loss_and_then_the_validation_metric_at_the_same_epoch_are_both_kept(sink) -> None:
+    sink.apply({"op": "trial_start", "trial": "t1", "params": {}, "ts": 2})
+    sink.apply({"op": "metrics", "trial": "t1", "step": 1, "ts": 10, "values": {"loss": 0.9}})
+    sink.apply({"op": "metrics", "trial": "t1", "step": 1, "ts": 11,
+                "values": {"loss": 0.8, "val_acc": 0.7}})
+    assert [m.value for m in sink.client.get_metric_history(sink.run_id("t1"), "loss")] == [0.9]
+    assert [m.value for m in sink.client.get_metric_history(sink.run_id("t1"),
+                                                            "val_acc")] == [0.7]
+
+
+def _end_with_best(sink, checkpoint, **best) -> None:
+    sink.apply({"op": "trial_start", "trial": "t1", "params": {}, "ts": 2})
+    sink.apply({"op": "trial_end", "trial": "t1", "status": "FINISHED", "ts": 3,
+                "run_name": "t1 stopped@3", "tags": {"sweeps.status": "stopped"}})
+    sink.apply({"op": "sweep_end", "summary_csv": None, "status": "FINISHED", "tags": {},
+                "ts": 4, "best": {"trial_id": "t1", "metric": "acc", "value": 0.9, "epoch": 3,
+                                  "checkpoint": str(checkpoint), **best}})
+
+
+def test_a_loops_own_checkpoint_is_logged_as_files_on_the_best_run(sink, tmp_path) -> None:
+    checkpoint = tmp_path / "ckpt"
+    checkpoint.mkdir()
+    (checkpoint / "model.pt").write_bytes(b"weights")
+    _end_with_best(sink, checkpoint, model_form="files")
+    run = sink.client.get_run(sink.run_id("t1"))
+    assert run.info.run_name == "t1 best" and run.data.tags["sweeps.best"] == "true"
+    assert run.info.status == "FINISHED"  # a stopped trial is not drawn as a failure
+    files = [a.path for a in sink.client.list_artifacts(run.info.run_id, "best_checkpoint")]
+    assert files == ["best_checkpoint/model.pt"]
+    assert sink.state["model_logged"].endswith("/best_checkpoint")
+
+
+def test_a_model_loader_registers_the_loops_checkpoint_as_a_model(tmp_path) -> None:
+    import mlflow.pytorch
+    import torch
+
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    sink = MLflowSink(uri, "unit", tmp_path, model_name="mine",
+                      model_loader="tests.unit.loaders:linear_from_checkpoint")
+    sink.apply({"op": "sweep_start", "sweep_name": "sw", "sweep_uid": "uid1", "params": {},
+                "config_yaml": "", "search_space": {}, "tags": {}, "ts": 1})
+    checkpoint = tmp_path / "ckpt"
+    checkpoint.mkdir()
+    torch.save(torch.nn.Linear(3, 2).state_dict(), checkpoint / "weights.pt")
+    _end_with_best(sink, checkpoint, model_form="loader")
+    model = mlflow.pytorch.load_model("models:/mine/1")
+    assert model(torch.zeros(1, 3)).shape == (1, 2)

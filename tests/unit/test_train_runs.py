@@ -91,16 +91,37 @@ def test_run_of_another_trial_with_the_same_id_is_moved_aside(tmp_path) -> None:
 
 
 def test_reports_tune_never_saw_are_found_up_to_the_checkpoint(tmp_path) -> None:
+    from sweeps import report_log
+    from sweeps.protocol import CLOCK_KEY, REPORTS_FILE
     from sweeps.schedulers import decision_log
-    from sweeps.trial import REPORTS_FILE, unseen_reports
+    from sweeps.trial import unseen_reports
 
     sweep = tmp_path
     run = _run(tmp_path, epochs=(1, 2, 3))
-    lines = [json.dumps({"epoch": e, "val_acc": e / 10}) for e in (1, 2, 3, 4)]
-    (run / REPORTS_FILE).write_text("\n".join(lines) + '\n{"epoch": 5, "val')  # torn last
+    for epoch in (1, 2, 3, 4):  # epoch 4 was reported, but its checkpoint is not registered
+        report_log.append(run, {"epoch": epoch, CLOCK_KEY: epoch, "val_acc": epoch / 10},
+                          n=epoch, checkpoint=str(run / f"checkpoint_epoch_{epoch:04d}"))
+    with open(run / REPORTS_FILE, "a") as f:
+        f.write('{"epoch": 5, "val')  # torn last line
     decision_log(sweep).append({"trial": run.name, "epoch": 1, "value": 0.1})
     decision_log(sweep).append({"trial": "other", "epoch": 3, "value": 0.1})
     # Tune judged epoch 1; epochs 2-3 are checkpointed but unseen; 4 will be trained again.
-    assert [m["epoch"] for m in unseen_reports(run, sweep, run.name)] == [2, 3]
+    unseen = unseen_reports(run, sweep, run.name)
+    assert [m["epoch"] for m in unseen] == [2, 3] and "n" not in unseen[0]
+    assert unseen[1]["checkpoint_path"].endswith("checkpoint_epoch_0003")
+    assert report_log.restored_count(run) == 3  # the clock's report count resumes from here
     decision_log(sweep).append({"trial": run.name, "epoch": 3, "value": 0.3})
     assert unseen_reports(run, sweep, run.name) == []
+
+
+def test_a_report_made_again_after_a_restore_replaces_the_first(tmp_path) -> None:
+    from sweeps import report_log
+    from sweeps.protocol import CLOCK_KEY
+    from sweeps.trial import unseen_reports
+
+    run = _run(tmp_path, epochs=(1, 2))
+    ckpt = {e: str(run / f"checkpoint_epoch_{e:04d}") for e in (1, 2)}
+    report_log.append(run, {CLOCK_KEY: 1, "v": "first"}, n=1, checkpoint=ckpt[1])
+    report_log.append(run, {CLOCK_KEY: 2, "v": "lost"}, n=2, checkpoint=None)  # crashed here
+    report_log.append(run, {CLOCK_KEY: 2, "v": "again"}, n=2, checkpoint=ckpt[2])
+    assert [m["v"] for m in unseen_reports(run, tmp_path, run.name)] == ["first", "again"]
