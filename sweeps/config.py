@@ -133,6 +133,17 @@ class RaySection:
     address: str | None = None  # "auto" or "ray://host:10001" to use a running cluster
     num_cpus: int | None = None  # local instance only; None: all cores
     num_gpus: int | None = None  # local instance only; None: all visible GPUs
+    # The code the workers import (your trainable's module and its helpers), shipped as Ray's
+    # runtime_env working_dir (sweeps/code_shipping.py). null: the current directory when
+    # ray.address is set; nothing on a local instance (its workers already import from the
+    # current directory). A path (or a URI such as s3://bucket/code.zip) ships that instead,
+    # locally too. "none" ships nothing (the cluster has your code installed).
+    working_dir: str | None = None
+    py_modules: list[str] = field(default_factory=list)  # more local package dirs to ship
+    # gitignore-style patterns not shipped, on top of code_shipping.DEFAULT_EXCLUDES (.git,
+    # .venv, __pycache__, outputs/, multirun/, mlruns/, mlflow.db, ...), .gitignore and
+    # .rayignore; "!outputs/" ships a default-excluded path after all
+    excludes: list[str] = field(default_factory=list)
 
 
 @dataclass

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from sweeps.code_shipping import check_shipping, runtime_env
 from sweeps.config import SweepConfig, validate
 from sweeps.errors import ConfigError, SweepError
 from sweeps.resources import ResourcePlan, local_cluster_totals, plan_resources
@@ -103,12 +104,17 @@ def _ray_connected() -> bool:
 
 
 def _cluster_totals(cfg: SweepConfig) -> tuple[float, float]:
-    """(CPUs, GPUs) of the cluster the sweep will use, joining it if it already runs."""
+    """(CPUs, GPUs) of the cluster the sweep will use, joining it if it already runs.
+
+    Joining ships the user's code (``ray.working_dir``, ``ray.py_modules``) with the job's
+    runtime env, which every worker of the sweep inherits (``sweeps.code_shipping``).
+    """
     if _ray_connected() or cfg.ray.address:
         import ray
 
         if not ray.is_initialized():
-            ray.init(address=cfg.ray.address, log_to_driver=cfg.sweep.verbose)
+            ray.init(address=cfg.ray.address, log_to_driver=cfg.sweep.verbose,
+                     runtime_env=runtime_env(cfg))
         totals = ray.cluster_resources()
         return float(totals.get("CPU", 0)), float(totals.get("GPU", 0))
     return local_cluster_totals(cfg.ray)
@@ -122,6 +128,7 @@ def prepare(cfg: SweepConfig) -> Prepared:
     leaves it again if a check fails. Ray is not even imported otherwise (dry runs stay fast).
     """
     validate(cfg)
+    check_shipping(cfg)  # code to ship exists and fits Ray's upload limit (before Ray starts)
     params, constants = parse_space(cfg.experiment.search_space)
     if not params and cfg.search.algorithm == "tpe":
         raise ConfigError("experiment.search_space", dict(cfg.experiment.search_space),
@@ -154,13 +161,19 @@ def prepare(cfg: SweepConfig) -> Prepared:
 
 
 def _start_ray(cfg: SweepConfig, resources: ResourcePlan) -> bool:
-    """Start a private local Ray instance unless one is connected; True if started here."""
+    """Start a private local Ray instance unless one is connected; True if started here.
+
+    Its workers import the user's modules from the current directory (Ray puts the driver's
+    cwd on their ``sys.path``); code is shipped only when ``ray.working_dir`` or
+    ``ray.py_modules`` names some (with a working_dir, Ray adds that instead of the cwd).
+    """
     import ray
 
     if ray.is_initialized():
         return False
     ray.init(num_cpus=int(resources.cluster_cpus), num_gpus=int(resources.cluster_gpus),
              include_dashboard=False, log_to_driver=cfg.sweep.verbose,
+             runtime_env=runtime_env(cfg),
              logging_level=logging.INFO if cfg.sweep.verbose else logging.WARNING,
              configure_logging=cfg.sweep.verbose)
     return True
