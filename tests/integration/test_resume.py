@@ -84,18 +84,23 @@ class Sweep:
         self._reap()
 
     def _reap(self) -> None:
-        # Ray's agents of the dead driver's instance outlive it; end them (same group).
-        try:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        # Its trial actors and Train workers (own process groups) die once their raylet is
-        # gone, but may write a checkpoint first: wait for them, as a user's restart would.
-        deadline = time.monotonic() + 30
-        while _pids_titled(*TRIAL_PROCESSES) and time.monotonic() < deadline:
-            time.sleep(0.2)
-        for pid in _pids_titled(*TRIAL_PROCESSES):
-            os.kill(pid, signal.SIGKILL)
+        reap(self.proc)
+
+
+def reap(proc: subprocess.Popen) -> None:
+    """End what a killed sweep driver left behind, as a user's restart would find it."""
+    # Ray's agents of the dead driver's instance outlive it; end them (same group).
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    # Its trial actors and Train workers (own process groups) die once their raylet is
+    # gone, but may write a checkpoint first: wait for them, as a user's restart would.
+    deadline = time.monotonic() + 30
+    while _pids_titled(*TRIAL_PROCESSES) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    for pid in _pids_titled(*TRIAL_PROCESSES):
+        os.kill(pid, signal.SIGKILL)
 
 
 def _wait_for(predicate, proc: subprocess.Popen | None = None, timeout: float = 600) -> bool:

@@ -21,6 +21,7 @@ import pandas as pd
 import pytest
 
 from tests.conftest import ROOT
+from tests.integration.test_resume import reap
 
 pytestmark = pytest.mark.slow
 
@@ -144,7 +145,7 @@ def test_docs_loop_from_a_user_project_resumes_after_kill9_with_its_own_checkpoi
         time.sleep(0.2)
     first.send_signal(signal.SIGKILL)  # the sweep driver alone, as an OOM kill would
     first.wait(30)
-    _reap(first)
+    reap(first)  # what the killed driver left, as a user's restart would find it
     second = subprocess.run(args, cwd=project, env=_env(), capture_output=True, text=True,
                             timeout=600)
     assert second.returncode == 0, second.stdout[-3000:] + second.stderr[-3000:]
@@ -174,17 +175,3 @@ def test_docs_loop_from_a_user_project_resumes_after_kill9_with_its_own_checkpoi
     assert files == ["best_checkpoint/model.pt"]
     assert "logged to MLflow as files" in second.stdout
 
-
-def _reap(proc: subprocess.Popen) -> None:
-    """End what the killed driver left (its Ray instance's processes in its session)."""
-    from tests.integration.test_resume import TRIAL_PROCESSES, _pids_titled
-
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-    deadline = time.monotonic() + 30
-    while _pids_titled(*TRIAL_PROCESSES) and time.monotonic() < deadline:
-        time.sleep(0.2)
-    for pid in _pids_titled(*TRIAL_PROCESSES):
-        os.kill(pid, signal.SIGKILL)
