@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import sys
 import time
+from pathlib import Path
 from typing import Any, TextIO
 
 from ray.tune import Callback
@@ -134,7 +135,8 @@ class ProgressLines(Callback):
     def on_trial_error(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
         self.done += 1
         self.running.pop(trial.trial_id, None)
-        self._say(f"trial {trial.trial_id} FAILED (see {trial.local_path}/error.txt)")
+        where = (Path(self.sweep_dir) if self.sweep_dir else Path(trial.local_path).parent)
+        self._say(f"trial {trial.trial_id} FAILED (see {where / trial.trial_id / 'error.txt'})")
 
     def on_experiment_end(self, trials: list, **info: Any) -> None:
         self._drawn = 0  # leave the final block on the screen

@@ -186,6 +186,8 @@ def _ray_logs_to_file(sweep_dir: Path, verbose: bool) -> Iterator[None]:
     if verbose:
         yield
         return
+    import ray  # noqa: F401  (its import adds a stderr handler to the "ray" logger: first)
+
     logger = logging.getLogger("ray")
     saved = (list(logger.handlers), logger.propagate)
     handler = logging.FileHandler(sweep_dir / "ray.log")

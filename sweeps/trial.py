@@ -17,6 +17,7 @@ from __future__ import annotations
 import logging
 import math
 import os
+import queue
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -151,7 +152,10 @@ def run_trial(sampled: dict[str, Any], plan: TrialPlan) -> None:
     restored = report_log.restored_count(run_dir)
     clock = TrialClock.load(run_dir, plan.time_attr,
                             restored if restored is not None else latest[2] if latest else 0)
-    for metrics in unseen_reports(run_dir, Path(plan.train_storage).parent, trial_id):
+    counting = _count_handovers()
+    logged_before = len(report_log.records(run_dir))
+    unseen = unseen_reports(run_dir, Path(plan.train_storage).parent, trial_id)
+    for metrics in unseen:
         tune.report(metrics)  # trained and checkpointed before an interruption; Tune never saw
     # Read by the Train controller this process starts (Ray propagates RAY_TRAIN_* env vars).
     os.environ[HEALTH_CHECK_ENV] = str(plan.poll_interval_s)
@@ -177,7 +181,8 @@ def run_trial(sampled: dict[str, Any], plan: TrialPlan) -> None:
         ),
     )
     trainer.fit()
-    _wait_for_last_report()
+    # Every report the bridge forwarded (one log line each) must reach Tune before returning.
+    _wait_for_handover(counting, len(unseen) + len(report_log.records(run_dir)) - logged_before)
 
 
 def start_limits(start_timeout_s: float) -> tuple[float, int]:
@@ -207,6 +212,57 @@ def unseen_reports(run_dir: Path, sweep_dir: Path, trial_id: str) -> list[dict[s
     judged = max((float(r.get("epoch") or 0) for r in decision_log(sweep_dir).records()
                   if r.get("trial") == trial_id), default=0.0)
     return report_log.unseen(run_dir, judged)
+
+
+class _CountingQueue(queue.Queue):
+    """The trial session's result queue, counting what was put into it."""
+
+    def __init__(self, maxsize: int) -> None:
+        super().__init__(maxsize)
+        self.puts = 0
+
+    def put(self, item: Any, block: bool = True, timeout: float | None = None) -> None:
+        super().put(item, block, timeout)
+        self.puts += 1
+
+
+def _count_handovers() -> _CountingQueue | None:
+    """Make the trial session's result queue count its puts (None on a Ray without it).
+
+    Tune's session hands each Train report (taken off the Train -> Tune actor queue by the
+    trial actor's main thread) to Tune through a one-slot result queue. When the trial's
+    function returns, Tune's function runner puts a final "duplicate" result into the same
+    queue from the training thread. If that happens while the main thread holds the last Train
+    report (taken off the actor queue, not yet put), the main thread blocks forever on a full
+    queue that only it empties: the trial hangs with its workers gone (seen in the CLI test).
+    Counting the puts lets the trial wait until every report it forwarded was handed over.
+    """
+    try:
+        from ray.train._internal.session import get_session
+
+        session = get_session()
+        counting = _CountingQueue(session.result_queue.maxsize)
+        session.result_queue = counting
+        return counting
+    except Exception:  # a Ray without this internal: fall back to the actor-queue check
+        return None
+
+
+def _wait_for_handover(counting: _CountingQueue | None, expected: int,
+                       timeout_s: float = 10.0) -> None:
+    """Return once ``expected`` results went into the session's result queue (see
+    ``_count_handovers``), so the function runner's final result cannot overtake the last one."""
+    import time
+
+    if counting is None:
+        _wait_for_last_report()
+        return
+    deadline = time.monotonic() + timeout_s
+    while counting.puts < expected and time.monotonic() < deadline:
+        time.sleep(0.01)
+    if counting.puts < expected:
+        log.warning("%d Train report(s) were not handed to Tune within %.0f s",
+                    expected - counting.puts, timeout_s)
 
 
 def _wait_for_last_report(timeout_s: float = 5.0) -> None:
