@@ -25,7 +25,8 @@ from sweeps.protocol import CHECKPOINT_PATH_KEY as CHECKPOINT_KEY
 from sweeps.protocol import CLOCK_KEY
 from sweeps.space import flatten
 
-__all__ = ["Summary", "summarize", "format_table", "write_summary", "best_overrides"]
+__all__ = ["Summary", "summarize", "format_table", "write_summary", "best_overrides",
+           "loop_traceback"]
 
 
 @dataclass
@@ -127,6 +128,26 @@ def summarize(results: Any, objective: Objective, param_paths: list[str],
         pick = max if objective.mode == "max" else min
         best = pick(candidates, key=lambda b: b["value"])
     return Summary(table=table, best=best, failed=failed)
+
+
+def loop_traceback(error_text: str, limit: int = 20) -> list[str]:
+    """The user's own part of a failed trial's traceback (Ray's "Error Snippet", without the
+    frames of sweeps' entry point), at most ``limit`` lines; [] when there is none.
+
+    Example:
+        >>> text = "[Rank 0 Error Snippet]:|ray::f() (pid=1)|  File 'my.py', line 9|ValueError: x"
+        >>> loop_traceback(text.replace("|", chr(10)))
+        ["  File 'my.py', line 9", 'ValueError: x']
+    """
+    _, found, snippet = error_text.partition("Error Snippet]:")
+    if not found:
+        return []
+    lines = [ln for ln in snippet.splitlines() if ln.strip()]
+    while lines and not lines[0].lstrip().startswith("File "):
+        lines = lines[1:]  # Ray's "ray::ImplicitFunc.train() (pid=...)" header
+    if len(lines) >= 2 and "sweeps/worker.py" in lines[0]:
+        lines = lines[2:]  # run_loop calling the loop
+    return lines[-limit:]
 
 
 def format_table(table: pd.DataFrame) -> str:

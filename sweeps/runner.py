@@ -443,7 +443,7 @@ def _search_args() -> str:
 
 def print_result(result: SweepResult, cfg: SweepConfig) -> None:
     """The end-of-sweep report on stdout: table, best config, best checkpoint."""
-    from sweeps.report import best_overrides, format_table
+    from sweeps.report import best_overrides, format_table, loop_traceback
 
     metric = cfg.experiment.metric
     print("\n" + format_table(result.summary.table))
@@ -451,8 +451,11 @@ def print_result(result: SweepResult, cfg: SweepConfig) -> None:
         print(f"\n{len(result.failed)} trial(s) failed:")
         for trial_id, reason in result.failed.items():
             error_file = result.sweep_dir / trial_id / "error.txt"
-            print(f"  {trial_id}: {reason}" + (f"  (traceback: {error_file})"
-                                                if error_file.is_file() else ""))
+            print(f"  {trial_id}: {reason}")
+            if error_file.is_file():
+                for line in loop_traceback(error_file.read_text(errors="replace")):
+                    print(f"    {line}")
+                print(f"    (whole traceback: {error_file})")
     if result.unread_keys:
         print(f"\nwarning: the training loop never read the searched key(s) "
               f"{', '.join(result.unread_keys)}: the search changed nothing for them")
