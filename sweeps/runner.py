@@ -15,7 +15,7 @@ import contextlib
 import logging
 import os
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -180,11 +180,14 @@ def _start_ray(cfg: SweepConfig, resources: ResourcePlan) -> bool:
 
 
 @contextlib.contextmanager
-def _ray_logs_to_file(sweep_dir: Path, verbose: bool) -> Iterator[None]:
+def _ray_logs_to_file(sweep_dir: Path, verbose: bool) -> Iterator[Callable[[], None]]:
     """Unless verbose, Ray's own log records go to ``<sweep dir>/ray.log`` while the sweep
-    runs; the ``ray`` logger is put back as it was afterwards."""
+    runs; the ``ray`` logger is put back as it was afterwards. Yields ``attach``, to call again
+    after ``ray.init``: with ``configure_logging=False`` it clears the ``ray`` logger's
+    handlers, and Python's last-resort handler would then print Ray's warnings and errors
+    (whole Tune tracebacks) on the console."""
     if verbose:
-        yield
+        yield lambda: None
         return
     import ray  # noqa: F401  (its import adds a stderr handler to the "ray" logger: first)
 
@@ -192,9 +195,13 @@ def _ray_logs_to_file(sweep_dir: Path, verbose: bool) -> Iterator[None]:
     saved = (list(logger.handlers), logger.propagate)
     handler = logging.FileHandler(sweep_dir / "ray.log")
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-    logger.handlers, logger.propagate = [handler], False
+
+    def attach() -> None:
+        logger.handlers, logger.propagate = [handler], False
+
+    attach()
     try:
-        yield
+        yield attach
     finally:
         handler.close()
         logger.handlers, logger.propagate = saved
@@ -252,8 +259,9 @@ def run_sweep(cfg: SweepConfig, prepared: Prepared | None = None) -> SweepResult
     os.environ.setdefault("TUNE_DISABLE_STRICT_METRIC_CHECKING", "1")
     if not cfg.sweep.verbose:  # Tune's new output engine prints a header box even at verbose=0
         os.environ.setdefault("RAY_AIR_NEW_OUTPUT", "0")
-    with _ray_logs_to_file(prep.sweep_dir, cfg.sweep.verbose):
+    with _ray_logs_to_file(prep.sweep_dir, cfg.sweep.verbose) as attach_ray_log:
         started = _start_ray(cfg, res)
+        attach_ray_log()
         try:
             # After ray.init, which installs its own SIGTERM handler (it aborts the process).
             with _sigterm_as_sigint() as caught:

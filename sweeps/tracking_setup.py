@@ -31,6 +31,9 @@ def quiet_http_retries() -> None:
     os.environ.setdefault("MLFLOW_HTTP_REQUEST_TIMEOUT", "10")
     # One warning from the sweep says the server is unreachable; not one per HTTP retry.
     logging.getLogger("urllib3.connectionpool").setLevel(logging.ERROR)
+    # "Creating initial MLflow database tables..." on a new SQLite store is MLflow's business.
+    for name in ("mlflow.store.db.utils", "alembic.runtime.migration"):
+        logging.getLogger(name).setLevel(logging.WARNING)
     # Not a "View run at http://..." line per ended run; the sweep prints where MLflow is.
     os.environ.setdefault("MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT", "true")
 

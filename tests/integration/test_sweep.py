@@ -165,11 +165,18 @@ def test_mlflow_child_per_trial_with_one_point_per_epoch(sweep, mlflow_runs) -> 
         assert sorted(m.step for m in history) == epochs  # one point per epoch, steps 1..k
         assert run.data.params["lr"] == str(trial.config["lr"])
         assert run.data.tags["sweeps.trial_id"] == trial_id
-        if rows.loc[trial_id, "status"] == "stopped":
-            assert run.info.status == "KILLED"
+        status = rows.loc[trial_id, "status"]
+        assert run.data.tags["sweeps.status"] == status
+        # Stopped by ASHA is the search working, not a failure: FINISHED, and named so.
+        assert run.info.status == "FINISHED"
+        if status == "stopped":
             assert run.data.tags["sweeps.stop_reason"].startswith("early-stopped by asha")
-        else:
-            assert run.info.status == "FINISHED"
+            if trial_id != result.best["trial_id"]:
+                epoch = rows.loc[trial_id, "epochs"]
+                assert run.info.run_name == f"{trial_id} stopped@{epoch}"
+    best_run = children[result.best["trial_id"]]
+    assert best_run.info.run_name == f"{result.best['trial_id']} best"
+    assert best_run.data.tags["sweeps.best"] == "true"
     runs_map = json.loads((result.sweep_dir / "tracking" / "runs.json").read_text())
     assert runs_map["trials"] == {t: r.info.run_id for t, r in children.items()}
 
