@@ -191,20 +191,24 @@ def _ray_logs_to_file(sweep_dir: Path, verbose: bool) -> Iterator[Callable[[], N
         return
     import ray  # noqa: F401  (its import adds a stderr handler to the "ray" logger: first)
 
-    logger = logging.getLogger("ray")
-    saved = (list(logger.handlers), logger.propagate)
+    # "ray", and the one that logs inside ray.init after it cleared the "ray" handlers (the
+    # notice that a new local cluster has token authentication on).
+    loggers = [logging.getLogger(n) for n in ("ray", "ray._private.authentication")]
+    saved = [(list(lg.handlers), lg.propagate) for lg in loggers]
     handler = logging.FileHandler(sweep_dir / "ray.log")
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
 
     def attach() -> None:
-        logger.handlers, logger.propagate = [handler], False
+        for lg in loggers:
+            lg.handlers, lg.propagate = [handler], False
 
     attach()
     try:
         yield attach
     finally:
         handler.close()
-        logger.handlers, logger.propagate = saved
+        for lg, (handlers, propagate) in zip(loggers, saved, strict=True):
+            lg.handlers, lg.propagate = handlers, propagate
 
 
 class SweepInterrupted(SweepError):
