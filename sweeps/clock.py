@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -76,12 +75,12 @@ class TrialClock:
         else:
             self.by = "reports"
         if self.run_dir is not None:
+            from sweeps.train_runs import write_atomic
+
             path = run_file(self.run_dir, CLOCK_FILE)
             path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_name(f".{path.name}.tmp")
-            tmp.write_text(json.dumps({k: v for k, v in asdict(self).items()
-                                       if k in ("time_attr", "by", "offset")}))
-            os.replace(tmp, path)
+            write_atomic(path, json.dumps({k: v for k, v in asdict(self).items()
+                                           if k in ("time_attr", "by", "offset")}))
 
     def stamp(self, metrics: dict[str, Any], advance: bool = True) -> dict[str, Any]:
         """``metrics`` plus ``CLOCK_KEY`` and ``STEP_KEY``; ``advance=False`` for a report that

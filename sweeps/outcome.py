@@ -1,7 +1,7 @@
 """How a trial ended, decided in one place: completed, stopped or error.
 
     objective = Objective("val_acc", "max", budget=9)
-    verdicts = read_verdicts(decision_log(sweep_dir).records())
+    verdicts = read_verdicts(decision_log(sweep_dir).records())   # or schedulers.verdicts()
     objective.outcome(clock=3, verdict=verdicts.get(trial_id), errored=False)   # "stopped"
 
 * ``error``: the loop raised (Tune's trial errored), or the scheduler failed it because it never

@@ -21,7 +21,7 @@ from typing import Any, TextIO
 from ray.tune import Callback
 
 from sweeps.clock import numeric
-from sweeps.outcome import Objective, read_verdicts
+from sweeps.outcome import Objective
 from sweeps.protocol import CLOCK_KEY
 
 __all__ = ["ProgressLines"]
@@ -118,9 +118,9 @@ class ProgressLines(Callback):
         clock = (trial.last_result or {}).get(CLOCK_KEY, 0)
         verdict = None
         if self.sweep_dir is not None:
-            from sweeps.schedulers import decision_log
+            from sweeps.schedulers import verdicts
 
-            verdict = read_verdicts(decision_log(self.sweep_dir).records()).get(trial.trial_id)
+            verdict = verdicts(self.sweep_dir).get(trial.trial_id)
         outcome = Objective(self.metric, self.mode, self.max_epochs).outcome(clock, verdict,
                                                                             False)
         if outcome == "stopped":

@@ -393,13 +393,12 @@ def _fit(prep: Prepared, caught: dict[str, int] | None = None) -> SweepResult:
         if leftover:
             log.warning("released %d placement group(s) still held at sweep end", leftover)
     from sweeps.checkpoint import model_form
-    from sweeps.outcome import read_verdicts
     from sweeps.report import summarize, write_summary
-    from sweeps.schedulers import decision_log
+    from sweeps.schedulers import verdicts
     from sweeps.tuner import objective_of
 
     summary = summarize(results, objective_of(cfg), [p.path for p in prep.params],
-                        read_verdicts(decision_log(prep.sweep_dir).records()))
+                        verdicts(prep.sweep_dir))
     if summary.best:
         loader = cfg.experiment.model_loader
         summary.best.update(model_form=model_form(summary.best["checkpoint"], loader),

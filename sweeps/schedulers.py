@@ -36,11 +36,12 @@ from typing import Any
 from ray.tune.schedulers import ASHAScheduler, FIFOScheduler, TrialScheduler
 
 from sweeps.journal import Journal
-from sweeps.outcome import Objective
+from sweeps.outcome import Objective, Verdict, read_verdicts
 from sweeps.protocol import CLOCK_KEY
 from sweeps.tracking import NOT_METRICS
 
-__all__ = ["ResumableASHA", "ResumableFIFO", "ended_trials", "decision_log", "LOG_NAME"]
+__all__ = ["ResumableASHA", "ResumableFIFO", "ended_trials", "decision_log", "verdicts",
+           "LOG_NAME"]
 
 log = logging.getLogger(__name__)
 LOG_NAME = "scheduler"
@@ -65,6 +66,11 @@ def _metrics(result: dict[str, Any] | None) -> dict[str, Any]:
             continue
         out[key] = value if math.isfinite(value) else None
     return out
+
+
+def verdicts(sweep_dir: str | Path) -> dict[str, Verdict]:
+    """Trial id -> what this log decided about it (``sweeps.outcome.read_verdicts``)."""
+    return read_verdicts(decision_log(sweep_dir).records())
 
 
 def ended_trials(sweep_dir: str | Path) -> dict[str, dict[str, Any]]:

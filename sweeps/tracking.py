@@ -204,13 +204,13 @@ class MLflowTracking(Callback):
                      "values": values})
 
     def on_trial_complete(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
-        from sweeps.outcome import Objective, read_verdicts
-        from sweeps.schedulers import decision_log
+        from sweeps.outcome import Objective
+        from sweeps.schedulers import verdicts
 
         self._open.discard(trial.trial_id)
         s = self.settings
         clock = (trial.last_result or {}).get(CLOCK_KEY, 0)
-        verdict = read_verdicts(decision_log(s.sweep_dir).records()).get(trial.trial_id)
+        verdict = verdicts(s.sweep_dir).get(trial.trial_id)
         outcome = Objective(s.metric, s.mode, s.max_epochs).outcome(clock, verdict, False)
         if outcome == "error":
             self._failed(trial.trial_id, verdict.error if verdict else "trial failed")

@@ -28,7 +28,8 @@ from typing import Any
 from sweeps.checkpoint import CHECKPOINT_FILE
 from sweeps.protocol import TRIAL_FILE
 
-__all__ = ["repair_run", "claim_run", "checkpoint_epochs", "latest_checkpoint", "SNAPSHOT"]
+__all__ = ["repair_run", "claim_run", "checkpoint_epochs", "latest_checkpoint", "write_atomic",
+           "SNAPSHOT"]
 
 SNAPSHOT = "checkpoint_manager_snapshot.json"
 _EPOCH = re.compile(r"^checkpoint_epoch_(\d+)$")
@@ -90,7 +91,7 @@ def latest_checkpoint(run_dir: Path) -> tuple[str, dict[str, Any], int] | None:
         return None
 
 
-def _write_atomic(path: Path, text: str) -> None:
+def write_atomic(path: Path, text: str) -> None:
     tmp = path.with_name(f".{path.name}.tmp")
     with open(tmp, "w") as f:
         f.write(text)
@@ -142,7 +143,7 @@ def repair_run(run_dir: Path) -> list[str]:
     except (OSError, ValueError, KeyError, TypeError) as exc:
         _move_aside(snapshot_path, "corrupt")
         rebuilt = _rebuilt_snapshot(run_dir, ray_version)
-        _write_atomic(snapshot_path, json.dumps(rebuilt))
+        write_atomic(snapshot_path, json.dumps(rebuilt))
         latest = rebuilt["latest_checkpoint_result"]
         where = (f"epoch {latest['metrics'].get('epoch')}" if latest else "epoch 1 (no valid "
                  "checkpoint left)")
@@ -170,7 +171,7 @@ def repair_run(run_dir: Path) -> list[str]:
     for key in ("validated_checkpoint_dir_names", "timed_out_validation_checkpoint_dir_names",
                 "failed_validation_checkpoint_dir_names"):
         snapshot[key] = [n for n in snapshot.get(key, []) if n in names]
-    _write_atomic(snapshot_path, json.dumps(snapshot))
+    write_atomic(snapshot_path, json.dumps(snapshot))
     if kept:
         fallback = kept[-1][0]["checkpoint_dir_name"]
         notes.append(f"trial {trial}: falling back to the previous valid checkpoint {fallback} "
@@ -198,5 +199,5 @@ def claim_run(run_dir: Path, params: dict[str, Any]) -> list[str]:
         notes.append(f"trial {run_dir.name}: its run directory was written for other params (a "
                      f"trial lost in a crash had this id); moved to {moved.name}, starting anew")
     run_dir.mkdir(parents=True, exist_ok=True)
-    _write_atomic(marker, text)
+    write_atomic(marker, text)
     return notes

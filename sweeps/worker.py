@@ -16,7 +16,6 @@ from __future__ import annotations
 import functools
 import inspect
 import json
-import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -39,9 +38,9 @@ class ReadLog:
             return
         self.keys.add(key)
         if self.path is not None:
-            tmp = self.path.with_name(f".{self.path.name}.tmp")
-            tmp.write_text(json.dumps(sorted(self.keys)))
-            os.replace(tmp, self.path)
+            from sweeps.train_runs import write_atomic
+
+            write_atomic(self.path, json.dumps(sorted(self.keys)))
 
 
 class TrackedConfig(dict):
