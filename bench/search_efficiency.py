@@ -45,7 +45,7 @@ def run_sweeps(search: str, scheduler: str, trials: int, epochs: int, seed: int,
                storage: str) -> list[Report]:
     """One sweep of the digits experiment; its reports, in time order."""
     from sweeps import compose, run_sweep
-    from sweeps.schedulers import decision_log
+    from sweeps.search.schedulers import decision_log
 
     sweep_dir = Path(storage) / f"{search}-{scheduler}"
     cfg = compose("digits", [f"search={search}", f"scheduler={scheduler}",

@@ -15,14 +15,14 @@ Inside a training loop (optional: any Ray Train loop runs unchanged):
 
 from __future__ import annotations
 
-from sweeps.best import load_best
-from sweeps.checkpoint import load_checkpoint, load_model
-from sweeps.compose import compose
-from sweeps.config import SweepConfig, validate
-from sweeps.context import TrialContext, trial_context
+from sweeps.config.compose import compose
+from sweeps.config.schema import SweepConfig, validate
 from sweeps.errors import ClusterFitError, ConfigError, SearchSpaceError, SweepError
-from sweeps.runner import SweepResult, prepare, run_sweep
-from sweeps.session import TrialSession
+from sweeps.execution.checkpoint import load_checkpoint, load_model
+from sweeps.execution.context import TrialContext, trial_context
+from sweeps.execution.runner import SweepResult, prepare, run_sweep
+from sweeps.execution.session import TrialSession
+from sweeps.report.best import load_best
 
 __all__ = [
     "ClusterFitError",

@@ -8,7 +8,8 @@ prints the trial table, the best config and the best checkpoint. ``--help`` and 
 stay fast: Ray and torch are imported only once a sweep really runs.
 
 Experiments are looked up in ``--config-dir DIR``, then ``hydra.searchpath=[...]`` entries,
-then the built-in ``conf/`` (``sweeps/search_path.py`` says why that differs from plain Hydra);
+then the built-in ``conf/`` (``sweeps/config/search_path.py`` says why that differs from plain
+Hydra);
 ``--help`` lists them per entry. The ``sweeps`` console command runs this module exactly as
 ``python -m sweeps`` does (the working directory on ``sys.path`` included).
 """
@@ -21,8 +22,8 @@ import sys
 import hydra
 from omegaconf import DictConfig
 
-from sweeps.compose import PRIMARY, register_primary
-from sweeps.config import register_schema
+from sweeps.config.compose import PRIMARY, register_primary
+from sweeps.config.schema import register_schema
 
 register_schema()
 register_primary()
@@ -32,9 +33,9 @@ register_primary()
 @hydra.main(version_base=None, config_path=None, config_name=PRIMARY)
 def main(cfg: DictConfig) -> None:
     """Hydra entry: validate, run, report."""
-    from sweeps.config import to_config
+    from sweeps.config.schema import to_config
     from sweeps.errors import SweepError
-    from sweeps.runner import SweepInterrupted, prepare, print_result, run_sweep
+    from sweeps.execution.runner import SweepInterrupted, prepare, print_result, run_sweep
 
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     try:
@@ -44,8 +45,8 @@ def main(cfg: DictConfig) -> None:
         print(f"sweeps: error: {exc}", file=sys.stderr)
         sys.exit(2)
     if sweep_cfg.sweep.dry_run:
-        from sweeps.plan import format_plan
-        from sweeps.search_path import remember
+        from sweeps.config.search_path import remember
+        from sweeps.report.dry_run import format_plan
 
         remember(sweep_cfg, _composed_from())
         print(format_plan(prepared))
@@ -60,11 +61,11 @@ def main(cfg: DictConfig) -> None:
         sys.exit(1)
 
 
-def _composed_from():  # -> sweeps.search_path.Source | None
+def _composed_from():  # -> sweeps.config.search_path.Source | None
     """The file Hydra took ``+experiment`` from: its choice, looked up in its own sources."""
     from hydra.core.hydra_config import HydraConfig
 
-    from sweeps.search_path import Entry, SearchPath
+    from sweeps.config.search_path import Entry, SearchPath
 
     runtime = HydraConfig.get().runtime
     choice = runtime.choices.get("experiment")
@@ -85,9 +86,9 @@ def prepare_argv(argv: list[str]) -> list[str]:
         >>> prepare_argv(["+experiment=digits"])
         ["hydra.searchpath=['file:///.../conf']", '+experiment=digits']
     """
+    from sweeps.config.overrides import add_builtin_searchpath, check_overrides, quote_search_space
+    from sweeps.config.search_path import activate, from_argv
     from sweeps.errors import ConfigError
-    from sweeps.overrides import add_builtin_searchpath, check_overrides, quote_search_space
-    from sweeps.search_path import activate, from_argv
 
     argv = quote_search_space(argv)
     try:
@@ -102,7 +103,7 @@ def prepare_argv(argv: list[str]) -> list[str]:
 
 def run() -> None:
     """``python -m sweeps ...``: prepare ``sys.argv``, then let Hydra run ``main``."""
-    from sweeps.search_path import active
+    from sweeps.config.search_path import active
 
     sys.argv[1:] = prepare_argv(sys.argv[1:])
     register_primary(active())  # --help then lists the groups of every search-path entry

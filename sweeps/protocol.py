@@ -15,7 +15,7 @@ from pathlib import Path
 __all__ = ["CLOCK_KEY", "STEP_KEY", "CHECKPOINT_PATH_KEY", "REPORTS_FILE", "CONFIG_READS_FILE",
            "CLOCK_FILE", "TRIAL_FILE", "run_file"]
 
-# Added to every result by the trial's report bridge (sweeps.report_bridge): the trial's
+# Added to every result by the trial's report bridge (sweeps.execution.report_bridge): the trial's
 # progress in epochs, 1-based and monotone (from the loop's own time attribute, shifted by one
 # when the loop counts from 0, or the number of reports when it reports none). ASHA, the
 # epoch budget and "completed vs stopped" all read this, never the loop's raw key.

@@ -11,16 +11,16 @@ import json
 import sys
 from pathlib import Path
 
-from sweeps.journal import Journal
+from sweeps.tracking.journal import Journal
 
 __all__ = ["sync"]
 
 
 def sync(sweep_dir: str | Path, timeout_s: float = 300.0) -> int:
     """Apply the pending records of ``sweep_dir``; return how many are still unsent."""
-    from sweeps.mlflow_sink import MLflowSink
-    from sweeps.tracking import TrackingWriter
-    from sweeps.tracking_setup import quiet_http_retries
+    from sweeps.tracking.callback import TrackingWriter
+    from sweeps.tracking.mlflow_sink import MLflowSink
+    from sweeps.tracking.setup import quiet_http_retries
 
     state_dir = Path(sweep_dir) / "tracking"
     meta_path = state_dir / "meta.json"

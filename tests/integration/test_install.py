@@ -74,7 +74,7 @@ def venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_installed_copy_is_imported_and_has_its_configs(venv: Path, tmp_path: Path) -> None:
     proc = _run([venv / "bin" / "python", "-c",
-                 "import sweeps, trainables, sweeps.paths as p; "
+                 "import sweeps, trainables, sweeps.config.paths as p; "
                  "print(sweeps.__file__, trainables.__file__, p.CONF_DIR, sep='\\n')"], tmp_path)
     assert proc.returncode == 0, proc.stderr
     sweeps_file, trainables_file, conf_dir = map(Path, proc.stdout.split())

@@ -23,8 +23,8 @@ import pandas as pd
 import pytest
 
 from sweeps import compose, run_sweep
-from sweeps.schedulers import ended_trials
-from sweeps.train_runs import SNAPSHOT
+from sweeps.resume.train_runs import SNAPSHOT
+from sweeps.search.schedulers import ended_trials
 from tests.conftest import ROOT
 
 pytestmark = pytest.mark.slow
@@ -219,7 +219,7 @@ def _trained_in_order(tmp_path: Path) -> list[int]:
 
 
 def _no_group_held() -> None:
-    from sweeps.release import held_groups
+    from sweeps.placement.release import held_groups
 
     assert held_groups() == 0
 

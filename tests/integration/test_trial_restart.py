@@ -37,7 +37,7 @@ def test_worker_group_is_recorded_the_moment_train_creates_it(ray_cluster) -> No
     from ray.train.v2._internal.execution.worker_group import worker_group as module
     from ray.util import placement_group_table
 
-    from sweeps.release import (
+    from sweeps.placement.release import (
         NAMESPACE,
         PlacementGroupLedger,
         _record_on_creation,

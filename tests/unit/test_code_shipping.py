@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from sweeps import ConfigError, compose, prepare
-from sweeps.code_shipping import (
+from sweeps.execution.code_shipping import (
     DEFAULT_EXCLUDES,
     check_shipping,
     package_size,

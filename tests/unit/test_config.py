@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from sweeps import ConfigError, compose, prepare
-from sweeps.config import available_experiments, to_config, validate
-from sweeps.overrides import check_overrides, schema_keys
+from sweeps.config.overrides import check_overrides, schema_keys
+from sweeps.config.schema import available_experiments, to_config, validate
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -101,7 +101,7 @@ def test_bad_input_is_rejected_before_ray_starts(overrides, key, fragment) -> No
 
 
 def test_missing_experiment_lists_the_choices() -> None:
-    from sweeps.compose import compose_raw
+    from sweeps.config.compose import compose_raw
 
     expected = r"\+experiment=NAME` with NAME one of: digits, digits_cnn"
     with pytest.raises(ConfigError, match=expected):
@@ -118,7 +118,7 @@ def test_missing_experiment_lists_the_choices() -> None:
      ("search.num_samples=3", "search.num_samples=3")],
 )
 def test_search_space_values_are_quoted_for_hydra(arg: str, quoted: str) -> None:
-    from sweeps.overrides import quote_search_space
+    from sweeps.config.overrides import quote_search_space
 
     assert quote_search_space([arg]) == [quoted]
 
@@ -170,8 +170,8 @@ def test_cli_bad_input_exits_2_with_one_line_and_writes_nothing(tmp_path, args, 
 
 
 def test_best_overrides_pin_the_configuration_and_search_nothing() -> None:
-    from sweeps.overrides import quote_search_space
-    from sweeps.report import best_overrides
+    from sweeps.config.overrides import quote_search_space
+    from sweeps.report.summary import best_overrides
 
     best = {"lr": 0.19644563572959983, "hidden": 256, "depth": 2, "dropout": 0.0,
             "batch_size": 128}
@@ -185,7 +185,7 @@ def test_best_overrides_pin_the_configuration_and_search_nothing() -> None:
 
 
 def test_start_timeout_becomes_train_attempts_and_a_failure_limit() -> None:
-    from sweeps.trial import start_limits
+    from sweeps.execution.trial_driver import start_limits
 
     # Ray Train waits 60 s per attempt; 600 s = the first attempt + 9 more, then the trial fails.
     assert start_limits(600) == (60.0, 9)

@@ -5,7 +5,12 @@ from __future__ import annotations
 import pytest
 import torch
 
-from sweeps.checkpoint import CHECKPOINT_FILE, load_checkpoint, load_model, save_checkpoint
+from sweeps.execution.checkpoint import (
+    CHECKPOINT_FILE,
+    load_checkpoint,
+    load_model,
+    save_checkpoint,
+)
 from trainables.digits import build_cnn, build_mlp, evaluate, load_split, shard
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from sweeps.mlflow_sink import PARAM_LIMIT, TRUNCATED, MLflowSink
+from sweeps.tracking.mlflow_sink import PARAM_LIMIT, TRUNCATED, MLflowSink
 
 
 @pytest.fixture
@@ -82,7 +82,7 @@ def test_trial_end_sets_status_and_reason(sink) -> None:
 def test_only_connection_failures_are_retried(exc: str, transient: bool) -> None:
     from mlflow.exceptions import MlflowException  # noqa: F401  (used by eval)
 
-    from sweeps.mlflow_sink import _is_transient
+    from sweeps.tracking.mlflow_sink import _is_transient
 
     assert _is_transient(eval(exc)) is transient
 

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from sweeps import ConfigError
-from sweeps.overrides import check_overrides
-from sweeps.paths import CONF_DIR
+from sweeps.config.overrides import check_overrides
+from sweeps.config.paths import CONF_DIR
 
 ROOT = Path(__file__).resolve().parents[2]
 SP = "hydra.searchpath"

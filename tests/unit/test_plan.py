@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from sweeps import compose, prepare
-from sweeps.plan import asha_rungs, epoch_budget, expected_epochs, format_plan
+from sweeps.report.dry_run import asha_rungs, epoch_budget, expected_epochs, format_plan
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -99,7 +99,7 @@ experiment:
 )
 def test_plan_names_the_file_the_experiment_came_from(tmp_path, config_dir, overrides,
                                                       where) -> None:
-    from sweeps.paths import CONF_DIR
+    from sweeps.config.paths import CONF_DIR
 
     (tmp_path / "user" / "experiment").mkdir(parents=True)
     (tmp_path / "user" / "experiment" / "digits.yaml").write_text(USER_DIGITS)

@@ -9,11 +9,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from sweeps.plots import NotEnoughTrials, plot_sweep
-from sweeps.progress import ProgressLines
 from sweeps.protocol import CLOCK_KEY
-from sweeps.schedulers import decision_log
-from sweeps.space import parse_space
+from sweeps.report.plots import NotEnoughTrials, plot_sweep
+from sweeps.report.progress import ProgressLines
+from sweeps.search.schedulers import decision_log
+from sweeps.search.space import parse_space
 
 PARAMS, _ = parse_space({"lr": "tag(log, interval(1e-4, 0.5))", "hidden": "choice(32, 64)",
                          "depth": "range(1, 3)"})

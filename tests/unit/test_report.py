@@ -8,8 +8,8 @@ from typing import Any
 
 import pandas as pd
 
-from sweeps.outcome import Objective
-from sweeps.report import summarize
+from sweeps.report.summary import summarize
+from sweeps.search.outcome import Objective
 
 
 @dataclass

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from sweeps.config import ScalingSection
+from sweeps.config.schema import ScalingSection
 from sweeps.errors import ClusterFitError
-from sweeps.resources import plan_resources
+from sweeps.execution.resources import plan_resources
 
 
 @pytest.mark.parametrize(

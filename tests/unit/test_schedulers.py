@@ -10,9 +10,9 @@ import random
 
 import pytest
 
-from sweeps.outcome import Objective
 from sweeps.protocol import CLOCK_KEY
-from sweeps.schedulers import ResumableASHA, ResumableFIFO, ended_trials
+from sweeps.search.outcome import Objective
+from sweeps.search.schedulers import ResumableASHA, ResumableFIFO, ended_trials
 
 
 class Trial:

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from sweeps import ConfigError, compose
-from sweeps.overrides import add_builtin_searchpath, searchpath_override
-from sweeps.paths import CONF_DIR, find_conf_dir
-from sweeps.search_path import Entry, SearchPath, builtin, for_compose, from_argv
+from sweeps.config.overrides import add_builtin_searchpath, searchpath_override
+from sweeps.config.paths import CONF_DIR, find_conf_dir
+from sweeps.config.search_path import Entry, SearchPath, builtin, for_compose, from_argv
 
 BUILTIN = f"file://{CONF_DIR}"
 SP = "hydra.searchpath"
@@ -117,7 +117,7 @@ def test_plain_hydra_would_let_the_built_in_win(user: Path) -> None:
     from hydra import compose as hydra_compose
     from hydra import initialize_config_dir
 
-    from sweeps.config import register_schema
+    from sweeps.config.schema import register_schema
 
     register_schema()
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):

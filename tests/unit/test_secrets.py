@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from sweeps.secrets import MASK, mask_params, mask_tree
+from sweeps.tracking.masking import MASK, mask_params, mask_tree
 
 
 @pytest.mark.parametrize(

@@ -7,7 +7,7 @@ import random
 import pytest
 
 from sweeps.errors import SearchSpaceError
-from sweeps.space import Param, deep_merge, flatten, parse_space, to_tune_space, unflatten
+from sweeps.search.space import Param, deep_merge, flatten, parse_space, to_tune_space, unflatten
 
 
 @pytest.mark.parametrize(

@@ -7,11 +7,10 @@ import json
 import pytest
 
 from sweeps import compose
-from sweeps.config import to_config
+from sweeps.config.overrides import quote_search_space
+from sweeps.config.schema import to_config
 from sweeps.errors import ConfigError
-from sweeps.overrides import quote_search_space
-from sweeps.space import parse_space
-from sweeps.state import (
+from sweeps.resume.state import (
     StateError,
     check_tune_state,
     decide_resume,
@@ -19,6 +18,7 @@ from sweeps.state import (
     new_record,
     save_record,
 )
+from sweeps.search.space import parse_space
 
 
 def _cfg(tmp_path, *overrides):

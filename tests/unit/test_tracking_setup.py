@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from sweeps import compose
-from sweeps.tracking_setup import tracking_uri
+from sweeps.tracking.setup import tracking_uri
 
 
 def test_default_uri_is_an_absolute_sqlite_file_in_the_current_directory(tmp_path,

@@ -9,12 +9,12 @@ import pickle
 
 import pytest
 
-from sweeps.clock import TrialClock
-from sweeps.outcome import Objective, Verdict, read_verdicts
+from sweeps.execution.clock import TrialClock
+from sweeps.execution.trial_driver import _EXAMPLE, TrialPlan
+from sweeps.execution.unread import unread_keys
+from sweeps.execution.worker import ReadLog, TrackedConfig, takes_config
 from sweeps.protocol import CLOCK_FILE, CLOCK_KEY, STEP_KEY
-from sweeps.trial import _EXAMPLE, TrialPlan
-from sweeps.unread import unread_keys
-from sweeps.worker import ReadLog, TrackedConfig, takes_config
+from sweeps.search.outcome import Objective, Verdict, read_verdicts
 
 
 @pytest.mark.parametrize(("params", "constants", "sampled", "expected"), [

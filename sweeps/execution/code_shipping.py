@@ -1,0 +1,309 @@
+"""Ship the user's code to a Ray cluster's workers through Ray's runtime env.
+
+    python -m sweeps +experiment=mine ray.address=auto                   # ships the current dir
+    python -m sweeps +experiment=mine ray.address=auto ray.working_dir=src ray.py_modules=[../lib]
+    python -m sweeps +experiment=mine ray.address=auto ray.working_dir=none  # installed there
+
+A trainable such as ``train_mnist:train_func`` lives in the user's project, not in an installed
+package. On the private local instance its workers import it anyway: ``ray.init`` puts the
+driver's current directory on every worker's ``sys.path`` (``JobConfig._py_driver_sys_path``,
+``ray/_private/worker.py``), Train workers included. On a cluster the code has to travel:
+``runtime_env()`` builds ``{"working_dir", "py_modules", "excludes"}`` for
+``ray.init(address=..., runtime_env=...)``. Ray zips each package (stored, not compressed) and
+refuses one of ``GCS_STORAGE_MAX_SIZE`` bytes or more only after zipping it
+(``ray/_private/runtime_env/packaging.py``); ``check_shipping()`` measures the same files
+before Ray starts and names the biggest, so a stray dataset fails in a second, not after
+minutes of zipping.
+
+Divergences from Ray, deliberate: more default excludes (``DEFAULT_EXCLUDES``: sweep outputs
+and MLflow stores, which grow with every sweep) and they apply to ``py_modules`` too; the
+sweep's own directory is never shipped. With a working_dir, Ray makes the unpacked copy the
+workers' current directory: relative paths in the loop resolve there, not in your project.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from sweeps.errors import ConfigError
+
+if TYPE_CHECKING:
+    from sweeps.config.schema import SweepConfig
+
+__all__ = ["DEFAULT_EXCLUDES", "OFF", "PackageSize", "check_shipping", "package_size",
+           "runtime_env", "upload_limit"]
+
+log = logging.getLogger(__name__)
+
+OFF = "none"
+"""``ray.working_dir: none``: ship no working directory (``null`` means: decide by address)."""
+
+DEFAULT_EXCLUDES: tuple[str, ...] = (
+    ".git", ".venv", "venv", "__pycache__",  # Ray's own defaults (working_dir only, in Ray)
+    "outputs/", "multirun/",  # sweeps' and Hydra's run directories: checkpoints live there
+    "mlruns/", "mlartifacts/", "mlflow.db",  # MLflow's local stores
+    ".pytest_cache/", ".ruff_cache/", ".mypy_cache/", ".ipynb_checkpoints/", "*.egg-info/",
+)
+"""Never shipped unless re-included with ``!pattern`` in ``ray.excludes``. Checkpoints and
+weights (``*.pt``) are not excluded by name: a loop may load pretrained weights from its
+project; those under ``outputs/`` are excluded with it."""
+
+_RAY_MAX_GRPC_MESSAGE_SIZE = 512 * 1024 * 1024  # ray._private.ray_constants.GRPC_CPP_MAX_...
+_ZIP_ENTRY_OVERHEAD = 76  # bytes per zip entry: local header (30) + central directory (46)
+
+
+def upload_limit() -> int:
+    """Bytes at which Ray refuses a package: ``GCS_STORAGE_MAX_SIZE`` in
+    ``ray/_private/runtime_env/packaging.py``, the env var ``RAY_max_grpc_message_size`` or
+    else ``GRPC_CPP_MAX_MESSAGE_SIZE`` (512 MiB, ``ray/_private/ray_constants.py``).
+
+    Example:
+        >>> upload_limit() // 2**20
+        512
+    """
+    return int(os.environ.get("RAY_max_grpc_message_size", _RAY_MAX_GRPC_MESSAGE_SIZE))
+
+
+@dataclass
+class PackageSize:
+    """What Ray would zip from one package: its estimated zip size and each file's size."""
+
+    total: int = 0
+    files: dict[str, int] = field(default_factory=dict)  # path relative to the root -> bytes
+
+    def offenders(self, n: int = 3) -> list[tuple[str, int]]:
+        """The ``n`` biggest top-level entries, each narrowed to its biggest child while
+        that child holds 80 % of it (so a deep weights file is named, not ``src/``)."""
+        sizes: dict[str, int] = {}
+        for rel, size in self.files.items():
+            parts = rel.split("/")
+            for i in range(1, len(parts) + 1):
+                key = "/".join(parts[:i]) + ("/" if i < len(parts) else "")
+                sizes[key] = sizes.get(key, 0) + size
+        top = sorted((k for k in sizes if "/" not in k.rstrip("/")), key=lambda k: -sizes[k])
+        picked = []
+        for key in top[:n]:
+            while key.endswith("/"):
+                kids = [k for k in sizes if k.startswith(key) and k != key
+                        and "/" not in k[len(key):].rstrip("/")]
+                best = max(kids, key=lambda k: sizes[k], default=None)
+                if best is None or sizes[best] < 0.8 * sizes[key]:
+                    break
+                key = best
+            picked.append((key, sizes[key]))
+        return picked
+
+
+def _matcher(base: Path, patterns: list[str]) -> Callable[[Path], bool]:
+    """Ray's matcher: gitwildmatch patterns against the path relative to ``base``."""
+    from ray._private.thirdparty.pathspec import PathSpec  # the one Ray packages with
+
+    spec = PathSpec.from_lines("gitwildmatch", patterns)
+    return lambda p: spec.match_file(str(p.relative_to(base)))
+
+
+def package_size(root: Path, excludes: list[str], gitignore: bool = True) -> PackageSize:
+    """Walk ``root`` as Ray's ``_dir_travel`` does when it zips it: ``excludes`` relative to
+    ``root``, every ``.rayignore`` (and ``.gitignore`` unless ``gitignore`` is false) relative
+    to its own directory; an excluded directory is not entered.
+
+    Example:
+        >>> package_size(Path("."), ["outputs/"]).total  # doctest: +SKIP
+        48213
+    """
+    root = root.absolute()
+    size = PackageSize()
+    if root.is_file():
+        size.files[root.name] = root.stat().st_size
+        size.total = root.stat().st_size + _ZIP_ENTRY_OVERHEAD + 2 * len(root.name)
+        return size
+    seen: set[tuple[int, int]] = set()
+
+    def walk(path: Path, matchers: list[Callable[[Path], bool]]) -> None:
+        if path.is_dir():
+            ignore_files = [".gitignore", ".rayignore"] if gitignore else [".rayignore"]
+            matchers = matchers + [_matcher(path, (path / f).read_text().splitlines())
+                                   for f in ignore_files if (path / f).is_file()]
+        if path != root and any(m(path) for m in matchers):
+            return
+        rel = path.relative_to(root).as_posix()
+        if path.is_dir():
+            st = path.stat()
+            if (st.st_dev, st.st_ino) in seen:  # a symlink cycle: Ray would loop forever
+                return
+            seen.add((st.st_dev, st.st_ino))
+            try:
+                entries = sorted(path.iterdir())
+            except OSError as exc:
+                raise ConfigError("ray.excludes", rel, f"is a directory sweeps cannot read "
+                                  f"({exc.strerror or exc})",
+                                  f"add ray.excludes=[{rel}/] or make it readable") from exc
+            if not entries and path != root:
+                size.total += _ZIP_ENTRY_OVERHEAD + 2 * len(rel)
+            for entry in entries:
+                walk(entry, matchers)
+        elif path.is_file():
+            nbytes = path.stat().st_size
+            size.files[rel] = nbytes
+            size.total += nbytes + _ZIP_ENTRY_OVERHEAD + 2 * len(rel.encode())
+
+    walk(root, [_matcher(root, list(excludes))])
+    return size
+
+
+def _is_uri(value: str) -> bool:
+    return "://" in value
+
+
+def _working_dir(cfg: SweepConfig) -> str | None:
+    """The working_dir to ship, as configured (``None``: none)."""
+    wd = cfg.ray.working_dir
+    if wd is None:
+        return "." if cfg.ray.address else None
+    return None if wd.strip().lower() == OFF else wd
+
+
+def _sweep_excludes(cfg: SweepConfig, root: Path) -> list[str]:
+    """The sweep's own directory, anchored, when it lies inside ``root``."""
+    sweep_dir = Path(cfg.sweep.dir).expanduser().absolute()
+    try:
+        rel = sweep_dir.relative_to(root.absolute())
+    except ValueError:
+        return []
+    return [f"/{rel.as_posix()}/"] if rel.parts else []
+
+
+def _submitted_job_keys() -> set[str]:
+    """Keys of the runtime env a ``ray job submit`` gave this driver (Ray refuses to merge
+    ``ray.init``'s runtime env with it when a key repeats)."""
+    raw = os.environ.get("RAY_JOB_CONFIG_JSON_ENV_VAR")  # ray/_private/runtime_env/constants
+    if not raw:
+        return set()
+    try:
+        return set((json.loads(raw).get("runtime_env") or {}).keys())
+    except (ValueError, AttributeError):
+        return set()
+
+
+def runtime_env(cfg: SweepConfig) -> dict[str, Any] | None:
+    """The runtime env ``ray.init`` gets to ship the user's code, or ``None`` for none.
+
+    Paths are made absolute; ``excludes`` is ``DEFAULT_EXCLUDES`` + ``ray.excludes`` + the
+    sweep directory. Inside a ``ray job submit`` that already ships a working_dir or
+    py_modules, those are left to the job.
+
+    Example:
+        >>> runtime_env(to_config(compose("digits", ["ray.address=auto"])))  # doctest: +SKIP
+        {'working_dir': '/home/me/proj', 'excludes': ['.git', ...]}
+    """
+    env: dict[str, Any] = {}
+    wd = _working_dir(cfg)
+    if wd is not None:
+        env["working_dir"] = wd if _is_uri(wd) else str(Path(wd).expanduser().absolute())
+    if cfg.ray.py_modules:
+        env["py_modules"] = [m if _is_uri(m) else str(Path(m).expanduser().absolute())
+                             for m in cfg.ray.py_modules]
+    for key in sorted(_submitted_job_keys() & {"working_dir", "py_modules"}):
+        if env.pop(key, None) is not None:
+            log.info("ray.%s: left to the submitted job's runtime env", key)
+    if not env:
+        return None
+    local_wd = env.get("working_dir")
+    env["excludes"] = [*DEFAULT_EXCLUDES, *cfg.ray.excludes,
+                       *(_sweep_excludes(cfg, Path(local_wd))
+                         if local_wd and not _is_uri(local_wd) else [])]
+    return env
+
+
+def _human(nbytes: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if nbytes < 1024 or unit == "GiB":
+            return f"{nbytes:.0f} {unit}" if unit == "B" else f"{nbytes:.1f} {unit}"
+        nbytes /= 1024
+    return f"{nbytes:.1f} GiB"  # pragma: no cover
+
+
+def _packages(cfg: SweepConfig, env: dict[str, Any]) -> list[tuple[str, str, Path]]:
+    """(config key, value as configured, local path) of each local package in ``env``."""
+    out = []
+    wd = env.get("working_dir")
+    if wd and not _is_uri(wd):
+        out.append(("ray.working_dir", cfg.ray.working_dir or wd, Path(wd)))
+    modules = env.get("py_modules", [])  # empty when a submitted job ships its own
+    for i, (path, value) in enumerate(zip(modules, cfg.ray.py_modules, strict=False)):
+        if not _is_uri(path):
+            out.append((f"ray.py_modules[{i}]", value, Path(path)))
+    return out
+
+
+def check_shipping(cfg: SweepConfig) -> dict[str, Any] | None:
+    """Before Ray starts: every local path to ship exists and each package stays under
+    Ray's upload limit; ``ConfigError`` otherwise. Returns ``runtime_env(cfg)``.
+
+    Nothing is checked when this process is already connected to Ray (its runtime env was
+    fixed by whoever called ``ray.init``).
+
+    Example:
+        >>> check_shipping(to_config(compose("digits", ["ray.address=auto"])))  # doctest: +SKIP
+    """
+    if "ray" in sys.modules and sys.modules["ray"].is_initialized():
+        return None
+    env = runtime_env(cfg)
+    if env is None:
+        return None
+    limit = upload_limit()
+    gitignore = os.environ.get("RAY_RUNTIME_ENV_IGNORE_GITIGNORE", "0") != "1"
+    for key, value, path in _packages(cfg, env):
+        if key == "ray.working_dir" and not path.is_dir():
+            raise ConfigError(key, value, "is not a directory" if path.exists() else
+                              f"does not exist (from {os.getcwd()})",
+                              "point ray.working_dir at the directory that holds your code, "
+                              "or set ray.working_dir=none if the cluster has it installed")
+        if not path.exists():
+            raise ConfigError(key, value, f"does not exist (from {os.getcwd()})",
+                              "list package directories or .py files that exist in "
+                              "ray.py_modules, relative to where you run sweeps")
+        size = package_size(path, env["excludes"], gitignore)
+        if size.total >= limit:
+            offenders = size.offenders()
+            biggest = ", ".join(f"{p} ({_human(b)})" for p, b in offenders) or "many files"
+            raise ConfigError(
+                key, value, f"holds {_human(size.total)} to ship after excludes, over Ray's "
+                f"limit of {_human(limit)} per package; biggest: {biggest}",
+                f"exclude them, e.g. ray.excludes=[{(offenders or [('data/', 0)])[0][0]}] "
+                "(or a .rayignore file), or set ray.working_dir to a directory with just "
+                "your code")
+        log.info("%s: shipping %s (%s)", key, value, _human(size.total))
+    _warn_unshipped_trainable(cfg, env)
+    return env
+
+
+def _warn_unshipped_trainable(cfg: SweepConfig, env: dict[str, Any]) -> None:
+    """Warn when the trainable's module is imported from a directory the env does not ship
+    (and not from site-packages or next to sweeps itself): the cluster may lack it."""
+    name = cfg.experiment.trainable.partition(":")[0]
+    module = sys.modules.get(name)
+    file = getattr(module, "__file__", None)
+    if not file or _is_uri(env.get("working_dir", "")):  # what a remote zip holds is unknown
+        return
+    parts = name.split(".")
+    root = Path(file).absolute().parents[len(parts) - (0 if file.endswith("__init__.py")
+                                                        else 1)]
+    sweeps_root = Path(__file__).absolute().parents[2]  # next to the sweeps package
+    if root == sweeps_root or {"site-packages", "dist-packages"} & set(root.parts):
+        return
+    shipped = {Path(env["working_dir"])} if "working_dir" in env else set()
+    shipped |= {Path(m).parent for m in env.get("py_modules", [])
+                if not _is_uri(m) and Path(m).stem == parts[0]}
+    if root not in shipped:
+        log.warning("experiment.trainable: %s is imported from %s, which is not shipped to "
+                    "the cluster (ray.working_dir=%s); unless it is installed there, set "
+                    "ray.working_dir=%s or add %s to ray.py_modules", name, root,
+                    env.get("working_dir"), root, root / parts[0])

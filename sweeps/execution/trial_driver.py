@@ -1,0 +1,294 @@
+"""The trial driver: one Tune trial = one Ray Train ``TorchTrainer`` run.
+
+    tune.with_parameters(run_trial, plan=TrialPlan(...))   # built by sweeps.execution.tuner
+
+Runs inside the Tune trial actor. It merges the trial's sampled values into the experiment's
+fixed params (that flat dict is the loop's ``config``, as ``train_loop_config`` is in Ray's
+docs), then starts a Train run named by the trial id under ``<sweep dir>/train`` whose
+workers run the user's loop through ``sweeps.execution.worker`` (which sets
+``sweeps.trial_context()``
+and notes the config keys read), with the report bridge (metrics, checkpoint path and the
+trial's clock back to Tune: ``sweeps.execution.report_bridge``) and the placement-group ledger
+(``sweeps.placement.release``). A Train run resumes from its latest checkpoint when started again
+with the same (storage path, name), so a retried or resumed trial picks up where it stopped.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import queue
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from sweeps.execution.context import TrialContext
+from sweeps.search.space import deep_merge, unflatten
+
+__all__ = ["TrialPlan", "run_trial", "trainer_class", "HEALTH_CHECK_ENV"]
+
+log = logging.getLogger(__name__)
+
+HEALTH_CHECK_ENV = "RAY_TRAIN_HEALTH_CHECK_INTERVAL_S"
+START_TIMEOUT_ENV = "RAY_TRAIN_WORKER_GROUP_START_TIMEOUT_S"
+START_ATTEMPT_S = 60.0  # Ray Train's own wait per worker-group start attempt
+PREEMPTION_WATCHER_ENV = "RAY_TRAIN_ENABLE_PREEMPTION_WATCHER"
+
+
+@dataclass(frozen=True)
+class TrialPlan:
+    """Everything a trial driver needs besides the sampled values (shared by all trials)."""
+
+    sweep_id: str
+    trainable: str
+    params: dict[str, Any]
+    constants: dict[str, Any]
+    train_storage: str
+    worker_resources: dict[str, float]
+    num_workers: int
+    use_gpu: bool
+    metric: str
+    mode: str
+    time_attr: str | None
+    max_epochs: int
+    checkpoint_every: int
+    checkpoint_keep: int
+    max_failures: int
+    poll_interval_s: float
+    start_timeout_s: float
+    seed: int
+    ended: dict[str, dict[str, Any]] = field(default_factory=dict)  # resumed: ended trials
+    # Ray Train's per-run actor that watches for node drains (spot preemption): on a cluster
+    # only; on one machine there is no other node to lose and it costs a process per trial.
+    preemption_watcher: bool = True
+
+    def worker_config(self, sampled: dict[str, Any]) -> dict[str, Any]:
+        """The ``config`` every Train worker receives: the experiment's params, its constants
+        and this trial's sampled values, merged; dotted keys nested. Nothing else.
+
+        Example:
+            >>> plan = TrialPlan(**{**_EXAMPLE, "params": {"lr": 0.1, "opt": {"b": 1}}})
+            >>> plan.worker_config({"lr": 0.01, "opt": {"b": 2}})
+            {'lr': 0.01, 'opt': {'b': 2}}
+        """
+        return deep_merge(deep_merge(self.params, unflatten(self.constants)), sampled)
+
+    def context(self, trial_id: str) -> TrialContext:
+        """What ``sweeps.trial_context()`` returns in this trial's workers."""
+        return TrialContext(trial_id=trial_id, run_dir=str(Path(self.train_storage) / trial_id),
+                            max_epochs=self.max_epochs, checkpoint_every=self.checkpoint_every,
+                            seed=self.seed, metric=self.metric, mode=self.mode)
+
+
+_EXAMPLE: dict[str, Any] = dict(  # a minimal plan, for the docstring examples
+    sweep_id="s", trainable="m:f", params={}, constants={}, train_storage="/tmp/train",
+    worker_resources={"CPU": 1.0}, num_workers=1, use_gpu=False, metric="val_acc", mode="max",
+    time_attr="epoch", max_epochs=9, checkpoint_every=1, checkpoint_keep=2, max_failures=0,
+    poll_interval_s=0.1, start_timeout_s=60.0, seed=0)
+
+
+def trainer_class() -> type:
+    """``TorchTrainer`` minus two per-run actors a sweep's trials do not need: Ray Train's
+    placement-group cleaner and, when the trainer is given no Ray Datasets, its dataset manager.
+    Each is a process started (and imports paid) on every trial."""
+    from ray.train.torch import TorchTrainer
+
+    left_out: tuple[type, ...] = ()
+    try:
+        from ray.train.v2._internal.callbacks.placement_group_callback import (
+            PlacementGroupCleanerCallback,
+        )
+
+        left_out += (PlacementGroupCleanerCallback,)
+    except ImportError:  # a Ray without it: nothing to leave out
+        pass
+    try:
+        from ray.train.v2._internal.callbacks.datasets import DatasetsCallback
+    except ImportError:
+        DatasetsCallback = None  # noqa: N806
+    if not left_out and DatasetsCallback is None:
+        return TorchTrainer
+
+    class SweepTorchTrainer(TorchTrainer):
+        """TorchTrainer without Ray Train's per-run cleaner actor (``sweeps.placement.release`` does
+        that job without the State API) and without a dataset manager when there is no
+        dataset to shard."""
+
+        def _create_default_callbacks(self) -> list:
+            callbacks = super()._create_default_callbacks()
+            drop = left_out
+            if DatasetsCallback is not None and not self.datasets:
+                drop += (DatasetsCallback,)
+            return [c for c in callbacks if not isinstance(c, drop)]
+
+    return SweepTorchTrainer
+
+
+def run_trial(sampled: dict[str, Any], plan: TrialPlan) -> None:
+    """Tune function trainable: run this trial's Train run to completion (or until stopped)."""
+    from ray import tune
+    from ray.train import CheckpointConfig, FailureConfig, RunConfig, ScalingConfig
+
+    from sweeps.config.schema import import_trainable
+    from sweeps.execution.clock import TrialClock
+    from sweeps.execution.report_bridge import SweepReportCallback
+    from sweeps.execution.worker import loop_entry
+    from sweeps.placement.release import PlacementGroupLedger
+
+    trial_id = tune.get_context().get_trial_id()
+    if trial_id in plan.ended:
+        # Ended before the sweep was interrupted (Tune's saved state lagged behind): report the
+        # final result again so Tune and the scheduler close it; train nothing.
+        tune.report(dict(plan.ended[trial_id]))
+        return
+    from sweeps.execution import report_log
+    from sweeps.resume.train_runs import claim_run, latest_checkpoint, repair_run
+
+    config = plan.worker_config(sampled)
+    run_dir = Path(plan.train_storage) / trial_id
+    for note in claim_run(run_dir, config) + repair_run(run_dir):
+        log.warning(note)
+    latest = latest_checkpoint(run_dir)
+    restored = report_log.restored_count(run_dir)
+    clock = TrialClock.load(run_dir, plan.time_attr,
+                            restored if restored is not None else latest[2] if latest else 0)
+    counting = _count_handovers()
+    logged_before = len(report_log.records(run_dir))
+    unseen = unseen_reports(run_dir, Path(plan.train_storage).parent, trial_id)
+    for metrics in unseen:
+        tune.report(metrics)  # trained and checkpointed before an interruption; Tune never saw
+    # Read by the Train controller this process starts (Ray propagates RAY_TRAIN_* env vars).
+    os.environ[HEALTH_CHECK_ENV] = str(plan.poll_interval_s)
+    attempt_s, start_failures = start_limits(plan.start_timeout_s)
+    os.environ[START_TIMEOUT_ENV] = str(attempt_s)
+    os.environ[PREEMPTION_WATCHER_ENV] = "1" if plan.preemption_watcher else "0"
+    trainer = trainer_class()(
+        train_loop_per_worker=loop_entry(import_trainable(plan.trainable),
+                                         plan.context(trial_id)),
+        train_loop_config=config,
+        scaling_config=ScalingConfig(num_workers=plan.num_workers, use_gpu=plan.use_gpu,
+                                     resources_per_worker=dict(plan.worker_resources)),
+        run_config=RunConfig(
+            name=trial_id,
+            storage_path=plan.train_storage,
+            checkpoint_config=CheckpointConfig(
+                num_to_keep=plan.checkpoint_keep,
+                checkpoint_score_attribute=plan.metric,
+                checkpoint_score_order=plan.mode),
+            failure_config=FailureConfig(max_failures=plan.max_failures,
+                                         controller_failure_limit=start_failures),
+            callbacks=[SweepReportCallback(clock), PlacementGroupLedger(plan.sweep_id, trial_id)],
+        ),
+    )
+    trainer.fit()
+    # Every report the bridge forwarded (one log line each) must reach Tune before returning.
+    _wait_for_handover(counting, len(unseen) + len(report_log.records(run_dir)) - logged_before)
+
+
+def start_limits(start_timeout_s: float) -> tuple[float, int]:
+    """(seconds per worker-group start attempt, start failures tolerated) for a trial whose
+    workers may wait ``start_timeout_s`` for resources (-1: forever, Ray Train's default).
+
+    Example:
+        >>> start_limits(600), start_limits(20), start_limits(-1)
+        ((60.0, 9), (20.0, 0), (60.0, -1))
+    """
+    if start_timeout_s == -1:
+        return START_ATTEMPT_S, -1
+    attempt_s = min(START_ATTEMPT_S, float(start_timeout_s))
+    return attempt_s, max(0, math.ceil(start_timeout_s / attempt_s) - 1)
+
+
+def unseen_reports(run_dir: Path, sweep_dir: Path, trial_id: str) -> list[dict[str, Any]]:
+    """Reports the trial made before an interruption that never reached Tune (its scheduler
+    log has no judgement of them) and that its restored checkpoint covers, oldest first.
+
+    Re-reporting them before training resumes lets ASHA judge them (and stop the trial at a
+    rung it would otherwise skip) and MLflow log them (``sweeps.execution.report_log``).
+    """
+    from sweeps.execution import report_log
+    from sweeps.search.schedulers import decision_log
+
+    judged = max((float(r.get("epoch") or 0) for r in decision_log(sweep_dir).records()
+                  if r.get("trial") == trial_id), default=0.0)
+    return report_log.unseen(run_dir, judged)
+
+
+class _CountingQueue(queue.Queue):
+    """The trial session's result queue, counting what was put into it."""
+
+    def __init__(self, maxsize: int) -> None:
+        super().__init__(maxsize)
+        self.puts = 0
+
+    def put(self, item: Any, block: bool = True, timeout: float | None = None) -> None:
+        super().put(item, block, timeout)
+        self.puts += 1
+
+
+def _count_handovers() -> _CountingQueue | None:
+    """Make the trial session's result queue count its puts (None on a Ray without it).
+
+    Tune's session hands each Train report (taken off the Train -> Tune actor queue by the
+    trial actor's main thread) to Tune through a one-slot result queue. When the trial's
+    function returns, Tune's function runner puts a final "duplicate" result into the same
+    queue from the training thread. If that happens while the main thread holds the last Train
+    report (taken off the actor queue, not yet put), the main thread blocks forever on a full
+    queue that only it empties: the trial hangs with its workers gone (seen in the CLI test).
+    Counting the puts lets the trial wait until every report it forwarded was handed over.
+    """
+    try:
+        from ray.train._internal.session import get_session
+
+        session = get_session()
+        counting = _CountingQueue(session.result_queue.maxsize)
+        session.result_queue = counting
+        return counting
+    except Exception:  # a Ray without this internal: fall back to the actor-queue check
+        return None
+
+
+def _wait_for_handover(counting: _CountingQueue | None, expected: int,
+                       timeout_s: float = 10.0) -> None:
+    """Return once ``expected`` results went into the session's result queue (see
+    ``_count_handovers``), so the function runner's final result cannot overtake the last one."""
+    import time
+
+    if counting is None:
+        _wait_for_last_report()
+        return
+    deadline = time.monotonic() + timeout_s
+    while counting.puts < expected and time.monotonic() < deadline:
+        time.sleep(0.01)
+    if counting.puts < expected:
+        log.warning("%d Train report(s) were not handed to Tune within %.0f s",
+                    expected - counting.puts, timeout_s)
+
+
+def _wait_for_last_report(timeout_s: float = 5.0) -> None:
+    """Return only once Tune has taken the last result off the Train -> Tune queue.
+
+    ``TuneReportCallback`` hands each result to this trial actor through a queue actor; if this
+    function returns while the final result still sits there, Tune's function runner may end
+    the trial without it (seen: a trial that trained all 5 epochs recorded as stopped after 4).
+    """
+    import time
+
+    try:
+        from ray.train._internal.session import get_session
+
+        queue = getattr(get_session(), "_inter_actor_queue", None)
+    except Exception:  # a Ray without this internal: nothing to wait for
+        return
+    if queue is None:
+        return
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            if queue.empty():
+                return
+        except Exception:  # the queue actor is gone: nothing left in it
+            return
+        time.sleep(0.02)
+    log.warning("the last Train report was not taken by Tune within %.0f s", timeout_s)

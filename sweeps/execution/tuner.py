@@ -1,0 +1,140 @@
+"""Build the Ray Tune ``Tuner`` for a validated sweep config.
+
+    tuner = build_tuner(cfg, space, plan, sweep_dir, callbacks)
+    results = tuner.fit()
+
+Search: Optuna TPE through Ray's ``OptunaSearch`` (seeded ``TPESampler``) or Tune's random
+``BasicVariantGenerator`` (seeded). Scheduler: ``ASHAScheduler`` on the trial's clock
+(``sweeps_epoch``, see ``sweeps.execution.clock``; never Tune's ``training_iteration``, which
+restarts at
+1 after a restore), or FIFO; both stop a trial at the budget ``scheduler.max_t``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from sweeps.config.schema import SweepConfig
+from sweeps.execution.resources import TRIAL_DRIVER_RESOURCES, ResourcePlan
+from sweeps.execution.trial_driver import TrialPlan, run_trial
+from sweeps.search.outcome import Objective
+from sweeps.search.space import Param, to_tune_space
+
+__all__ = ["build_tuner", "restore_tuner", "make_search_alg", "make_scheduler", "trial_plan",
+           "objective_of"]
+
+
+def make_search_alg(cfg: SweepConfig, max_concurrent: int = 0) -> Any:
+    """OptunaSearch(TPE) or BasicVariantGenerator, seeded with ``sweep.seed``.
+
+    Tune ignores ``TuneConfig.max_concurrent_trials`` for a ``BasicVariantGenerator`` (it only
+    wraps ``Searcher``s), so random search gets the limit itself.
+    """
+    if cfg.search.algorithm == "random":
+        from ray.tune.search.basic_variant import BasicVariantGenerator
+
+        return BasicVariantGenerator(random_state=cfg.sweep.seed, max_concurrent=max_concurrent)
+    import optuna
+    from ray.tune.search.optuna import OptunaSearch
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    sampler = optuna.samplers.TPESampler(seed=cfg.sweep.seed,
+                                         n_startup_trials=cfg.search.n_startup_trials)
+    return OptunaSearch(sampler=sampler)
+
+
+def make_scheduler(cfg: SweepConfig, sweep_dir: Path) -> Any:
+    """ASHA over reported epochs, or FIFO (every trial runs ``scheduler.max_t`` epochs); both
+    log their decisions under ``sweep_dir`` so a resumed sweep keeps them."""
+    from sweeps.search.schedulers import ResumableASHA, ResumableFIFO
+
+    s = cfg.scheduler
+    if s.name == "none":
+        return ResumableFIFO(sweep_dir, objective_of(cfg))
+    return ResumableASHA(sweep_dir, objective_of(cfg), grace_period=s.grace_period,
+                         reduction_factor=s.reduction_factor)
+
+
+def objective_of(cfg: SweepConfig) -> Objective:
+    """The sweep's metric, mode and per-trial epoch budget."""
+    return Objective(cfg.experiment.metric, cfg.experiment.mode, cfg.scheduler.max_t)
+
+
+def trial_plan(cfg: SweepConfig, constants: dict[str, Any], plan: ResourcePlan,
+               sweep_dir: Path, sweep_id: str,
+               ended: dict[str, dict[str, Any]] | None = None) -> TrialPlan:
+    """The per-sweep context every trial driver receives (``ended``: trials a resumed sweep
+    knows have ended, with their final metrics)."""
+    e = cfg.experiment
+    return TrialPlan(
+        sweep_id=sweep_id, trainable=e.trainable, params=dict(e.params), constants=constants,
+        train_storage=str(sweep_dir / "train"), worker_resources=plan.worker_resources,
+        num_workers=plan.num_workers, use_gpu=plan.use_gpu, metric=e.metric, mode=e.mode,
+        time_attr=e.time_attr, max_epochs=cfg.scheduler.max_t,
+        checkpoint_every=cfg.checkpoint.every, checkpoint_keep=cfg.checkpoint.keep,
+        max_failures=cfg.trial.max_failures,
+        poll_interval_s=cfg.trial.poll_interval_s,
+        start_timeout_s=cfg.trial.start_timeout_s, seed=cfg.sweep.seed, ended=ended or {},
+        preemption_watcher=cfg.ray.address is not None or _alive_nodes() > 1,
+    )
+
+
+def _alive_nodes() -> int:
+    import ray
+
+    return sum(1 for node in ray.nodes() if node.get("Alive"))
+
+
+def _trainable(trial: TrialPlan) -> Any:
+    from ray import tune
+
+    return tune.with_resources(tune.with_parameters(run_trial, plan=trial),
+                               dict(TRIAL_DRIVER_RESOURCES))
+
+
+def build_tuner(cfg: SweepConfig, params: list[Param], trial: TrialPlan, plan: ResourcePlan,
+                sweep_dir: Path, callbacks: list) -> Any:
+    """A ``tune.Tuner`` whose experiment directory is ``sweep_dir`` itself."""
+    from ray import tune
+
+    return tune.Tuner(
+        _trainable(trial),
+        param_space=to_tune_space(params),
+        tune_config=tune.TuneConfig(
+            metric=cfg.experiment.metric, mode=cfg.experiment.mode,
+            search_alg=make_search_alg(cfg, plan.max_concurrent_trials),
+            scheduler=make_scheduler(cfg, sweep_dir), num_samples=cfg.search.num_samples,
+            max_concurrent_trials=(plan.max_concurrent_trials
+                                   if cfg.search.algorithm != "random" else None),
+            trial_dirname_creator=lambda t: t.trial_id,
+            reuse_actors=False,
+        ),
+        run_config=tune.RunConfig(
+            name=sweep_dir.name, storage_path=str(sweep_dir.parent), callbacks=callbacks,
+            verbose=1 if cfg.sweep.verbose else 0,
+            failure_config=tune.FailureConfig(max_failures=cfg.trial.max_retries),
+        ),
+    )
+
+
+def restore_tuner(cfg: SweepConfig, params: list[Param], trial: TrialPlan, sweep_dir: Path,
+                  callbacks: list) -> Any:
+    """``Tuner.restore`` of the sweep in ``sweep_dir``: finished trials stay finished,
+    unfinished and errored ones continue from their checkpoints, the searcher's state is
+    reloaded. This run's callbacks, scheduler and retry limit replace the pickled ones (the
+    scheduler rebuilds its rungs from its log, see ``sweeps.search.schedulers``)."""
+    from ray import tune
+
+    tuner = tune.Tuner.restore(str(sweep_dir), _trainable(trial), resume_unfinished=True,
+                               resume_errored=True, param_space=to_tune_space(params))
+    internal = getattr(tuner, "_local_tuner", None)
+    if internal is None or not hasattr(internal, "_tune_config"):
+        raise RuntimeError("this Ray's Tuner has no _local_tuner._tune_config; sweeps needs "
+                           "ray 2.60 to resume")
+    run_config = internal.get_run_config()
+    run_config.callbacks = callbacks
+    run_config.verbose = 1 if cfg.sweep.verbose else 0
+    run_config.failure_config = tune.FailureConfig(max_failures=cfg.trial.max_retries)
+    internal._tune_config.scheduler = make_scheduler(cfg, sweep_dir)
+    return tuner

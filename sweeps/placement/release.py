@@ -1,0 +1,291 @@
+"""Guaranteed release of a stopped trial's Train workers (placement group), within seconds.
+
+    tuner = Tuner(..., run_config=tune.RunConfig(callbacks=[PlacementGroupReaper(sweep_id)]))
+
+Why: when Tune stops a trial (ASHA, a stopper, an error), the trial's actor dies and takes the
+Train controller and workers with it, but the workers' placement group is scoped to the job
+and stays CREATED, holding their CPUs/GPUs (ray#54305). Ray Train's own remedy is a detached
+cleaner actor per run that polls the State API; without ``ray[default]``'s dashboard, or with
+two Ray instances on one machine, it never succeeds and the sweep deadlocks after a few trials.
+
+How (no State API involved):
+
+1. ``PlacementGroupLedger`` runs inside each trial's Train controller. It records the worker
+   group's placement-group id in Ray's GCS key-value store under the trial's key the moment
+   Train creates the group (not once the workers are up: a controller killed during the
+   seconds of worker startup would leave an unrecorded group holding its CPUs for the rest of
+   the sweep, and a retried trial waiting for them forever). Before any (re)start it checks the
+   trial's "stopped" flag and refuses to create a new group once the sweep has ended the trial.
+2. ``PlacementGroupReaper`` is a Tune callback in the sweep driver. When a trial completes,
+   is stopped or errors, it sets the trial's stopped flag and removes the recorded placement
+   group (a no-op when Train already removed it), then keeps watching the key in a background
+   thread in case a restart slipped in, for ``watch_s`` seconds or until the sweep ends.
+3. At the end of the sweep the reaper waits until the sweep's Train controllers are gone
+   (``join``), then ``release_all`` removes whatever any trial of the sweep recorded and
+   ``release_new_groups`` whatever else this job created during the sweep and still holds.
+
+Because the reaper does the job, ``sweeps.execution.trial_driver.trainer_class()`` leaves out Ray
+Train's per-run cleaner actor: one process fewer per trial and no cleaner that loops forever.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from typing import Any
+
+from ray.train.v2._internal.execution.callback import WorkerGroupCallback
+from ray.tune import Callback
+
+__all__ = ["PlacementGroupLedger", "PlacementGroupReaper", "release_all", "kv_key",
+           "held_groups", "job_groups", "release_new_groups"]
+
+log = logging.getLogger(__name__)
+NAMESPACE = "sweeps"
+HELD = ("CREATED", "PENDING", "RESCHEDULING")  # placement-group states that hold resources
+
+
+def kv_key(sweep_id: str, trial_id: str, kind: str = "pg") -> str:
+    """Key of a trial's record: ``pg/<sweep_id>/<trial_id>`` (or ``stop/...``)."""
+    return f"{kind}/{sweep_id}/{trial_id}"
+
+
+def _kv() -> Any:
+    from ray.experimental import internal_kv
+
+    return internal_kv
+
+
+class TrialStoppedError(RuntimeError):
+    """Raised in a Train controller that tries to start workers for a trial the sweep ended."""
+
+
+class PlacementGroupLedger(WorkerGroupCallback):
+    """Train controller callback: records the trial's placement group, refuses stopped restarts."""
+
+    def __init__(self, sweep_id: str, trial_id: str) -> None:
+        self.sweep_id, self.trial_id = sweep_id, trial_id
+
+    def before_worker_group_start(self, worker_group_context: Any) -> None:
+        import ray
+
+        _record_on_creation(self)
+        kv = _kv()
+        # This controller, so that the sweep's end can wait for it to be gone (see join).
+        kv._internal_kv_put(kv_key(self.sweep_id, self.trial_id, "ctl"),
+                            ray.get_runtime_context().get_actor_id() or "", overwrite=True,
+                            namespace=NAMESPACE)
+        if kv._internal_kv_get(kv_key(self.sweep_id, self.trial_id, "stop"),
+                               namespace=NAMESPACE):
+            raise TrialStoppedError(f"trial {self.trial_id} was ended by the sweep; "
+                                    "not starting another worker group")
+        # A group recorded by an earlier attempt of this trial whose driver died (Tune retry)
+        # still holds its workers' resources: release it before asking for a new one.
+        previous = kv._internal_kv_get(kv_key(self.sweep_id, self.trial_id), namespace=NAMESPACE)
+        if previous:
+            _remove(previous.decode())
+
+    def record(self, pg: Any) -> None:
+        """Record ``pg`` as this trial's worker group (replacing an earlier attempt's)."""
+        _kv()._internal_kv_put(kv_key(self.sweep_id, self.trial_id), pg.id.hex(),
+                               overwrite=True, namespace=NAMESPACE)
+
+    def after_worker_group_start(self, worker_group: Any) -> None:
+        # Already recorded at creation; again here in case a Ray without the hook got through.
+        state = worker_group.get_worker_group_state()
+        self.record(state.placement_group_handle.placement_group)
+
+
+def _record_on_creation(ledger: PlacementGroupLedger) -> None:
+    """Make Train's worker-group module record each placement group as it creates it (this
+    process is the trial's Train controller: one ledger, one trial). Ray 2.60 creates the group
+    with the module-level ``placement_group`` function; another layout is left alone, and
+    ``after_worker_group_start`` still records the group (seconds later)."""
+    try:
+        from ray.train.v2._internal.execution.worker_group import worker_group as module
+    except ImportError:
+        return
+    create = getattr(module, "placement_group", None)
+    if create is None:
+        return
+    if hasattr(create, "_sweeps_ledger"):  # wrapped already in this process: this ledger now
+        create._sweeps_ledger = ledger
+        return
+
+    def recording_placement_group(*args: Any, **kwargs: Any) -> Any:
+        pg = create(*args, **kwargs)
+        recording_placement_group._sweeps_ledger.record(pg)
+        return pg
+
+    recording_placement_group._sweeps_ledger = ledger
+    module.placement_group = recording_placement_group
+
+
+def _remove(pg_hex: str) -> bool:
+    """Remove placement group ``pg_hex`` unless already gone; True when this call removed it."""
+    from ray._raylet import PlacementGroupID
+    from ray.util import placement_group_table, remove_placement_group
+    from ray.util.placement_group import PlacementGroup
+
+    pg = PlacementGroup(PlacementGroupID.from_hex(pg_hex))
+    state = placement_group_table(pg).get("state")
+    if state in (None, "REMOVED"):
+        return False
+    remove_placement_group(pg)
+    return True
+
+
+class PlacementGroupReaper(Callback):
+    """Tune callback in the sweep driver: releases each ended trial's placement group."""
+
+    def __init__(self, sweep_id: str, watch_s: float = 10.0, poll_s: float = 0.25) -> None:
+        self.sweep_id, self.watch_s, self.poll_s = sweep_id, watch_s, poll_s
+        self.released: dict[str, float] = {}  # trial id -> seconds from trial end to release
+        self._threads: list[threading.Thread] = []
+        self._done = threading.Event()
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Tune pickles callbacks with the experiment; threads and events stay behind."""
+        return {**self.__dict__, "_threads": [], "_done": None}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._done = threading.Event()
+
+    def on_trial_complete(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
+        self._start(trial.trial_id)
+
+    def on_trial_error(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
+        self._start(trial.trial_id)
+
+    def on_trial_recover(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
+        """Tune retries the trial (its driver died or raised): free the old attempt's group
+        now, so the retry's workers can be placed (no stop flag: the trial goes on)."""
+        try:
+            value = _kv()._internal_kv_get(kv_key(self.sweep_id, trial.trial_id),
+                                           namespace=NAMESPACE)
+            if value and _remove(value.decode()):
+                log.debug("released the placement group of retried trial %s", trial.trial_id)
+        except Exception as exc:
+            log.debug("could not release the group of retried trial %s: %s", trial.trial_id, exc)
+
+    def _start(self, trial_id: str) -> None:
+        kv = _kv()
+        kv._internal_kv_put(kv_key(self.sweep_id, trial_id, "stop"), b"1", namespace=NAMESPACE)
+        thread = threading.Thread(target=self._watch, args=(trial_id, time.monotonic()),
+                                  name=f"sweeps-reaper-{trial_id}", daemon=True)
+        self._threads = [t for t in self._threads if t.is_alive()] + [thread]
+        thread.start()
+
+    def _watch(self, trial_id: str, ended: float) -> None:
+        key = kv_key(self.sweep_id, trial_id)
+        while True:
+            try:
+                value = _kv()._internal_kv_get(key, namespace=NAMESPACE)
+                if value and _remove(value.decode()):
+                    self.released[trial_id] = time.monotonic() - ended
+                    log.debug("released placement group of trial %s", trial_id)
+            except Exception as exc:  # Ray shutting down under us: nothing left to hold
+                log.debug("reaper for trial %s stopped: %s", trial_id, exc)
+                return
+            if time.monotonic() - ended > self.watch_s or self._done.wait(self.poll_s):
+                return
+
+    def join(self, timeout: float | None = None) -> None:
+        """At sweep end, before ``release_all``: end the watchers and wait (at most ``watch_s``)
+        until no Train controller of the sweep is alive. A live one (a stopped trial's, dying)
+        may still create a worker group; a dead one cannot, and every group it created was
+        recorded at creation, so ``release_all`` then finds them all. Typically well under a
+        second, where watching the last trial's key for its full ``watch_s`` cost ~10 s a
+        sweep."""
+        self._done.set()
+        deadline = time.monotonic() + (self.watch_s if timeout is None else timeout)
+        for thread in self._threads:
+            thread.join(max(0.0, deadline - time.monotonic()))
+        while live_controllers(self.sweep_id) and time.monotonic() < deadline:
+            time.sleep(self.poll_s / 2)
+
+
+def live_controllers(sweep_id: str) -> list[str]:
+    """Train controllers of ``sweep_id`` (recorded by their ledgers) not yet dead. An actor
+    whose state cannot be read counts as alive (the caller's wait is bounded)."""
+    from ray._private.state import actors
+
+    kv = _kv()
+    alive = []
+    for key in kv._internal_kv_list(f"ctl/{sweep_id}/", namespace=NAMESPACE):
+        actor_id = kv._internal_kv_get(key, namespace=NAMESPACE)
+        try:
+            state = actors(actor_id=actor_id.decode()).get("State") if actor_id else "DEAD"
+        except Exception:
+            state = None
+        if state != "DEAD":
+            alive.append(key.decode() if isinstance(key, bytes) else key)
+    return alive
+
+
+def release_all(sweep_id: str, keep_stop_flags: bool = False) -> int:
+    """Remove every worker placement group a trial of ``sweep_id`` recorded; clear its keys.
+    Call it once no trial of the sweep runs.
+
+    ``keep_stop_flags`` (at sweep end): leave the ended trials' "stopped" flags. A stopped
+    trial's Train controller can outlive the sweep by seconds and keeps trying to restart its
+    workers; the flag is what refuses it (seen: a group created after the flags were cleared).
+    A resumed sweep clears them when it starts.
+
+    Returns how many Train worker groups were still held (and are now removed).
+    """
+    kv = _kv()
+    removed = 0
+    for key in kv._internal_kv_list(f"pg/{sweep_id}/", namespace=NAMESPACE):
+        value = kv._internal_kv_get(key, namespace=NAMESPACE)
+        try:
+            if value and _remove(value.decode()):
+                removed += 1
+        except Exception as exc:  # removed by Train meanwhile
+            log.debug("placement group %s: %s", value, exc)
+    for kind in ("pg", "ctl") + (() if keep_stop_flags else ("stop",)):
+        kv._internal_kv_del(f"{kind}/{sweep_id}/", del_by_prefix=True, namespace=NAMESPACE)
+    return removed
+
+
+def _job_group_states() -> dict[str, str]:
+    """State of every placement group this job (this driver: Tune's trial groups and the
+    trials' worker groups) has created in the connected Ray instance. A group id ends with the
+    id of the job that created it."""
+    import ray
+    from ray.util import placement_group_table
+
+    job = ray.get_runtime_context().get_job_id()
+    return {pg_id: pg.get("state") for pg_id, pg in placement_group_table().items()
+            if pg_id.endswith(job)}
+
+
+def job_groups() -> set[str]:
+    """Ids of the placement groups this job has created, held or removed (at sweep start)."""
+    return set(_job_group_states())
+
+
+def release_new_groups(before: set[str]) -> int:
+    """Once a sweep's trials and Train controllers are gone: remove every group this job
+    created since ``before`` (``job_groups()`` at sweep start) that is still held, and return
+    how many. Tune removes its trial groups asynchronously after ``fit`` returns, and a group
+    it staged for a trial that never started is recorded nowhere."""
+    removed = 0
+    for pg_id, state in _job_group_states().items():
+        if pg_id in before or state not in HELD:
+            continue
+        try:
+            removed += _remove(pg_id)
+        except Exception as exc:  # removed meanwhile
+            log.debug("placement group %s: %s", pg_id, exc)
+    return removed
+
+
+def held_groups() -> int:
+    """Placement groups still holding (or waiting for) resources in this Ray instance; a sweep
+    that started its own instance checks this is 0 before shutting it down."""
+    from ray.util import placement_group_table
+
+    return sum(1 for pg in placement_group_table().values() if pg.get("state") in HELD)

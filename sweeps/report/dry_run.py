@@ -1,0 +1,117 @@
+"""What a sweep will do, before it does it.
+
+    python -m sweeps +experiment=digits sweep.dry_run=true
+
+Prints the resolved search space (each parameter's distribution and bounds), the scheduler's
+rungs, how many trials run at once on this cluster, and the epochs of compute: the worst case
+(every trial runs ``max_t``) and the ASHA estimate. Everything is validated as for a real run;
+Ray is not started and nothing is written. The second line names the file the experiment came
+from (``--config-dir``, a ``hydra.searchpath`` entry or the built-in ``conf/``), so a user file
+that shadows a built-in one is visible.
+
+The ASHA estimate is successive halving's expectation: every trial trains to the first rung,
+a ``1/reduction_factor`` share of them continues to each next rung, and the survivors of the
+last rung train to ``max_t``. Asynchronous ASHA promotes somewhat more than that early in a
+sweep (the first trials to reach a rung have nobody to lose to), so treat it as a lower bound.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from sweeps.config.schema import SweepConfig
+from sweeps.config.search_path import active, source_of
+
+__all__ = ["asha_rungs", "expected_epochs", "EpochBudget", "epoch_budget", "format_plan",
+           "source_line"]
+
+
+def asha_rungs(max_t: int, grace_period: int, reduction_factor: int) -> list[int]:
+    """Epochs at which ASHA compares trials (Ray's rule), below ``max_t``.
+
+    Example:
+        >>> asha_rungs(9, 1, 3)
+        [1, 3]
+    """
+    count = int(math.log(max_t / grace_period) / math.log(reduction_factor) + 1 + 1e-9)
+    return [r for r in (grace_period * reduction_factor ** k for k in range(count)) if r < max_t]
+
+
+def expected_epochs(max_t: int, rungs: list[int], reduction_factor: int) -> float:
+    """Expected epochs of one trial under successive halving with these rungs.
+
+    Example:
+        >>> expected_epochs(9, [1, 3], 3)  # 1 + (3 - 1) / 3 + (9 - 3) / 9
+        2.333...
+    """
+    total, previous, share = 0.0, 0, 1.0
+    for rung in [*rungs, max_t]:
+        total += share * (rung - previous)
+        previous, share = rung, share / reduction_factor
+    return total
+
+
+@dataclass(frozen=True)
+class EpochBudget:
+    """Epochs of compute a sweep can spend."""
+
+    rungs: list[int]
+    worst: int
+    expected: float
+
+
+def epoch_budget(cfg: SweepConfig) -> EpochBudget:
+    """Worst-case and expected epochs for ``cfg`` (they agree without ASHA)."""
+    s, n = cfg.scheduler, cfg.search.num_samples
+    if s.name != "asha":
+        return EpochBudget([], n * s.max_t, float(n * s.max_t))
+    rungs = asha_rungs(s.max_t, s.grace_period, s.reduction_factor)
+    return EpochBudget(rungs, n * s.max_t,
+                       n * expected_epochs(s.max_t, rungs, s.reduction_factor))
+
+
+def source_line(cfg: SweepConfig) -> str:
+    """Which file the experiment came from, as recorded when it was composed.
+
+    Falls back to looking ``experiment.name`` up in the active search path (a config built in
+    Python without ``sweeps.config.compose``).
+
+    Example:
+        >>> source_line(compose("digits"))
+        'experiment digits from /.../conf/experiment/digits.yaml (built-in)'
+    """
+    source = source_of(cfg) or active().find(cfg.experiment.name)
+    if source is None:
+        return f"experiment {cfg.experiment.name} (not composed from an experiment file)"
+    return source.describe()
+
+
+def format_plan(prepared) -> str:  # prepared: sweeps.execution.runner.Prepared
+    """The dry-run report as plain text."""
+    cfg = prepared.cfg
+    s, budget = cfg.scheduler, epoch_budget(cfg)
+    width = max((len(p.path) for p in prepared.params), default=0)
+    lines = [f"plan for sweep {cfg.sweep.name} (dry run: Ray not started, nothing written)",
+             f"  {source_line(cfg)}",
+             f"  trainable {cfg.experiment.trainable}, {cfg.experiment.mode}imize "
+             f"{cfg.experiment.metric}",
+             f"  search {cfg.search.algorithm}, {cfg.search.num_samples} trials, seed "
+             f"{cfg.sweep.seed}; {len(prepared.params)} parameter(s):"]
+    lines += [f"    {p.path:<{width}}  {p.describe()}" for p in prepared.params]
+    if prepared.constants:
+        lines.append("  constants: " + ", ".join(f"{k}={v!r}" for k, v in
+                                                 prepared.constants.items()))
+    if s.name == "asha":
+        rungs = ", ".join(map(str, budget.rungs)) or "none below max_t"
+        lines.append(f"  scheduler asha: rungs at epoch {rungs}; keeps the top "
+                     f"1/{s.reduction_factor} at each; max {s.max_t} epochs")
+    else:
+        lines.append(f"  scheduler none: every trial trains {s.max_t} epochs")
+    lines.append(f"  trials: {prepared.resources.describe()}")
+    lines.append(f"  epochs of compute: worst case {budget.worst} "
+                 f"({cfg.search.num_samples} x {s.max_t})"
+                 + (f", ASHA expected ~{budget.expected:.1f}" if s.name == "asha" else ""))
+    lines.append(f"  sweep dir {prepared.sweep_dir}")
+    lines.append(f"  tracking {prepared.tracking_uri or 'off'}")
+    return "\n".join(lines)

@@ -1,0 +1,142 @@
+"""Live progress of a sweep.
+
+On a terminal: finished trials are printed once, and below them a block redrawn in place with
+one line per running trial (its latest epoch and metric) and a progress bar:
+
+    [  87s] 5/8 done | trial 9a6685fe completed | best 0.9777 (9a6685fe)
+      running 7d8c94c8: epoch 3/9 val_acc=0.9220
+      [############........] 5/8 done, 1 running, 2 pending, 4 stopped | best 0.9777 | 1:27
+
+Piped or logged output gets one plain line per event (started, each epoch, ended), without
+escape codes.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+from typing import Any, TextIO
+
+from ray.tune import Callback
+
+from sweeps.execution.clock import numeric
+from sweeps.protocol import CLOCK_KEY
+from sweeps.search.outcome import Objective
+
+__all__ = ["ProgressLines"]
+
+
+def _up_and_clear(lines: int) -> str:
+    """Escape codes: cursor to the start of the line ``lines`` up, clear to the screen's end."""
+    return f"\x1b[{lines}F\x1b[J" if lines else ""
+
+
+def _clock(seconds: float) -> str:
+    minutes, secs = divmod(int(seconds), 60)
+    return f"{minutes}:{secs:02d}"
+
+
+class ProgressLines(Callback):
+    """Tune callback printing trial events, with a progress bar when writing to a terminal."""
+
+    def __init__(self, metric: str, mode: str, total: int, max_epochs: int,
+                 stream: TextIO | None = None, sweep_dir: str | None = None) -> None:
+        self.metric, self.mode, self.total, self.max_epochs = metric, mode, total, max_epochs
+        self.sweep_dir = sweep_dir  # where the scheduler's verdicts are (None: clock only)
+        self.stream = stream  # None: whatever sys.stdout is when a line is printed
+        self.start = time.monotonic()
+        self.done = self.stopped = 0
+        self.running: dict[str, str] = {}  # trial id -> its latest progress text
+        self.best: tuple[float, str] | None = None
+        self._drawn = 0  # lines of the live block currently on the terminal
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Tune pickles callbacks with the experiment; an open stream cannot be pickled."""
+        return {**self.__dict__, "stream": None}
+
+    @property
+    def _out(self) -> TextIO:
+        return self.stream or sys.stdout
+
+    def _is_tty(self) -> bool:
+        return bool(getattr(self._out, "isatty", lambda: False)())
+
+    def status_bar(self, width: int = 20) -> str:
+        """``[####....] 3/8 done, 1 running, 4 pending, 2 stopped | best ... | 0:42, ETA``"""
+        elapsed = time.monotonic() - self.start
+        filled = int(width * self.done / max(self.total, 1))
+        pending = max(self.total - self.done - len(self.running), 0)
+        eta = (f", ETA {_clock(elapsed / self.done * (self.total - self.done))}"
+               if self.done else "")
+        best = f"{self.best[0]:.4g}" if self.best else "-"
+        return (f"[{'#' * filled}{'.' * (width - filled)}] {self.done}/{self.total} done, "
+                f"{len(self.running)} running, {pending} pending, {self.stopped} stopped | "
+                f"best {best} | {_clock(elapsed)}{eta}")
+
+    def _line(self, text: str) -> str:
+        best = f"best {self.best[0]:.4g} ({self.best[1]})" if self.best else "best -"
+        elapsed = time.monotonic() - self.start
+        return f"[{elapsed:5.0f}s] {self.done}/{self.total} done | {text} | {best}"
+
+    def _say(self, text: str, permanent: bool = True) -> None:
+        """A plain line when piped; on a terminal, ``permanent`` lines go above the block."""
+        if not self._is_tty():
+            print(self._line(text), file=self._out, flush=True)
+            return
+        out = [_up_and_clear(self._drawn)]
+        if permanent:
+            out.append(self._line(text) + "\n")
+        block = [f"  running {tid}: {what}" for tid, what in sorted(self.running.items())]
+        block.append("  " + self.status_bar())
+        out.append("\n".join(block) + "\n")
+        self._drawn = len(block)
+        print("".join(out), end="", file=self._out, flush=True)
+
+    def on_trial_start(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
+        self.running[trial.trial_id] = "starting"
+        self._say(f"trial {trial.trial_id} started", permanent=False)
+
+    def on_trial_result(self, iteration: int, trials: list, trial: Any, result: dict,
+                        **info: Any) -> None:
+        value = result.get(self.metric)
+        if not numeric(value):
+            return
+        better = self.best is None or (value > self.best[0] if self.mode == "max"
+                                       else value < self.best[0])
+        if better:
+            self.best = (float(value), trial.trial_id)
+        progress = (f"epoch {result.get(CLOCK_KEY, '?'):g}/{self.max_epochs} "
+                    f"{self.metric}={value:.4g}")
+        if trial.trial_id in self.running:
+            self.running[trial.trial_id] = progress
+        self._say(f"trial {trial.trial_id} {progress}", permanent=False)
+
+    def on_trial_complete(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
+        self.done += 1
+        self.running.pop(trial.trial_id, None)
+        clock = (trial.last_result or {}).get(CLOCK_KEY, 0)
+        verdict = None
+        if self.sweep_dir is not None:
+            from sweeps.search.schedulers import verdicts
+
+            verdict = verdicts(self.sweep_dir).get(trial.trial_id)
+        outcome = Objective(self.metric, self.mode, self.max_epochs).outcome(clock, verdict,
+                                                                            False)
+        if outcome == "stopped":
+            self.stopped += 1
+            how = f"stopped early at epoch {clock:g}"
+        elif outcome == "error":
+            how = f"FAILED: {verdict.error if verdict else 'error'}"
+        else:
+            how = f"completed ({clock:g} epochs)"
+        self._say(f"trial {trial.trial_id} {how}")
+
+    def on_trial_error(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
+        self.done += 1
+        self.running.pop(trial.trial_id, None)
+        where = (Path(self.sweep_dir) if self.sweep_dir else Path(trial.local_path).parent)
+        self._say(f"trial {trial.trial_id} FAILED (see {where / trial.trial_id / 'error.txt'})")
+
+    def on_experiment_end(self, trials: list, **info: Any) -> None:
+        self._drawn = 0  # leave the final block on the screen

@@ -1,0 +1,183 @@
+"""End-of-sweep summary: one row per trial, the best trial, its best checkpoint.
+
+    summary = summarize(results, Objective("val_acc", "max", 9), ["lr"], verdicts)
+    print(format_table(summary.table))
+
+A trial's status is ``completed``, ``stopped`` (ended early by the scheduler) or ``error``, as
+``sweeps.search.outcome`` decides. Its score is the best finite value of the metric over its epochs
+(NaN/inf values are skipped; a trial with no other value scores NaN, last in the table), and its
+checkpoint is the one saved at the best epoch whose checkpoint Train kept (it keeps the best
+``checkpoint.keep`` by the same metric; of equal scores, the latest).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from sweeps.protocol import CHECKPOINT_PATH_KEY as CHECKPOINT_KEY
+from sweeps.protocol import CLOCK_KEY
+from sweeps.search.outcome import Objective, Verdict
+from sweeps.search.space import flatten
+
+__all__ = ["Summary", "summarize", "format_table", "write_summary", "best_overrides",
+           "loop_traceback"]
+
+
+@dataclass
+class Summary:
+    """The per-trial table, the best trial (``None`` when no trial reported the metric) and the
+    failed trials with their reasons."""
+
+    table: pd.DataFrame
+    best: dict[str, Any] | None
+    failed: dict[str, str] = field(default_factory=dict)
+
+
+def _error_line(error: Any) -> str:
+    lines = [ln for ln in str(error).strip().splitlines() if ln.strip()]
+    return lines[-1][:300] if lines else type(error).__name__
+
+
+def _trial_row(result: Any, objective: Objective, verdicts: dict[str, Verdict],
+               param_paths: list[str]) -> tuple[dict[str, Any], dict[str, Any] | None, str | None]:
+    """(table row, best checkpoint of the trial, why it failed) for one Tune ``Result``."""
+    metric, mode = objective.metric, objective.mode
+    history = result.metrics_dataframe
+    trial_id = (result.metrics or {}).get("trial_id") or Path(result.path).name
+    config = flatten(result.config or {})
+    row: dict[str, Any] = {"trial_id": trial_id}
+    row.update({p: config.get(p) for p in param_paths})
+    verdict = verdicts.get(trial_id)
+    failure = _error_line(result.error) if result.error else (verdict.error if verdict else None)
+    clock_col = next((c for c in (CLOCK_KEY, "epoch") if history is not None and c in history),
+                     None)
+    clocks = history[clock_col].dropna() if clock_col else pd.Series(dtype=float)
+    clock = float(clocks.max()) if not clocks.empty else float(
+        0 if history is None else len(history))
+    epochs = int(math.ceil(clock)) if math.isfinite(clock) else 0
+    status = objective.outcome(clock, verdict, bool(result.error))
+    if history is None or history.empty or metric not in history:
+        failure = failure or (f"never reported {metric}" if history is not None else None)
+        row.update({metric: math.nan, "epochs": epochs,
+                    "status": "error" if failure or result.error else "empty"})
+        return row, None, failure
+    values = pd.to_numeric(history[metric], errors="coerce").replace([math.inf, -math.inf],
+                                                                       math.nan)
+    history = history.assign(**{metric: values}).dropna(subset=[metric])
+    if history.empty:  # every value was NaN/inf: the trial counts as the worst
+        row.update({metric: math.nan, "epochs": epochs, "status": status})
+        return row, None, failure
+    pick = history[metric].idxmax() if mode == "max" else history[metric].idxmin()
+    row.update({metric: float(history.loc[pick, metric]), "epochs": epochs, "status": status})
+    pick_clock = history.loc[pick, clock_col] if clock_col else len(history)
+    no_checkpoint = {"trial_id": trial_id, "metric": metric, "value": row[metric],
+                     "epoch": int(math.ceil(float(pick_clock))), "checkpoint": None,
+                     "config": result.config}
+    with_ckpt = history.dropna(subset=[CHECKPOINT_KEY]) if CHECKPOINT_KEY in history else None
+    best = None
+    if with_ckpt is not None:
+        with_ckpt = with_ckpt[[_kept(p) for p in with_ckpt[CHECKPOINT_KEY]]]
+    if with_ckpt is not None and not with_ckpt.empty:
+        # Ties go to the latest epoch, as in Train's own ranking (equal scores: the newer
+        # checkpoint is kept, the older deleted).
+        latest_first = with_ckpt.iloc[::-1]
+        at = latest_first[metric].idxmax() if mode == "max" else latest_first[metric].idxmin()
+        at_clock = with_ckpt.loc[at, clock_col] if clock_col else len(with_ckpt)
+        best = {"trial_id": trial_id, "metric": metric,
+                "value": float(with_ckpt.loc[at, metric]),
+                "epoch": int(math.ceil(float(at_clock))),
+                "checkpoint": str(with_ckpt.loc[at, CHECKPOINT_KEY]),
+                "config": result.config}
+    return row, best or no_checkpoint, failure
+
+
+def _kept(path: Any) -> bool:
+    """Whether a reported checkpoint is still there (Train deletes all but ``keep``); remote
+    storage (``s3://...``) is not listed here and counts as kept."""
+    text = str(path)
+    return "://" in text or Path(text).is_dir()
+
+
+def summarize(results: Any, objective: Objective, param_paths: list[str],
+              verdicts: dict[str, Verdict] | None = None) -> Summary:
+    """Build the summary from a Tune ``ResultGrid`` (or any iterable of ``Result``) and the
+    scheduler's verdicts (``sweeps.search.outcome.read_verdicts``)."""
+    rows, bests, failed = [], [], {}
+    for result in results:
+        row, best, failure = _trial_row(result, objective, verdicts or {}, param_paths)
+        rows.append(row)
+        if best is not None:
+            bests.append(best)
+        if row["status"] == "error":
+            failed[row["trial_id"]] = failure or "failed"
+    table = pd.DataFrame(rows)
+    if not table.empty:
+        table = table.sort_values(objective.metric, ascending=(objective.mode == "min"),
+                                  na_position="last")
+        table = table.reset_index(drop=True)
+    best = None
+    # The best checkpointed epoch; a sweep whose loop saves no checkpoint still has a best trial.
+    candidates = [b for b in bests if b["checkpoint"]] or bests
+    if candidates:
+        pick = max if objective.mode == "max" else min
+        best = pick(candidates, key=lambda b: b["value"])
+    return Summary(table=table, best=best, failed=failed)
+
+
+def loop_traceback(error_text: str, limit: int = 20) -> list[str]:
+    """The user's own part of a failed trial's traceback (Ray's "Error Snippet", without the
+    frames of sweeps' entry point), at most ``limit`` lines; [] when there is none.
+
+    Example:
+        >>> text = "[Rank 0 Error Snippet]:|ray::f() (pid=1)|  File 'my.py', line 9|ValueError: x"
+        >>> loop_traceback(text.replace("|", chr(10)))
+        ["  File 'my.py', line 9", 'ValueError: x']
+    """
+    _, found, snippet = error_text.partition("Error Snippet]:")
+    if not found:
+        return []
+    lines = [ln for ln in snippet.splitlines() if ln.strip()]
+    while lines and not lines[0].lstrip().startswith("File "):
+        lines = lines[1:]  # Ray's "ray::ImplicitFunc.train() (pid=...)" header
+    if len(lines) >= 2 and "sweeps/execution/worker.py" in lines[0]:
+        lines = lines[2:]  # run_loop calling the loop
+    return lines[-limit:]
+
+
+def format_table(table: pd.DataFrame) -> str:
+    """The table as aligned plain text (floats to 4 significant digits)."""
+    if table.empty:
+        return "(no trials)"
+    return table.to_string(index=False, float_format=lambda v: f"{v:.4g}")
+
+
+def write_summary(summary: Summary, sweep_dir: Path) -> None:
+    """``summary.csv``, ``summary.parquet`` and ``best.json`` in the sweep directory."""
+    summary.table.to_csv(sweep_dir / "summary.csv", index=False)
+    mixed = [c for c in summary.table if summary.table[c].dtype == object]
+    summary.table.astype({c: str for c in mixed}).to_parquet(sweep_dir / "summary.parquet",
+                                                             index=False)
+    (sweep_dir / "best.json").write_text(json.dumps(summary.best, indent=2, default=str) + "\n")
+
+
+def best_overrides(config: dict[str, Any]) -> str:
+    """The sampled values as search-space constants: pasted after ``+experiment=NAME`` they
+    replace the searched ranges, so the run trains exactly this configuration.
+
+    Example:
+        >>> best_overrides({"lr": 0.1, "model": {"act": "relu"}})
+        'experiment.search_space.lr=0.1 experiment.search_space.model.act=relu'
+    """
+
+    def text(value: Any) -> str:
+        if isinstance(value, bool):
+            return "true" if value else "false"
+        return "null" if value is None else repr(value) if isinstance(value, float) else str(value)
+
+    return " ".join(f"experiment.search_space.{k}={text(v)}" for k, v in flatten(config).items())

@@ -1,0 +1,209 @@
+"""The sweep's own record in its directory, and the decision to start anew or resume.
+
+    resume = decide_resume(cfg, params, sweep_dir)   # in prepare(), before Ray starts
+    record = resume.record if resume else new_record(cfg, params)
+    save_record(sweep_dir, record)
+
+``<sweep dir>/state/sweep.json`` holds the format version, the Ray version, the sweep's
+persistent id (MLflow tags and Ray key-value keys use it, so a resumed sweep continues the same
+runs), how many times it was started, and its identity: the config values that make two sweeps
+the same sweep (trainable, metric, mode, search space, fixed params, search algorithm and seed,
+scheduler). ``sweep.resume`` says what to do when the directory already holds a sweep:
+``auto`` resumes it (and starts a new one otherwise), ``never`` refuses to touch it, ``must``
+refuses when there is nothing to resume. A resumed sweep must have the same identity; the first
+key that differs is named in the error. Written to a temporary name and renamed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+import uuid
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from sweeps.config.schema import SweepConfig
+from sweeps.errors import ConfigError, SweepError
+from sweeps.search.space import Param, flatten
+
+__all__ = ["FORMAT_VERSION", "SweepRecord", "ResumeInfo", "StateError", "decide_resume",
+           "identity_of", "new_record", "save_record", "load_record", "state_dir",
+           "tune_state_files", "check_tune_state"]
+
+FORMAT_VERSION = 1
+RECORD_FILE = "sweep.json"
+
+
+class StateError(SweepError):
+    """The sweep directory's state cannot be used (corrupted, or from another version)."""
+
+
+@dataclass
+class SweepRecord:
+    """What ``state/sweep.json`` holds."""
+
+    sweep_uid: str
+    name: str
+    identity: dict[str, str]
+    format_version: int = FORMAT_VERSION
+    ray_version: str = ""
+    starts: int = 0
+    created: float = field(default_factory=time.time)
+    tracking_uri: str | None = None
+
+
+@dataclass
+class ResumeInfo:
+    """A sweep found in ``sweep.dir`` that this run continues."""
+
+    record: SweepRecord
+    has_tune_state: bool  # False: the previous run died before Tune saved anything
+
+
+def state_dir(sweep_dir: Path) -> Path:
+    return sweep_dir / "state"
+
+
+def tune_state_files(sweep_dir: Path) -> list[Path]:
+    """Tune's experiment state files, oldest first (the newest is the one restored)."""
+    return sorted(sweep_dir.glob("experiment_state-*.json")) if sweep_dir.is_dir() else []
+
+
+def identity_of(cfg: SweepConfig, params: list[Param]) -> dict[str, str]:
+    """The values that make a sweep this sweep, as flat ``key -> text``.
+
+    Search-space entries are compared in their parsed form, so ``interval(0.1,0.5)`` and
+    ``interval(0.1, 0.5)`` are the same space.
+    """
+    e, s, sc = cfg.experiment, cfg.search, cfg.scheduler
+    ident = {"experiment.trainable": e.trainable, "experiment.metric": e.metric,
+             "experiment.mode": e.mode, "search.algorithm": s.algorithm,
+             "search.num_samples": str(s.num_samples), "sweep.seed": str(cfg.sweep.seed),
+             "scheduler.name": sc.name, "scheduler.max_t": str(sc.max_t)}
+    if s.algorithm == "tpe":
+        ident["search.n_startup_trials"] = str(s.n_startup_trials)
+    if sc.name == "asha":
+        ident["scheduler.grace_period"] = str(sc.grace_period)
+        ident["scheduler.reduction_factor"] = str(sc.reduction_factor)
+    searched = {p.path: p.describe() for p in params}
+    for key, value in flatten(dict(e.search_space)).items():
+        ident[f"experiment.search_space.{key}"] = searched.get(key, repr(value))
+    for key, value in flatten(dict(e.params)).items():
+        ident[f"experiment.params.{key}"] = repr(value)
+    return ident
+
+
+def new_record(cfg: SweepConfig, params: list[Param], tracking_uri: str | None) -> SweepRecord:
+    return SweepRecord(sweep_uid=f"{cfg.sweep.name}-{uuid.uuid4().hex[:8]}", name=cfg.sweep.name,
+                       identity=identity_of(cfg, params), tracking_uri=tracking_uri)
+
+
+def save_record(sweep_dir: Path, record: SweepRecord) -> None:
+    """Write ``state/sweep.json`` atomically (fsync'ed temp file, then rename)."""
+    import importlib.metadata
+
+    record.ray_version = importlib.metadata.version("ray")
+    directory = state_dir(sweep_dir)
+    directory.mkdir(parents=True, exist_ok=True)
+    tmp = directory / f".{RECORD_FILE}.tmp"
+    with open(tmp, "w") as f:
+        json.dump(asdict(record), f, indent=2)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, directory / RECORD_FILE)
+
+
+def load_record(sweep_dir: Path) -> SweepRecord | None:
+    """The record in ``sweep_dir``, None when there is none; ``StateError`` when unusable."""
+    path = state_dir(sweep_dir) / RECORD_FILE
+    if not path.exists():
+        if tune_state_files(sweep_dir):
+            raise StateError(
+                f"{sweep_dir} holds a sweep from an older sweeps version (it has Tune state but "
+                f"no state/{RECORD_FILE}), which cannot be resumed; start a new sweep with "
+                "sweep.name=NEW, or move that directory away")
+        return None
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        raise StateError(f"{path} is unreadable ({exc}); it is written atomically, so it was "
+                         "changed by hand or the disk failed; restore it, or start a new sweep "
+                         "with sweep.name=NEW") from exc
+    version = data.get("format_version")
+    if version != FORMAT_VERSION:
+        raise StateError(f"{sweep_dir} was written by sweeps state format {version}, this "
+                         f"sweeps reads format {FORMAT_VERSION}; resume it with the sweeps "
+                         "version that wrote it, or start a new sweep with sweep.name=NEW")
+    known = set(SweepRecord.__dataclass_fields__)
+    return SweepRecord(**{k: v for k, v in data.items() if k in known})
+
+
+def _check_ray_version(record: SweepRecord, sweep_dir: Path) -> None:
+    import importlib.metadata
+
+    running = importlib.metadata.version("ray")
+    if record.ray_version and record.ray_version.split(".")[:2] != running.split(".")[:2]:
+        raise StateError(f"{sweep_dir} was written with ray {record.ray_version}; this is ray "
+                         f"{running}, whose Tune cannot restore it; resume with "
+                         f"ray=={record.ray_version}, or start a new sweep with sweep.name=NEW")
+
+
+def _check_identity(record: SweepRecord, ident: dict[str, str], sweep_dir: Path) -> None:
+    for key in sorted(set(record.identity) | set(ident)):
+        old, new = record.identity.get(key, "<unset>"), ident.get(key, "<unset>")
+        if old != new:
+            raise ConfigError(
+                key, new, f"differs from the sweep being resumed in {sweep_dir} (it has {old})",
+                f"set it back to {old} to resume that sweep, or start a new one with "
+                "sweep.name=NEW")
+
+
+def _check_tracking(record: SweepRecord, uri: str | None) -> None:
+    if record.tracking_uri and uri and record.tracking_uri != uri:
+        raise ConfigError(
+            "tracking.uri", uri, f"differs from the sweep being resumed (it logs to "
+            f"{record.tracking_uri}, and its runs live there)",
+            f"set tracking.uri={record.tracking_uri} to continue the same MLflow runs")
+
+
+def decide_resume(cfg: SweepConfig, params: list[Param], sweep_dir: Path,
+                  tracking_uri: str | None) -> ResumeInfo | None:
+    """Resume the sweep in ``sweep_dir`` (``ResumeInfo``) or start anew (None), per
+    ``sweep.resume``; raises ``ConfigError``/``StateError`` when neither is allowed."""
+    mode = cfg.sweep.resume
+    record = load_record(sweep_dir)
+    if record is None:
+        if mode == "must":
+            raise ConfigError("sweep.resume", mode, f"but there is no sweep to resume in "
+                              f"{sweep_dir}", "check sweep.name (or sweep.dir), or use "
+                              "sweep.resume=auto to start it")
+        return None
+    if mode == "never":
+        raise ConfigError("sweep.resume", mode, f"but {sweep_dir} already holds sweep "
+                          f"{record.name!r}", "use sweep.resume=auto to continue it, or pick a "
+                          "new sweep.name to start another")
+    _check_ray_version(record, sweep_dir)
+    _check_identity(record, identity_of(cfg, params), sweep_dir)
+    _check_tracking(record, tracking_uri)
+    return ResumeInfo(record, has_tune_state=bool(tune_state_files(sweep_dir)))
+
+
+def check_tune_state(sweep_dir: Path) -> None:
+    """Fail with ``StateError`` if the newest Tune state file does not parse (torn/corrupted)."""
+    files = tune_state_files(sweep_dir)
+    if not files:
+        return
+    newest = files[-1]
+    try:
+        data = json.loads(newest.read_text())
+        trials = data["trial_data"]
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise StateError(
+            f"{newest} is corrupted ({type(exc).__name__}: {str(exc)[:120]}), so the sweep "
+            "cannot be resumed from it; nothing was changed. Restore that file from a backup, "
+            "or start a new sweep with sweep.name=NEW (the trials' checkpoints stay under "
+            f"{sweep_dir / 'train'})") from exc
+    if not isinstance(trials, list):
+        raise StateError(f"{newest} has no trial list; restore it or start a new sweep with "
+                         "sweep.name=NEW")

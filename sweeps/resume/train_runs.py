@@ -1,0 +1,203 @@
+"""Make a trial's Ray Train run directory safe to resume from, before Train reads it.
+
+    notes = repair_run(sweep_dir / "train" / trial_id)     # [] when all is well
+
+Ray Train restores a run from ``checkpoint_manager_snapshot.json`` and refuses to start at all
+when that file is torn or names a checkpoint directory that is gone (deleted by hand), and it
+hands a truncated ``checkpoint.pt`` to the training loop as if it were good. So, before a trial
+starts again, every checkpoint the snapshot names is checked (the directory exists, its
+``checkpoint.pt`` is a complete archive: cheap, nothing is unpickled). A bad one is moved aside
+as ``<name>.corrupt`` (never deleted), and the snapshot is rewritten, atomically, without it:
+the trial then falls back to the newest valid checkpoint, or starts from epoch 1 if none is
+left. Each repair is returned as a sentence for the user.
+
+``claim_run`` guards the other way: a run directory written for different params (a trial id
+reused after a crash lost the trial that first had it) is moved aside, not resumed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import time
+import zipfile
+from pathlib import Path
+from typing import Any
+
+from sweeps.execution.checkpoint import CHECKPOINT_FILE
+from sweeps.protocol import TRIAL_FILE
+
+__all__ = ["repair_run", "claim_run", "checkpoint_epochs", "latest_checkpoint", "write_atomic",
+           "SNAPSHOT"]
+
+SNAPSHOT = "checkpoint_manager_snapshot.json"
+_EPOCH = re.compile(r"^checkpoint_epoch_(\d+)$")
+
+
+def _valid(directory: Path) -> bool:
+    """A checkpoint directory that Train can hand back: it exists, and when it is in sweeps'
+    own format (``checkpoint.pt``, ``TrialSession``) that file is a complete archive. A user
+    loop's own files are the loop's business: only their directory's presence is checked."""
+    if not directory.is_dir():
+        return False
+    path = directory / CHECKPOINT_FILE
+    if not path.exists():
+        return True
+    try:
+        with zipfile.ZipFile(path) as archive:
+            return bool(archive.namelist())
+    except (zipfile.BadZipFile, OSError):
+        return False
+
+
+def _epoch(name: str) -> int | None:
+    match = _EPOCH.match(name)
+    return int(match.group(1)) if match else None
+
+
+def checkpoint_epochs(run_dir: Path) -> list[int]:
+    """Epochs of the valid ``TrialSession`` checkpoints in ``run_dir``, ascending."""
+    if not run_dir.is_dir():
+        return []
+    return sorted(e for d in run_dir.iterdir()
+                  if (e := _epoch(d.name)) is not None and _valid(d)
+                  and (d / CHECKPOINT_FILE).is_file())
+
+
+def _snapshot(run_dir: Path) -> dict[str, Any] | None:
+    try:
+        return json.loads((run_dir / SNAPSHOT).read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def latest_checkpoint(run_dir: Path) -> tuple[str, dict[str, Any], int] | None:
+    """(directory name, reported metrics, reports up to and including it) of the checkpoint
+    Train resumes ``run_dir`` from, or None. Train re-runs the loop from there, so the trial's
+    report count (``sweeps.execution.clock``) continues from the third value."""
+    snapshot = _snapshot(run_dir)
+    try:
+        latest = snapshot["latest_checkpoint_result"] if snapshot else None
+        if not latest:
+            return None
+        name = latest["checkpoint_dir_name"]
+        for result, index in zip(snapshot["checkpoint_results"],
+                                 snapshot["checkpoint_report_indices"], strict=False):
+            if result["checkpoint_dir_name"] == name:
+                return name, dict(latest.get("metrics") or {}), int(index) + 1
+        return name, dict(latest.get("metrics") or {}), 0
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
+def write_atomic(path: Path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    with open(tmp, "w") as f:
+        f.write(text)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+def _rebuilt_snapshot(run_dir: Path, ray_version: str) -> dict[str, Any]:
+    """A snapshot made from the valid checkpoint directories alone (the old one is torn)."""
+    from sweeps.execution.checkpoint import load_checkpoint
+
+    results, indices = [], []
+    for epoch in checkpoint_epochs(run_dir):
+        name = f"checkpoint_epoch_{epoch:04d}"
+        metrics = load_checkpoint(run_dir / name).get("metrics", {"epoch": epoch})
+        results.append({"version": 0, "checkpoint_dir_name": name, "metrics": metrics})
+        indices.append(epoch - 1)
+    return {"ray_version": ray_version, "checkpoint_results": results,
+            "checkpoint_report_indices": indices,
+            "latest_checkpoint_result": results[-1] if results else None,
+            "pending_training_results": [], "pending_validation_specs": [],
+            "current_report_index": (indices[-1] + 1) if indices else 0,
+            "validated_checkpoint_dir_names": [], "timed_out_validation_checkpoint_dir_names": [],
+            "failed_validation_checkpoint_dir_names": []}
+
+
+def _move_aside(directory: Path, suffix: str) -> Path:
+    target = directory.with_name(f"{directory.name}.{suffix}")
+    if target.exists():
+        target = directory.with_name(f"{directory.name}.{suffix}-{int(time.time())}")
+    directory.rename(target)
+    return target
+
+
+def repair_run(run_dir: Path) -> list[str]:
+    """Check and, if needed, repair one Train run directory; return what was done."""
+    snapshot_path = run_dir / SNAPSHOT
+    if not snapshot_path.is_file():
+        return []
+    import importlib.metadata
+
+    ray_version = importlib.metadata.version("ray")
+    trial = run_dir.name
+    try:
+        snapshot = json.loads(snapshot_path.read_text())
+        results = list(snapshot["checkpoint_results"])
+        indices = list(snapshot["checkpoint_report_indices"])
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        _move_aside(snapshot_path, "corrupt")
+        rebuilt = _rebuilt_snapshot(run_dir, ray_version)
+        write_atomic(snapshot_path, json.dumps(rebuilt))
+        latest = rebuilt["latest_checkpoint_result"]
+        where = (f"epoch {latest['metrics'].get('epoch')}" if latest else "epoch 1 (no valid "
+                 "checkpoint left)")
+        return [f"trial {trial}: Train's run snapshot was unreadable ({type(exc).__name__}); "
+                f"rebuilt it from the checkpoints on disk, the trial resumes from {where}"]
+    bad = [r["checkpoint_dir_name"] for r in results
+           if not _valid(run_dir / r["checkpoint_dir_name"])]
+    if not bad:
+        return []
+    notes = []
+    for name in bad:
+        directory = run_dir / name
+        state = "is missing (deleted?)"
+        if directory.exists():
+            moved = _move_aside(directory, "corrupt")
+            state = f"is unreadable (truncated?); moved to {moved.name}"
+        notes.append(f"trial {trial}: checkpoint {name} {state}")
+    kept = [(r, i) for r, i in zip(results, indices, strict=False)
+            if r["checkpoint_dir_name"] not in bad]
+    snapshot["checkpoint_results"] = [r for r, _ in kept]
+    snapshot["checkpoint_report_indices"] = [i for _, i in kept]
+    snapshot["latest_checkpoint_result"] = kept[-1][0] if kept else None
+    snapshot["pending_training_results"], snapshot["pending_validation_specs"] = [], []
+    names = {r["checkpoint_dir_name"] for r, _ in kept}
+    for key in ("validated_checkpoint_dir_names", "timed_out_validation_checkpoint_dir_names",
+                "failed_validation_checkpoint_dir_names"):
+        snapshot[key] = [n for n in snapshot.get(key, []) if n in names]
+    write_atomic(snapshot_path, json.dumps(snapshot))
+    if kept:
+        fallback = kept[-1][0]["checkpoint_dir_name"]
+        notes.append(f"trial {trial}: falling back to the previous valid checkpoint {fallback} "
+                     f"(epoch {_epoch(fallback)}); it resumes from epoch "
+                     f"{(_epoch(fallback) or 0) + 1}")
+    else:
+        notes.append(f"trial {trial}: no valid checkpoint left; it starts again from epoch 1")
+    return notes
+
+
+def claim_run(run_dir: Path, params: dict[str, Any]) -> list[str]:
+    """Record which params ``run_dir`` trains (``trial.json``); a run directory left by a
+    different trial with the same id is moved aside as ``<id>.orphan`` first."""
+    marker = run_dir / TRIAL_FILE
+    text = json.dumps(json.loads(json.dumps(params, default=str)), sort_keys=True)
+    notes = []
+    if marker.is_file():
+        try:
+            same = json.dumps(json.loads(marker.read_text()), sort_keys=True) == text
+        except ValueError:
+            same = False
+        if same:
+            return []
+        moved = _move_aside(run_dir, "orphan")
+        notes.append(f"trial {run_dir.name}: its run directory was written for other params (a "
+                     f"trial lost in a crash had this id); moved to {moved.name}, starting anew")
+    run_dir.mkdir(parents=True, exist_ok=True)
+    write_atomic(marker, text)
+    return notes

@@ -1,0 +1,94 @@
+"""How a trial ended, decided in one place: completed, stopped or error.
+
+    objective = Objective("val_acc", "max", budget=9)
+    verdicts = read_verdicts(decision_log(sweep_dir).records())   # or schedulers.verdicts()
+    objective.outcome(clock=3, verdict=verdicts.get(trial_id), errored=False)   # "stopped"
+
+* ``error``: the loop raised (Tune's trial errored), or the scheduler failed it because it never
+  reported ``experiment.metric`` (the verdict names the keys it did report).
+* ``stopped``: the scheduler (ASHA) stopped it before its clock reached the budget.
+* ``completed``: everything else: it trained the whole budget (``scheduler.max_t`` epochs), or its
+  loop returned on its own (a loop with its own, smaller epoch count).
+
+The verdicts come from the scheduler's decision log (``sweeps.search.schedulers``), which is
+durable,
+so the summary, the live view and MLflow read the same answer, after a resume too.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["Objective", "Verdict", "read_verdicts", "OUTCOMES", "WORST"]
+
+OUTCOMES = ("completed", "stopped", "error")
+WORST = 1e300  # what a NaN/inf metric counts as (signed to lose), finite so ASHA's percentiles work
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What the scheduler decided about one trial."""
+
+    stopped_at: float | None = None  # the clock at which it returned STOP
+    error: str | None = None  # why it failed the trial
+
+
+@dataclass(frozen=True)
+class Objective:
+    """The metric, its direction and every trial's epoch budget."""
+
+    metric: str
+    mode: str
+    budget: float
+
+    def worst(self) -> float:
+        """The value a non-finite metric is judged as: loses to every real value.
+
+        Example:
+            >>> Objective("val_acc", "max", 9).worst() < 0 < Objective("loss", "min", 9).worst()
+            True
+        """
+        return -WORST if self.mode == "max" else WORST
+
+    def judged(self, value: Any) -> float | None:
+        """The value a scheduler judges: the metric, or ``worst()`` when it is NaN/inf/not a
+        number; None when there is no value."""
+        if value is None:
+            return None
+        if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(
+                value):
+            return self.worst()
+        return float(value)
+
+    def outcome(self, clock: float, verdict: Verdict | None, errored: bool) -> str:
+        """``completed``, ``stopped`` or ``error`` (see the module docstring).
+
+        Example:
+            >>> o = Objective("val_acc", "max", 9)
+            >>> o.outcome(3, Verdict(stopped_at=3), False), o.outcome(9, Verdict(9), False)
+            ('stopped', 'completed')
+            >>> o.outcome(6, None, False), o.outcome(2, Verdict(error="no val_acc"), False)
+            ('completed', 'error')
+        """
+        if errored or (verdict is not None and verdict.error):
+            return "error"
+        if verdict is not None and verdict.stopped_at is not None and (
+                verdict.stopped_at < self.budget and clock < self.budget):
+            return "stopped"
+        return "completed"
+
+
+def read_verdicts(records: list[dict[str, Any]]) -> dict[str, Verdict]:
+    """Trial id -> its verdict, from the scheduler's decision log (latest decision wins)."""
+    out: dict[str, Verdict] = {}
+    for r in records:
+        trial = r.get("trial")
+        if trial is None:
+            continue
+        if r.get("error"):
+            out[trial] = Verdict(r.get("epoch"), str(r["error"]))
+        elif r.get("action") == "STOP" and trial not in out:
+            out[trial] = Verdict(stopped_at=r.get("epoch"))
+    return out

@@ -1,0 +1,267 @@
+"""MLflow tracking for a sweep: a parent run, a nested run per trial, the best model registered.
+
+    tracking = MLflowTracking(settings)       # a Tune callback, in the sweep driver only
+    tuner = Tuner(..., run_config=RunConfig(callbacks=[tracking, ...]))
+    tracking.finish(summary)                  # summary CSV, best trial, model, parent status
+
+Every event becomes a record in the sweep's tracking journal (``sweeps.tracking.journal``) first; a
+background thread applies records to MLflow in order (``sweeps.tracking.mlflow_sink``). If the
+tracking
+server goes away, training goes on, records wait on disk, and the thread retries with a bounded
+backoff (0.5 s doubling to 10 s) until the server answers again; what is still unsent when the
+sweep ends stays in the journal and is sent by ``python -m sweeps.sync <sweep dir>`` or by the
+next run of the same sweep. Only this process writes to MLflow, so SQLite is never written by
+two processes.
+
+Status mapping (``sweeps.search.outcome`` decides): a completed trial is FINISHED; one the scheduler
+stopped early is FINISHED too (it did what it was asked: stopping is the search working, not a
+failure), with tags ``sweeps.status=stopped`` and ``sweeps.stop_reason`` and its run name
+suffixed ``stopped@<epoch>`` so the runs table reads right at a glance; one that raised, or never
+reported the metric, is FAILED with the reason in ``sweeps.error``. At the sweep's end the best
+trial's run is tagged ``sweeps.best=true``, named ``<trial> best``, and holds the logged model.
+Metric steps are the loop's own epoch (or the report count, see ``sweeps.execution.clock``), never
+Tune's
+iteration counter.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ray.tune import Callback
+
+from sweeps.protocol import CLOCK_KEY, STEP_KEY
+from sweeps.search.space import flatten
+from sweeps.tracking.journal import Journal
+from sweeps.tracking.masking import mask_params, mask_tree
+
+__all__ = ["TrackingSettings", "MLflowTracking", "TrackingWriter", "NOT_METRICS"]
+
+log = logging.getLogger(__name__)
+
+NOT_METRICS = frozenset({
+    "training_iteration", "time_total_s", "episodes_total", "timesteps_total", "node_ip",
+    "hostname", "pid", "time_this_iter_s", "timestamp", "date", "time_since_restore",
+    "timesteps_since_restore", "iterations_since_restore", "config", "checkpoint_dir_name",
+    "done", "trial_id", "experiment_tag", "should_checkpoint", "checkpoint_path", "epoch",
+    CLOCK_KEY, STEP_KEY,
+})
+
+
+@dataclass(frozen=True)
+class TrackingSettings:
+    """Plain, picklable settings (Tune pickles callbacks with the experiment)."""
+
+    uri: str
+    experiment_name: str
+    model_name: str | None
+    state_dir: str
+    max_epochs: int
+    scheduler: str
+    flush_timeout_s: float
+    metric: str = ""
+    mode: str = "max"
+    model_loader: str | None = None
+
+    @property
+    def sweep_dir(self) -> Path:
+        return Path(self.state_dir).parent
+
+
+class TrackingWriter:
+    """Background thread that applies pending journal records, retrying while unreachable."""
+
+    def __init__(self, journal: Journal, sink: Any, max_backoff_s: float = 10.0) -> None:
+        """``sink``: the sink, or a function that makes it (called in the writer thread, so
+        importing MLflow and opening its store overlap with the sweep's start)."""
+        self.journal, self.max_backoff_s = journal, max_backoff_s
+        self._sink, self._make_sink = (None, sink) if callable(sink) else (sink, None)
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._idle = threading.Event()
+        self.failures = 0
+        self._thread = threading.Thread(target=self._loop, name="sweeps-mlflow", daemon=True)
+        self._thread.start()
+
+    def notify(self) -> None:
+        self._idle.clear()
+        self._wake.set()
+
+    def _loop(self) -> None:
+        backoff = 0.5
+        while not self._stop.is_set():
+            self._wake.clear()
+            if self._drain():
+                backoff = 0.5
+                self._idle.set()
+                self._wake.wait(1.0)
+            else:  # unreachable: wait, then try the same record again
+                self._stop.wait(backoff)
+                backoff = min(backoff * 2, self.max_backoff_s)
+
+    @property
+    def sink(self) -> Any:
+        if self._sink is None:
+            self._sink = self._make_sink()
+        return self._sink
+
+    def _drain(self) -> bool:
+        from sweeps.tracking.mlflow_sink import TransientTrackingError
+
+        try:
+            self.sink  # noqa: B018 (built on first use, in this thread)
+        except Exception as exc:  # store unreachable or broken: retry with the backoff
+            self.failures += 1
+            if self.failures == 1 or self.failures % 10 == 0:
+                log.warning("MLflow store not usable yet (%s); training goes on, records wait "
+                            "in %s", str(exc).splitlines()[0][:200], self.journal.path)
+            return False
+        for index, record in self.journal.pending():
+            try:
+                self.sink.apply(record)
+            except TransientTrackingError as exc:
+                self.failures += 1
+                if self.failures == 1 or self.failures % 10 == 0:
+                    log.warning("MLflow unreachable (%s); training goes on, %d record(s) wait "
+                                "in %s", exc, len(self.journal.pending()), self.journal.path)
+                return False
+            except Exception as exc:  # the server refused this record for good: say so, go on
+                log.warning("MLflow rejected a %s record (%s); skipped", record.get("op"), exc)
+            self.journal.mark_applied(index + 1)
+        return True
+
+    def flush(self, timeout_s: float) -> int:
+        """Wait up to ``timeout_s`` for every record to be applied; return how many are left."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if not self.journal.pending():
+                return 0
+            self.notify()  # clears idle; the writer sets it after its next drain
+            self._idle.wait(min(0.2, max(0.0, deadline - time.monotonic())))
+        return len(self.journal.pending())
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._wake.set()
+        self._thread.join(timeout=30)
+
+
+class MLflowTracking(Callback):
+    """Tune callback that journals sweep and trial events for MLflow."""
+
+    def __init__(self, settings: TrackingSettings) -> None:
+        self.settings = settings
+        self._journal: Journal | None = None
+        self._writer: TrackingWriter | None = None
+        self._open: set[str] = set()  # trials started and not yet ended
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"settings": self.settings, "_journal": None, "_writer": None, "_open": set()}
+
+    @property
+    def journal(self) -> Journal:
+        if self._journal is None:
+            self._journal = Journal(self.settings.state_dir)
+        return self._journal
+
+    def writer(self) -> TrackingWriter:
+        if self._writer is None:
+            from sweeps.tracking.mlflow_sink import MLflowSink
+
+            s = self.settings
+            self._writer = TrackingWriter(self.journal, lambda: MLflowSink(
+                s.uri, s.experiment_name, Path(s.state_dir), s.model_name, s.model_loader))
+        return self._writer
+
+    def record(self, record: dict[str, Any]) -> None:
+        self.journal.append({**record, "ts": int(time.time() * 1000)})
+        self.writer().notify()
+
+    def start_sweep(self, sweep_name: str, sweep_uid: str, config: dict[str, Any],
+                    search_space: dict[str, Any], tags: dict[str, str], start: int = 1) -> None:
+        """Journal the parent run: the config (masked) as flattened params and as YAML, the
+        search space, tags."""
+        from omegaconf import OmegaConf
+
+        masked = mask_tree(config)
+        self.record({"op": "sweep_start", "sweep_name": sweep_name, "sweep_uid": sweep_uid,
+                     "params": flatten(masked), "config_yaml": OmegaConf.to_yaml(masked),
+                     "search_space": search_space, "tags": tags, "start": start})
+
+    def on_trial_start(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
+        self._open.add(trial.trial_id)
+        self.record({"op": "trial_start", "trial": trial.trial_id,
+                     "params": mask_params(flatten(trial.config or {}))})
+
+    def on_trial_result(self, iteration: int, trials: list, trial: Any, result: dict,
+                        **info: Any) -> None:
+        values = {k: v for k, v in result.items() if k not in NOT_METRICS}
+        step = result.get(STEP_KEY, result.get("training_iteration", 0))
+        self.record({"op": "metrics", "trial": trial.trial_id, "step": int(step),
+                     "values": values})
+
+    def on_trial_complete(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
+        from sweeps.search.outcome import Objective
+        from sweeps.search.schedulers import verdicts
+
+        self._open.discard(trial.trial_id)
+        s = self.settings
+        clock = (trial.last_result or {}).get(CLOCK_KEY, 0)
+        verdict = verdicts(s.sweep_dir).get(trial.trial_id)
+        outcome = Objective(s.metric, s.mode, s.max_epochs).outcome(clock, verdict, False)
+        if outcome == "error":
+            self._failed(trial.trial_id, verdict.error if verdict else "trial failed")
+        elif outcome == "completed":
+            self.record({"op": "trial_end", "trial": trial.trial_id, "status": "FINISHED",
+                         "tags": {"sweeps.status": "completed"}})
+        else:
+            reason = f"early-stopped by {s.scheduler} after epoch {clock:g}"
+            self.record({"op": "trial_end", "trial": trial.trial_id, "status": "FINISHED",
+                         "run_name": f"{trial.trial_id} stopped@{clock:g}",
+                         "tags": {"sweeps.status": "stopped", "sweeps.stop_reason": reason}})
+
+    def _failed(self, trial_id: str, error: str) -> None:
+        self.record({"op": "trial_end", "trial": trial_id, "status": "FAILED",
+                     "run_name": f"{trial_id} error",
+                     "tags": {"sweeps.status": "error", "sweeps.error": error[:500]}})
+
+    def on_trial_error(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
+        self._open.discard(trial.trial_id)
+        error = getattr(trial, "error_msg", None) or "trial raised an error"
+        self._failed(trial.trial_id, str(error).strip().splitlines()[-1])
+
+    def log_artifacts(self, paths: list[str], artifact_path: str) -> None:
+        """Journal files to attach to the parent run (e.g. the plots)."""
+        self.record({"op": "artifacts", "paths": paths, "artifact_path": artifact_path})
+
+    def finish(self, summary_csv: Path | None, best: dict[str, Any] | None,
+               status: str = "FINISHED") -> int:
+        """Journal the sweep's end, wait for delivery; return records still unsent."""
+        tags = {}
+        if best:
+            tags = {"sweeps.best_trial_id": best["trial_id"],
+                    f"sweeps.best_{best['metric']}": f"{best['value']:.6g}"}
+        self.record({"op": "sweep_end", "summary_csv": str(summary_csv) if summary_csv else None,
+                     "best": best, "status": status, "tags": tags})
+        return self._close(self.settings.flush_timeout_s)
+
+    def _close(self, timeout_s: float) -> int:
+        """Wait up to ``timeout_s`` for delivery, stop the writer; return records unsent."""
+        left = self.writer().flush(timeout_s)
+        self.writer().stop()
+        return left
+
+    def abort(self, status: str, reason: str, timeout_s: float) -> int:
+        """The sweep itself died: end open trial runs and the parent with ``status``."""
+        for trial_id in sorted(self._open):
+            self.record({"op": "trial_end", "trial": trial_id, "status": status,
+                         "tags": {"sweeps.status": "aborted", "sweeps.stop_reason": reason}})
+        self._open.clear()
+        self.record({"op": "sweep_end", "summary_csv": None, "best": None, "status": status,
+                     "tags": {"sweeps.abort_reason": reason}})
+        return self._close(timeout_s)

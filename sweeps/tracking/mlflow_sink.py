@@ -1,0 +1,339 @@
+"""Apply tracking-journal records to MLflow, idempotently, from the sweep driver only.
+
+    sink = MLflowSink(uri, "digits", sweep_dir / "tracking", model_name="digits")
+    sink.apply({"op": "trial_start", "trial": "ab12", "params": {...}})
+
+Runs are found again rather than created twice: the map ``runs.json`` (trial id -> run id,
+written atomically, read by a resumed sweep) comes first; when a create's reply was lost, a
+search by the tags ``sweeps.sweep_uid`` + ``sweeps.trial_id`` finds the run the server made.
+Children are nested under the sweep's parent run with the ``mlflow.parentRunId`` tag.
+
+MLflow limits are enforced here, not discovered on the server: a param value over 6,000
+characters is cut (tag ``sweeps.truncated_params`` lists which; the full config is the
+``config.yaml`` artifact), a key over 250 characters is skipped, and a non-numeric metric is
+dropped with one warning per key.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import inspect
+import io
+import json
+import logging
+import math
+import os
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+__all__ = ["MLflowSink", "TransientTrackingError", "PARAM_LIMIT"]
+
+log = logging.getLogger(__name__)
+PARAM_LIMIT = 6000
+KEY_LIMIT = 250
+TRUNCATED = "...[truncated]"
+
+
+class TransientTrackingError(RuntimeError):
+    """The tracking server did not answer; the record is retried later."""
+
+
+def _is_transient(exc: Exception) -> bool:
+    """Connection-level failures (server down, timeout, 5xx) are worth retrying."""
+    from mlflow.exceptions import MlflowException
+
+    if isinstance(exc, FileNotFoundError | PermissionError | IsADirectoryError
+                  | NotADirectoryError):
+        return False  # a local file: waiting will not bring it back
+    if isinstance(exc, OSError | ConnectionError | TimeoutError):
+        return True
+    if isinstance(exc, MlflowException):  # its default error_code is INTERNAL_ERROR: no signal
+        text = str(exc)
+        return (getattr(exc, "error_code", "") == "TEMPORARILY_UNAVAILABLE"
+                or re.search(r"failed with exception|failed with error code 5\d\d|Max retries"
+                             r"|Connection(Error| refused| reset| aborted)|timed out", text)
+                is not None)
+    name = type(exc).__name__
+    return "Connection" in name or "Timeout" in name
+
+
+class MLflowSink:
+    """Turns journal records into MLflow runs, params, metrics, artifacts and models."""
+
+    def __init__(self, uri: str, experiment_name: str, state_dir: Path,
+                 model_name: str | None, model_loader: str | None = None) -> None:
+        from mlflow import MlflowClient
+
+        self.uri, self.experiment_name, self.model_name = uri, experiment_name, model_name
+        self.model_loader = model_loader
+        self.client = MlflowClient(uri)
+        self.state_dir = Path(state_dir)
+        self.map_path = self.state_dir / "runs.json"
+        self.state: dict[str, Any] = (json.loads(self.map_path.read_text())
+                                      if self.map_path.exists() else {"trials": {}})
+        self._warned: set[str] = set()
+
+    # -- state ---------------------------------------------------------------------------
+    def _save(self) -> None:
+        tmp = self.map_path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(self.state, indent=2))
+        os.replace(tmp, self.map_path)
+
+    @property
+    def parent_run_id(self) -> str | None:
+        return self.state.get("parent")
+
+    def run_id(self, trial_id: str) -> str | None:
+        return self.state["trials"].get(trial_id)
+
+    # -- apply ---------------------------------------------------------------------------
+    def apply(self, record: dict[str, Any]) -> None:
+        """Apply one record; raise ``TransientTrackingError`` when the server is unreachable."""
+        try:
+            getattr(self, f"_op_{record['op']}")(record)
+        except TransientTrackingError:
+            raise
+        except Exception as exc:
+            if _is_transient(exc):
+                raise TransientTrackingError(str(exc).splitlines()[0][:300]) from exc
+            raise
+
+    def _experiment_id(self) -> str:
+        if "experiment_id" not in self.state:
+            exp = self.client.get_experiment_by_name(self.experiment_name)
+            eid = exp.experiment_id if exp else self.client.create_experiment(
+                self.experiment_name)
+            self.state["experiment_id"] = eid
+            self._save()
+        return self.state["experiment_id"]
+
+    def _find_or_create(self, tags: dict[str, str], run_name: str) -> str:
+        eid = self._experiment_id()
+        query = " and ".join(f"tags.`{k}` = '{v}'" for k, v in tags.items()
+                             if k.startswith("sweeps."))
+        found = self.client.search_runs([eid], filter_string=query, max_results=1)
+        if found:
+            return found[0].info.run_id
+        return self.client.create_run(eid, tags=tags, run_name=run_name).info.run_id
+
+    def _log_params(self, run_id: str, params: dict[str, Any]) -> None:
+        from mlflow.entities import Param, RunTag
+
+        clean, cut = [], []
+        for key, value in params.items():
+            if len(key) > KEY_LIMIT:
+                self._warn_once(f"key:{key}", f"param key longer than {KEY_LIMIT} characters "
+                                f"skipped: {key[:60]}...")
+                continue
+            text = "None" if value is None else str(value)
+            if len(text) > PARAM_LIMIT:
+                text = text[: PARAM_LIMIT - len(TRUNCATED)] + TRUNCATED
+                cut.append(key)
+            clean.append(Param(key, text))
+        for i in range(0, len(clean), 100):
+            self.client.log_batch(run_id, params=clean[i:i + 100])
+        if cut:
+            self.client.log_batch(run_id, tags=[RunTag("sweeps.truncated_params",
+                                                       ",".join(cut)[:PARAM_LIMIT])])
+
+    def _warn_once(self, key: str, message: str) -> None:
+        if key not in self._warned:
+            self._warned.add(key)
+            log.warning(message)
+
+    def _reopen(self, run_id: str) -> None:
+        """A run closed by an interrupted sweep goes back to RUNNING when the sweep resumes."""
+        if self.client.get_run(run_id).info.status != "RUNNING":
+            self.client.update_run(run_id, status="RUNNING")
+
+    def _op_sweep_start(self, r: dict[str, Any]) -> None:
+        start = int(r.get("start", 1))
+        if self.parent_run_id is None:
+            tags = {**r["tags"], "sweeps.role": "parent", "sweeps.sweep_uid": r["sweep_uid"]}
+            self.state["parent"] = self._find_or_create(tags, r["sweep_name"])
+            self.state["sweep_uid"] = r["sweep_uid"]
+            self._save()
+        elif start > 1:  # resumed: same parent run; params stay those of the first start
+            self._reopen(self.parent_run_id)
+            self.client.set_tag(self.parent_run_id, "sweeps.starts", str(start))
+            self.client.log_text(self.parent_run_id, r["config_yaml"], f"config.start{start}.yaml")
+            return
+        run = self.parent_run_id
+        self._log_params(run, r["params"])
+        self.client.log_text(run, r["config_yaml"], "config.yaml")
+        self.client.log_dict(run, r["search_space"], "search_space.json")
+
+    def _op_trial_start(self, r: dict[str, Any]) -> None:
+        trial = r["trial"]
+        if self.run_id(trial) is None:
+            tags = {"mlflow.parentRunId": self.parent_run_id, "sweeps.role": "trial",
+                    "sweeps.sweep_uid": self.state["sweep_uid"], "sweeps.trial_id": trial}
+            self.state["trials"][trial] = self._find_or_create(tags, trial)
+            self._save()
+        elif self.state.setdefault("ended", {}).pop(trial, None) is not None:
+            self._reopen(self.run_id(trial))  # a trial of an interrupted sweep continues
+            self._save()
+        self._log_params(self.run_id(trial), r["params"])
+
+    def _op_metrics(self, r: dict[str, Any]) -> None:
+        from mlflow.entities import Metric
+
+        metrics = []
+        for key, value in r["values"].items():
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                self._warn_once(f"metric:{key}", f"metric {key!r} is not a number "
+                                f"({type(value).__name__}); it is not sent to MLflow")
+                continue
+            if not math.isfinite(value) and not math.isnan(value):
+                value = math.copysign(1.7976931348623157e308, value)
+            metrics.append(Metric(key, float(value), int(r["ts"]), int(r["step"])))
+        # A resumed trial reports again an epoch MLflow already has (re-run after its last
+        # checkpoint, or re-sent after a crash): keep the first point of each metric at each
+        # step, never a second one. Per key, so a loop that reports a training loss and then
+        # its validation metrics at the same epoch keeps both.
+        steps = self.state.setdefault("steps", {}).setdefault(r["trial"], {})
+        if not isinstance(steps, dict):  # an older sweep's map: one last step per trial
+            steps = self.state["steps"][r["trial"]] = {m.key: steps for m in metrics}
+        step = int(r["step"])
+        metrics = [m for m in metrics if steps.get(m.key) is None or step > steps[m.key]]
+        if not metrics:
+            return
+        self.client.log_batch(self.run_id(r["trial"]), metrics=metrics)
+        steps.update({m.key: step for m in metrics})
+        self._save()
+
+    def _op_trial_end(self, r: dict[str, Any]) -> None:
+        run = self.run_id(r["trial"])
+        for key, value in r.get("tags", {}).items():
+            self.client.set_tag(run, key, str(value)[:PARAM_LIMIT])
+        if r.get("run_name"):
+            self.client.update_run(run, name=r["run_name"])
+        self.client.set_terminated(run, r["status"], end_time=int(r["ts"]))
+        self.state.setdefault("ended", {})[r["trial"]] = r["status"]
+        self._save()
+
+    def _op_artifacts(self, r: dict[str, Any]) -> None:
+        for path in r["paths"]:
+            if Path(path).exists():
+                self.client.log_artifact(self.parent_run_id, path, r["artifact_path"])
+
+    def _close_open_trials(self, r: dict[str, Any]) -> None:
+        """No trial run outlives its sweep's run as RUNNING (e.g. one restored by a resume
+        that was interrupted again before the trial started)."""
+        ended = self.state.setdefault("ended", {})
+        status = r.get("status", "FINISHED")
+        status = "KILLED" if status == "FINISHED" else status
+        for trial, run_id in self.state["trials"].items():
+            if trial in ended:
+                continue
+            self.client.set_tag(run_id, "sweeps.status", "aborted")
+            self.client.set_terminated(run_id, status, end_time=int(r["ts"]))
+            ended[trial] = status
+        self._save()
+
+    def _op_sweep_end(self, r: dict[str, Any]) -> None:
+        run = self.parent_run_id
+        self._close_open_trials(r)
+        for key, value in r.get("tags", {}).items():
+            self.client.set_tag(run, key, str(value)[:PARAM_LIMIT])
+        if r.get("summary_csv") and Path(r["summary_csv"]).exists():
+            self.client.log_artifact(run, r["summary_csv"])
+        best = r.get("best")
+        if best and self.run_id(best["trial_id"]):
+            best_run = self.run_id(best["trial_id"])
+            self.client.set_tag(best_run, "sweeps.best", "true")
+            self.client.update_run(best_run, name=f"{best['trial_id']} best")
+        if best:
+            self.client.log_dict(run, best, "best.json")
+            self.client.log_metric(run, f"best_{best['metric']}", best["value"],
+                                   timestamp=int(r["ts"]), step=best["epoch"])
+            if not self.state.get("model_logged"):
+                try:
+                    self._log_best_model(best)
+                except Exception as exc:  # a model that cannot be logged must not leave the
+                    if _is_transient(exc):  # parent RUNNING; retry only when unreachable
+                        raise
+                    log.warning("MLflow: best model not logged (%s)", exc)
+                    self.client.set_tag(run, "sweeps.model_error", str(exc)[:500])
+        self.client.set_terminated(run, r.get("status", "FINISHED"), end_time=int(r["ts"]))
+
+    def _log_best_model(self, best: dict[str, Any]) -> None:
+        """The best checkpoint into the best trial's run, in the form ``best["model_form"]``
+        names (``sweeps.execution.checkpoint.model_form``): a PyTorch model, registered under
+        ``model_name`` when set, or the checkpoint directory's files as artifacts."""
+        from sweeps.execution.checkpoint import model_form
+
+        form = best.get("model_form") or model_form(best["checkpoint"], self.model_loader)
+        run_id = self.run_id(best["trial_id"])
+        if form == "none":
+            return
+        if form == "files":
+            self.client.log_artifacts(run_id, best["checkpoint"], "best_checkpoint")
+            self.client.set_tag(run_id, "sweeps.best_checkpoint", "best_checkpoint/")
+            self.state["model_logged"] = f"runs:/{run_id}/best_checkpoint"
+            self._save()
+            return
+        import mlflow
+        import mlflow.pytorch
+
+        from sweeps.execution.checkpoint import build_model
+
+        model, ref, metadata = build_model(best["checkpoint"], self.model_loader)
+        package = ref.split(":", 1)[0].split(".", 1)[0]
+        code = Path(importlib.import_module(package).__file__ or "").resolve()
+        mlflow.set_tracking_uri(self.uri)
+        extra: dict[str, Any] = {}
+        if "serialization_format" in inspect.signature(mlflow.pytorch.log_model).parameters:
+            # MLflow 3.17 defaults to "pt2", which needs an input example and loads back as an
+            # exported program; "pickle" loads back as the nn.Module that was trained.
+            extra["serialization_format"] = "pickle"
+        with _quiet_model_logging():
+            info = mlflow.pytorch.log_model(
+                model, name="model", run_id=run_id, registered_model_name=self.model_name,
+                code_paths=[str(code.parent if code.name == "__init__.py" else code)],
+                pip_requirements=_requirements(), metadata={**metadata,
+                                                            "checkpoint": best["checkpoint"]},
+                **extra,
+            )
+        self.state["model_logged"] = info.model_uri
+        self._save()
+
+
+def _requirements() -> list[str]:
+    """The logged model's pip requirements, pinned to what is installed, without local version
+    labels (``torch==2.13.0+cpu`` is not installable from PyPI; MLflow warns and strips it)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    out = []
+    for name in ("torch", "mlflow", "cloudpickle", "numpy"):
+        try:
+            out.append(f"{name}=={version(name).split('+', 1)[0]}")
+        except PackageNotFoundError:
+            continue
+    return out
+
+
+@contextlib.contextmanager
+def _quiet_model_logging() -> Iterator[None]:
+    """MLflow's notes while logging the best model are for people calling it by hand (the
+    pickle-format caution, "Successfully registered model", "Created version"): the sweep
+    says where the model went in its own summary."""
+    import warnings
+
+    loggers = [logging.getLogger(n) for n in ("mlflow", "mlflow.pytorch", "mlflow.models",
+                                              "mlflow.tracking._model_registry.fluent",
+                                              "mlflow.store.model_registry")]
+    levels = [lg.level for lg in loggers]
+    with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()), \
+            contextlib.redirect_stderr(io.StringIO()):
+        warnings.simplefilter("ignore")
+        for lg in loggers:
+            lg.setLevel(logging.ERROR)
+        try:
+            yield
+        finally:
+            for lg, level in zip(loggers, levels, strict=True):
+                lg.setLevel(level)

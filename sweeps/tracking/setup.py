@@ -1,0 +1,142 @@
+"""Resolve and check the tracking target before Ray starts.
+
+    uri = tracking_uri(cfg)          # sqlite:////abs/project/mlflow.db by default
+    check_tracking(cfg, uri)         # ConfigError if a required server does not answer
+
+MLflow's HTTP client retries a failed request 7 times with a backoff factor of 2 (minutes per
+call). The sweep retries on its own schedule (``sweeps.tracking.callback``), so unless the user set
+them,
+the client's retries are cut to 2 and its timeout to 10 s.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+from typing import Any
+
+from sweeps.config.schema import SweepConfig
+from sweeps.errors import ConfigError
+
+log = logging.getLogger(__name__)
+
+__all__ = ["tracking_uri", "check_tracking", "quiet_http_retries", "start_tracking",
+           "finish_tracking", "abort_tracking"]
+
+
+def quiet_http_retries() -> None:
+    """Bound MLflow's own HTTP retries and console chatter unless the user configured them."""
+    os.environ.setdefault("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "2")
+    os.environ.setdefault("MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR", "1")
+    os.environ.setdefault("MLFLOW_HTTP_REQUEST_TIMEOUT", "10")
+    # One warning from the sweep says the server is unreachable; not one per HTTP retry.
+    logging.getLogger("urllib3.connectionpool").setLevel(logging.ERROR)
+    # "Creating initial MLflow database tables..." on a new SQLite store is MLflow's business.
+    for name in ("mlflow.store.db.utils", "alembic.runtime.migration"):
+        logging.getLogger(name).setLevel(logging.WARNING)
+    # Not a "View run at http://..." line per ended run; the sweep prints where MLflow is.
+    os.environ.setdefault("MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT", "true")
+
+
+def tracking_uri(cfg: SweepConfig) -> str:
+    """The tracking URI; relative SQLite paths are made absolute (cwd-independent)."""
+    uri = cfg.tracking.uri or "sqlite:///mlflow.db"
+    if uri.startswith("sqlite:///") and not uri.startswith("sqlite:////"):
+        uri = "sqlite:///" + str(Path(uri[len("sqlite:///"):]).absolute())
+    return uri
+
+
+def check_tracking(cfg: SweepConfig, uri: str) -> None:
+    """Fail (or, with tracking.required=false, let pass) a tracking target that cannot work."""
+    if not cfg.tracking.enabled or not cfg.tracking.required:
+        return
+    fix = ("start the server or fix tracking.uri; tracking.required=false sweeps now and sends "
+           "the tracking data once it answers; tracking.enabled=false turns tracking off")
+    if uri.startswith("sqlite:///"):
+        db = Path(uri[len("sqlite:///"):])
+        parent = db.parent
+        while not parent.exists():
+            parent = parent.parent
+        if not os.access(parent, os.W_OK) or (db.exists() and not os.access(db, os.W_OK)):
+            raise ConfigError("tracking.uri", uri, "is not writable", fix)
+        return
+    if uri.startswith(("http://", "https://")):
+        import requests
+
+        try:
+            requests.get(uri.rstrip("/") + "/health", timeout=5).raise_for_status()
+        except requests.RequestException as exc:
+            reason = type(exc).__name__
+            raise ConfigError("tracking.uri", uri, f"does not answer ({reason})", fix) from exc
+
+
+def start_tracking(prep: Any, sweep_id: str, start: int = 1) -> Any:
+    """The MLflow callback, with the sweep's parent run journaled (``start`` > 1: a resumed
+    sweep, which continues the same parent run)."""
+    import json
+
+    from omegaconf import OmegaConf
+
+    from sweeps.tracking.callback import MLflowTracking, TrackingSettings
+
+    cfg, t = prep.cfg, prep.cfg.tracking
+    state_dir = prep.sweep_dir / "tracking"
+    state_dir.mkdir(exist_ok=True)
+    settings = TrackingSettings(
+        uri=prep.tracking_uri or "", experiment_name=t.experiment_name or cfg.experiment.name,
+        model_name=(t.model_name or cfg.experiment.name) if t.register_model else None,
+        state_dir=str(state_dir), max_epochs=cfg.scheduler.max_t, scheduler=cfg.scheduler.name,
+        flush_timeout_s=t.flush_timeout_s, metric=cfg.experiment.metric,
+        mode=cfg.experiment.mode, model_loader=cfg.experiment.model_loader)
+    (state_dir / "meta.json").write_text(json.dumps(settings.__dict__, indent=2))
+    tracking = MLflowTracking(settings)
+    config = OmegaConf.to_container(OmegaConf.structured(cfg))
+    tags = {"sweeps.sweep_name": cfg.sweep.name, "sweeps.sweep_dir": str(prep.sweep_dir)}
+    commit = _git_commit()
+    if commit:
+        tags["mlflow.source.git.commit"] = commit
+    tracking.start_sweep(cfg.sweep.name, sweep_id, config,
+                         {p.path: p.describe() for p in prep.params}, tags, start)
+    return tracking
+
+
+def finish_tracking(tracking: Any, prep: Any, summary: Any) -> int:
+    """Sweep end in MLflow; never lets a tracking failure hide the finished sweep."""
+    try:
+        unsent = tracking.finish(prep.sweep_dir / "summary.csv", summary.best)
+    except Exception as exc:
+        log.error("MLflow: could not record the sweep's end (%s); the journal in %s keeps "
+                  "it for `python -m sweeps.sync %s`", exc, prep.sweep_dir / "tracking",
+                  prep.sweep_dir)
+        return -1
+    if unsent:
+        log.warning("MLflow: %d tracking record(s) not delivered yet (server unreachable); "
+                    "they wait in %s. Send them with `python -m sweeps.sync %s`.", unsent,
+                    prep.sweep_dir / "tracking" / "journal.jsonl", prep.sweep_dir)
+    return unsent
+
+
+def _git_commit() -> str | None:
+    import subprocess
+
+    try:
+        out = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True,
+                             timeout=5)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip() or None if out.returncode == 0 else None
+
+
+def abort_tracking(tracking: Any, exc: BaseException) -> None:
+    """The sweep died: close the parent and every open trial run (KILLED on Ctrl-C/SIGTERM,
+    FAILED otherwise) so no run is left RUNNING; wait briefly for delivery."""
+    killed = isinstance(exc, KeyboardInterrupt | SystemExit) or getattr(exc, "interrupted", False)
+    status = "KILLED" if killed else "FAILED"
+    try:
+        left = tracking.abort(status, f"{type(exc).__name__}: {exc}"[:500], timeout_s=15)
+    except Exception as err:  # never mask the original error
+        log.error("MLflow: could not record the sweep's abort (%s)", err)
+        return
+    if left:
+        log.warning("MLflow: %d record(s) of the aborted sweep wait in the journal", left)
