@@ -42,7 +42,7 @@ def _loop(config: dict[str, Any]) -> None:
 def measure(interval: float, reports: int, storage: str) -> tuple[list[float], list[float]]:
     from ray.train import RunConfig, ScalingConfig
 
-    from sweeps.execution.trial_driver import HEALTH_CHECK_ENV, trainer_class
+    from sweeps._ray.train import HEALTH_CHECK_ENV, trainer_class
 
     os.environ[HEALTH_CHECK_ENV] = str(interval)
     out = Path(storage) / f"lat_{interval}.txt"

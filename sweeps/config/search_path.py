@@ -11,13 +11,13 @@ in a later entry; so do the options of the other groups, ``search/tpe.yaml`` say
    bare ``DIR`` or ``pkg://package.module``; relative directories are relative to the cwd).
 3. The built-in ``conf/`` shipped with sweeps (``sweeps.config.paths.CONF_DIR``).
 
-What Hydra 1.3 itself does (read in its source): ``_internal/utils.py::create_config_search_path``
+What Hydra 1.3 itself does (read in its source): ``utils.py::create_config_search_path``
 builds ``hydra`` (``pkg://hydra.conf``), then ``main`` (the ``config_path`` of ``@hydra.main``),
 then ``schema`` (``structured://``); ``_run_hydra`` inserts ``--config-dir`` just before
-``schema``; ``_internal/config_loader_impl.py::_process_config_searchpath`` inserts the entries
+``schema``; ``config_loader_impl.py::_process_config_searchpath`` inserts the entries
 of the first override whose key is exactly ``hydra.searchpath`` (``+hydra.searchpath`` does not
 count) just before ``schema`` too, replacing a ``hydra.searchpath`` set in the primary config;
-``_internal/config_repository.py::_find_object_source`` takes the first source that has the
+``config_repository.py::_find_object_source`` takes the first source that has the
 file. So with ``config_path=conf`` the built-in ``experiment/digits.yaml`` would win over a
 user's own ``digits.yaml`` from both ``--config-dir`` and ``hydra.searchpath`` (checked: the
 composed ``experiment.name`` stayed the built-in one).
@@ -205,9 +205,9 @@ def parse_argv(argv: list[str]) -> argparse.Namespace | None:
         >>> parse_argv(["-cd", "conf", "+experiment=mine"]).config_dir
         'conf'
     """
-    from hydra._internal.utils import get_args_parser
+    from sweeps._hydra import args_parser
 
-    parser = get_args_parser()
+    parser = args_parser()
 
     def error(message: str) -> None:
         raise ValueError(message)

@@ -12,9 +12,10 @@ Written to a temporary name and renamed, so a crash mid-write never leaves a hal
 from __future__ import annotations
 
 import importlib
-import os
 from pathlib import Path
 from typing import Any
+
+from sweeps.files import write_atomic
 
 __all__ = ["CHECKPOINT_FILE", "save_checkpoint", "load_checkpoint", "load_model", "factory_ref",
            "model_form", "build_model"]
@@ -37,10 +38,8 @@ def save_checkpoint(directory: str | Path, payload: dict[str, Any]) -> Path:
     import torch
 
     path = Path(directory) / CHECKPOINT_FILE
-    tmp = path.with_suffix(".pt.tmp")
-    torch.save({**payload, "format_version": FORMAT_VERSION}, tmp)
-    os.replace(tmp, path)
-    return path
+    return write_atomic(path, lambda f: torch.save({**payload, "format_version": FORMAT_VERSION},
+                                                   f))
 
 
 def load_checkpoint(directory: str | Path) -> dict[str, Any]:

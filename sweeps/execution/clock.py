@@ -75,7 +75,7 @@ class TrialClock:
         else:
             self.by = "reports"
         if self.run_dir is not None:
-            from sweeps.resume.train_runs import write_atomic
+            from sweeps.files import write_atomic
 
             path = run_file(self.run_dir, CLOCK_FILE)
             path.parent.mkdir(parents=True, exist_ok=True)

@@ -6,13 +6,13 @@
 
 A trainable such as ``train_mnist:train_func`` lives in the user's project, not in an installed
 package. On the private local instance its workers import it anyway: ``ray.init`` puts the
-driver's current directory on every worker's ``sys.path`` (``JobConfig._py_driver_sys_path``,
-``ray/_private/worker.py``), Train workers included. On a cluster the code has to travel:
+driver's current directory on every worker's ``sys.path`` (Ray's job config does it), Train
+workers included. On a cluster the code has to travel:
 ``runtime_env()`` builds ``{"working_dir", "py_modules", "excludes"}`` for
 ``ray.init(address=..., runtime_env=...)``. Ray zips each package (stored, not compressed) and
-refuses one of ``GCS_STORAGE_MAX_SIZE`` bytes or more only after zipping it
-(``ray/_private/runtime_env/packaging.py``); ``check_shipping()`` measures the same files
-before Ray starts and names the biggest, so a stray dataset fails in a second, not after
+refuses one of ``GCS_STORAGE_MAX_SIZE`` bytes or more only after zipping it (the numbers and
+the matcher come from Ray through ``sweeps._ray.shipping``); ``check_shipping()`` measures the
+same files before Ray starts and names the biggest, so a stray dataset fails in a second, not after
 minutes of zipping.
 
 Divergences from Ray, deliberate: more default excludes (``DEFAULT_EXCLUDES``: sweep outputs
@@ -23,7 +23,6 @@ workers' current directory: relative paths in the loop resolve there, not in you
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import sys
@@ -32,6 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from sweeps._ray.shipping import path_spec, submitted_job_env, upload_limit
 from sweeps.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -55,20 +55,7 @@ DEFAULT_EXCLUDES: tuple[str, ...] = (
 weights (``*.pt``) are not excluded by name: a loop may load pretrained weights from its
 project; those under ``outputs/`` are excluded with it."""
 
-_RAY_MAX_GRPC_MESSAGE_SIZE = 512 * 1024 * 1024  # ray._private.ray_constants.GRPC_CPP_MAX_...
 _ZIP_ENTRY_OVERHEAD = 76  # bytes per zip entry: local header (30) + central directory (46)
-
-
-def upload_limit() -> int:
-    """Bytes at which Ray refuses a package: ``GCS_STORAGE_MAX_SIZE`` in
-    ``ray/_private/runtime_env/packaging.py``, the env var ``RAY_max_grpc_message_size`` or
-    else ``GRPC_CPP_MAX_MESSAGE_SIZE`` (512 MiB, ``ray/_private/ray_constants.py``).
-
-    Example:
-        >>> upload_limit() // 2**20
-        512
-    """
-    return int(os.environ.get("RAY_max_grpc_message_size", _RAY_MAX_GRPC_MESSAGE_SIZE))
 
 
 @dataclass
@@ -103,9 +90,7 @@ class PackageSize:
 
 def _matcher(base: Path, patterns: list[str]) -> Callable[[Path], bool]:
     """Ray's matcher: gitwildmatch patterns against the path relative to ``base``."""
-    from ray._private.thirdparty.pathspec import PathSpec  # the one Ray packages with
-
-    spec = PathSpec.from_lines("gitwildmatch", patterns)
+    spec = path_spec(patterns)  # the one Ray packages with
     return lambda p: spec.match_file(str(p.relative_to(base)))
 
 
@@ -183,13 +168,7 @@ def _sweep_excludes(cfg: SweepConfig, root: Path) -> list[str]:
 def _submitted_job_keys() -> set[str]:
     """Keys of the runtime env a ``ray job submit`` gave this driver (Ray refuses to merge
     ``ray.init``'s runtime env with it when a key repeats)."""
-    raw = os.environ.get("RAY_JOB_CONFIG_JSON_ENV_VAR")  # ray/_private/runtime_env/constants
-    if not raw:
-        return set()
-    try:
-        return set((json.loads(raw).get("runtime_env") or {}).keys())
-    except (ValueError, AttributeError):
-        return set()
+    return set(submitted_job_env())
 
 
 def runtime_env(cfg: SweepConfig) -> dict[str, Any] | None:

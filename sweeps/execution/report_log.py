@@ -19,10 +19,10 @@ and ``checkpoint_path`` (or null). A torn last line (a crash mid-write) is skipp
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
 
+from sweeps.files import append_line
 from sweeps.protocol import CHECKPOINT_PATH_KEY, CLOCK_KEY, REPORTS_FILE, run_file
 
 __all__ = ["append", "records", "restored_count", "unseen"]
@@ -32,10 +32,7 @@ def append(run_dir: str | Path, metrics: dict[str, Any], n: int,
            checkpoint: str | None) -> None:
     """Add one report, fsync'ed."""
     line = json.dumps({**metrics, "n": n, CHECKPOINT_PATH_KEY: checkpoint}, default=float)
-    with open(run_file(run_dir, REPORTS_FILE), "a") as f:
-        f.write(line + "\n")
-        f.flush()
-        os.fsync(f.fileno())
+    append_line(run_file(run_dir, REPORTS_FILE), line)
 
 
 def records(run_dir: str | Path) -> list[dict[str, Any]]:

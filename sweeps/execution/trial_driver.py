@@ -18,7 +18,6 @@ from __future__ import annotations
 import logging
 import math
 import os
-import queue
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -26,14 +25,11 @@ from typing import Any
 from sweeps.execution.context import TrialContext
 from sweeps.search.space import deep_merge, unflatten
 
-__all__ = ["TrialPlan", "run_trial", "trainer_class", "HEALTH_CHECK_ENV"]
+__all__ = ["TrialPlan", "run_trial", "start_limits", "unseen_reports"]
 
 log = logging.getLogger(__name__)
 
-HEALTH_CHECK_ENV = "RAY_TRAIN_HEALTH_CHECK_INTERVAL_S"
-START_TIMEOUT_ENV = "RAY_TRAIN_WORKER_GROUP_START_TIMEOUT_S"
 START_ATTEMPT_S = 60.0  # Ray Train's own wait per worker-group start attempt
-PREEMPTION_WATCHER_ENV = "RAY_TRAIN_ENABLE_PREEMPTION_WATCHER"
 
 
 @dataclass(frozen=True)
@@ -88,48 +84,12 @@ _EXAMPLE: dict[str, Any] = dict(  # a minimal plan, for the docstring examples
     poll_interval_s=0.1, start_timeout_s=60.0, seed=0)
 
 
-def trainer_class() -> type:
-    """``TorchTrainer`` minus two per-run actors a sweep's trials do not need: Ray Train's
-    placement-group cleaner and, when the trainer is given no Ray Datasets, its dataset manager.
-    Each is a process started (and imports paid) on every trial."""
-    from ray.train.torch import TorchTrainer
-
-    left_out: tuple[type, ...] = ()
-    try:
-        from ray.train.v2._internal.callbacks.placement_group_callback import (
-            PlacementGroupCleanerCallback,
-        )
-
-        left_out += (PlacementGroupCleanerCallback,)
-    except ImportError:  # a Ray without it: nothing to leave out
-        pass
-    try:
-        from ray.train.v2._internal.callbacks.datasets import DatasetsCallback
-    except ImportError:
-        DatasetsCallback = None  # noqa: N806
-    if not left_out and DatasetsCallback is None:
-        return TorchTrainer
-
-    class SweepTorchTrainer(TorchTrainer):
-        """TorchTrainer without Ray Train's per-run cleaner actor (``sweeps.placement.release`` does
-        that job without the State API) and without a dataset manager when there is no
-        dataset to shard."""
-
-        def _create_default_callbacks(self) -> list:
-            callbacks = super()._create_default_callbacks()
-            drop = left_out
-            if DatasetsCallback is not None and not self.datasets:
-                drop += (DatasetsCallback,)
-            return [c for c in callbacks if not isinstance(c, drop)]
-
-    return SweepTorchTrainer
-
-
 def run_trial(sampled: dict[str, Any], plan: TrialPlan) -> None:
     """Tune function trainable: run this trial's Train run to completion (or until stopped)."""
     from ray import tune
     from ray.train import CheckpointConfig, FailureConfig, RunConfig, ScalingConfig
 
+    from sweeps._ray.train import controller_env, count_handovers, trainer_class, wait_for_handover
     from sweeps.config.schema import import_trainable
     from sweeps.execution.clock import TrialClock
     from sweeps.execution.report_bridge import SweepReportCallback
@@ -153,16 +113,14 @@ def run_trial(sampled: dict[str, Any], plan: TrialPlan) -> None:
     restored = report_log.restored_count(run_dir)
     clock = TrialClock.load(run_dir, plan.time_attr,
                             restored if restored is not None else latest[2] if latest else 0)
-    counting = _count_handovers()
+    counting = count_handovers()
     logged_before = len(report_log.records(run_dir))
     unseen = unseen_reports(run_dir, Path(plan.train_storage).parent, trial_id)
     for metrics in unseen:
         tune.report(metrics)  # trained and checkpointed before an interruption; Tune never saw
     # Read by the Train controller this process starts (Ray propagates RAY_TRAIN_* env vars).
-    os.environ[HEALTH_CHECK_ENV] = str(plan.poll_interval_s)
     attempt_s, start_failures = start_limits(plan.start_timeout_s)
-    os.environ[START_TIMEOUT_ENV] = str(attempt_s)
-    os.environ[PREEMPTION_WATCHER_ENV] = "1" if plan.preemption_watcher else "0"
+    os.environ.update(controller_env(plan.poll_interval_s, attempt_s, plan.preemption_watcher))
     trainer = trainer_class()(
         train_loop_per_worker=loop_entry(import_trainable(plan.trainable),
                                          plan.context(trial_id)),
@@ -183,7 +141,7 @@ def run_trial(sampled: dict[str, Any], plan: TrialPlan) -> None:
     )
     trainer.fit()
     # Every report the bridge forwarded (one log line each) must reach Tune before returning.
-    _wait_for_handover(counting, len(unseen) + len(report_log.records(run_dir)) - logged_before)
+    wait_for_handover(counting, len(unseen) + len(report_log.records(run_dir)) - logged_before)
 
 
 def start_limits(start_timeout_s: float) -> tuple[float, int]:
@@ -213,82 +171,3 @@ def unseen_reports(run_dir: Path, sweep_dir: Path, trial_id: str) -> list[dict[s
     judged = max((float(r.get("epoch") or 0) for r in decision_log(sweep_dir).records()
                   if r.get("trial") == trial_id), default=0.0)
     return report_log.unseen(run_dir, judged)
-
-
-class _CountingQueue(queue.Queue):
-    """The trial session's result queue, counting what was put into it."""
-
-    def __init__(self, maxsize: int) -> None:
-        super().__init__(maxsize)
-        self.puts = 0
-
-    def put(self, item: Any, block: bool = True, timeout: float | None = None) -> None:
-        super().put(item, block, timeout)
-        self.puts += 1
-
-
-def _count_handovers() -> _CountingQueue | None:
-    """Make the trial session's result queue count its puts (None on a Ray without it).
-
-    Tune's session hands each Train report (taken off the Train -> Tune actor queue by the
-    trial actor's main thread) to Tune through a one-slot result queue. When the trial's
-    function returns, Tune's function runner puts a final "duplicate" result into the same
-    queue from the training thread. If that happens while the main thread holds the last Train
-    report (taken off the actor queue, not yet put), the main thread blocks forever on a full
-    queue that only it empties: the trial hangs with its workers gone (seen in the CLI test).
-    Counting the puts lets the trial wait until every report it forwarded was handed over.
-    """
-    try:
-        from ray.train._internal.session import get_session
-
-        session = get_session()
-        counting = _CountingQueue(session.result_queue.maxsize)
-        session.result_queue = counting
-        return counting
-    except Exception:  # a Ray without this internal: fall back to the actor-queue check
-        return None
-
-
-def _wait_for_handover(counting: _CountingQueue | None, expected: int,
-                       timeout_s: float = 10.0) -> None:
-    """Return once ``expected`` results went into the session's result queue (see
-    ``_count_handovers``), so the function runner's final result cannot overtake the last one."""
-    import time
-
-    if counting is None:
-        _wait_for_last_report()
-        return
-    deadline = time.monotonic() + timeout_s
-    while counting.puts < expected and time.monotonic() < deadline:
-        time.sleep(0.01)
-    if counting.puts < expected:
-        log.warning("%d Train report(s) were not handed to Tune within %.0f s",
-                    expected - counting.puts, timeout_s)
-
-
-def _wait_for_last_report(timeout_s: float = 5.0) -> None:
-    """Return only once Tune has taken the last result off the Train -> Tune queue.
-
-    ``TuneReportCallback`` hands each result to this trial actor through a queue actor; if this
-    function returns while the final result still sits there, Tune's function runner may end
-    the trial without it (seen: a trial that trained all 5 epochs recorded as stopped after 4).
-    """
-    import time
-
-    try:
-        from ray.train._internal.session import get_session
-
-        queue = getattr(get_session(), "_inter_actor_queue", None)
-    except Exception:  # a Ray without this internal: nothing to wait for
-        return
-    if queue is None:
-        return
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        try:
-            if queue.empty():
-                return
-        except Exception:  # the queue actor is gone: nothing left in it
-            return
-        time.sleep(0.02)
-    log.warning("the last Train report was not taken by Tune within %.0f s", timeout_s)

@@ -95,8 +95,13 @@ def _trainable(trial: TrialPlan) -> Any:
 
 def build_tuner(cfg: SweepConfig, params: list[Param], trial: TrialPlan, plan: ResourcePlan,
                 sweep_dir: Path, callbacks: list) -> Any:
-    """A ``tune.Tuner`` whose experiment directory is ``sweep_dir`` itself."""
+    """A ``tune.Tuner`` whose experiment directory is ``sweep_dir`` itself (after checking
+    this Ray has every internal sweeps relies on: ``sweeps._ray.compat``)."""
     from ray import tune
+
+    from sweeps._ray import compat
+
+    compat.check()
 
     return tune.Tuner(
         _trainable(trial),
@@ -126,15 +131,14 @@ def restore_tuner(cfg: SweepConfig, params: list[Param], trial: TrialPlan, sweep
     scheduler rebuilds its rungs from its log, see ``sweeps.search.schedulers``)."""
     from ray import tune
 
+    from sweeps._ray import compat
+    from sweeps._ray.tune import replace_restored_config
+
+    compat.check()
+
     tuner = tune.Tuner.restore(str(sweep_dir), _trainable(trial), resume_unfinished=True,
                                resume_errored=True, param_space=to_tune_space(params))
-    internal = getattr(tuner, "_local_tuner", None)
-    if internal is None or not hasattr(internal, "_tune_config"):
-        raise RuntimeError("this Ray's Tuner has no _local_tuner._tune_config; sweeps needs "
-                           "ray 2.60 to resume")
-    run_config = internal.get_run_config()
-    run_config.callbacks = callbacks
-    run_config.verbose = 1 if cfg.sweep.verbose else 0
-    run_config.failure_config = tune.FailureConfig(max_failures=cfg.trial.max_retries)
-    internal._tune_config.scheduler = make_scheduler(cfg, sweep_dir)
+    replace_restored_config(tuner, make_scheduler(cfg, sweep_dir), callbacks,
+                            verbose=1 if cfg.sweep.verbose else 0,
+                            failure_config=tune.FailureConfig(max_failures=cfg.trial.max_retries))
     return tuner

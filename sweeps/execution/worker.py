@@ -38,7 +38,7 @@ class ReadLog:
             return
         self.keys.add(key)
         if self.path is not None:
-            from sweeps.resume.train_runs import write_atomic
+            from sweeps.files import write_atomic
 
             write_atomic(self.path, json.dumps(sorted(self.keys)))
 

@@ -24,7 +24,7 @@ How (no State API involved):
    (``join``), then ``release_all`` removes whatever any trial of the sweep recorded and
    ``release_new_groups`` whatever else this job created during the sweep and still holds.
 
-Because the reaper does the job, ``sweeps.execution.trial_driver.trainer_class()`` leaves out Ray
+Because the reaper does the job, ``sweeps._ray.train.trainer_class()`` leaves out Ray
 Train's per-run cleaner actor: one process fewer per trial and no cleaner that loops forever.
 """
 
@@ -35,26 +35,27 @@ import threading
 import time
 from typing import Any
 
-from ray.train.v2._internal.execution.callback import WorkerGroupCallback
 from ray.tune import Callback
+
+from sweeps._ray import kv
+from sweeps._ray.placement import (
+    WorkerGroupCallback,
+    actor_state,
+    group_of,
+    record_groups_on_creation,
+    remove_group,
+)
 
 __all__ = ["PlacementGroupLedger", "PlacementGroupReaper", "release_all", "kv_key",
            "held_groups", "job_groups", "release_new_groups"]
 
 log = logging.getLogger(__name__)
-NAMESPACE = "sweeps"
 HELD = ("CREATED", "PENDING", "RESCHEDULING")  # placement-group states that hold resources
 
 
 def kv_key(sweep_id: str, trial_id: str, kind: str = "pg") -> str:
     """Key of a trial's record: ``pg/<sweep_id>/<trial_id>`` (or ``stop/...``)."""
     return f"{kind}/{sweep_id}/{trial_id}"
-
-
-def _kv() -> Any:
-    from ray.experimental import internal_kv
-
-    return internal_kv
 
 
 class TrialStoppedError(RuntimeError):
@@ -70,70 +71,27 @@ class PlacementGroupLedger(WorkerGroupCallback):
     def before_worker_group_start(self, worker_group_context: Any) -> None:
         import ray
 
-        _record_on_creation(self)
-        kv = _kv()
+        # Each group Train creates is recorded at once, not when its workers are up.
+        record_groups_on_creation(self.record)
         # This controller, so that the sweep's end can wait for it to be gone (see join).
-        kv._internal_kv_put(kv_key(self.sweep_id, self.trial_id, "ctl"),
-                            ray.get_runtime_context().get_actor_id() or "", overwrite=True,
-                            namespace=NAMESPACE)
-        if kv._internal_kv_get(kv_key(self.sweep_id, self.trial_id, "stop"),
-                               namespace=NAMESPACE):
+        kv.put(kv_key(self.sweep_id, self.trial_id, "ctl"),
+               ray.get_runtime_context().get_actor_id() or "")
+        if kv.get(kv_key(self.sweep_id, self.trial_id, "stop")):
             raise TrialStoppedError(f"trial {self.trial_id} was ended by the sweep; "
                                     "not starting another worker group")
         # A group recorded by an earlier attempt of this trial whose driver died (Tune retry)
         # still holds its workers' resources: release it before asking for a new one.
-        previous = kv._internal_kv_get(kv_key(self.sweep_id, self.trial_id), namespace=NAMESPACE)
+        previous = kv.get(kv_key(self.sweep_id, self.trial_id))
         if previous:
-            _remove(previous.decode())
+            remove_group(previous)
 
     def record(self, pg: Any) -> None:
         """Record ``pg`` as this trial's worker group (replacing an earlier attempt's)."""
-        _kv()._internal_kv_put(kv_key(self.sweep_id, self.trial_id), pg.id.hex(),
-                               overwrite=True, namespace=NAMESPACE)
+        kv.put(kv_key(self.sweep_id, self.trial_id), pg.id.hex())
 
     def after_worker_group_start(self, worker_group: Any) -> None:
         # Already recorded at creation; again here in case a Ray without the hook got through.
-        state = worker_group.get_worker_group_state()
-        self.record(state.placement_group_handle.placement_group)
-
-
-def _record_on_creation(ledger: PlacementGroupLedger) -> None:
-    """Make Train's worker-group module record each placement group as it creates it (this
-    process is the trial's Train controller: one ledger, one trial). Ray 2.60 creates the group
-    with the module-level ``placement_group`` function; another layout is left alone, and
-    ``after_worker_group_start`` still records the group (seconds later)."""
-    try:
-        from ray.train.v2._internal.execution.worker_group import worker_group as module
-    except ImportError:
-        return
-    create = getattr(module, "placement_group", None)
-    if create is None:
-        return
-    if hasattr(create, "_sweeps_ledger"):  # wrapped already in this process: this ledger now
-        create._sweeps_ledger = ledger
-        return
-
-    def recording_placement_group(*args: Any, **kwargs: Any) -> Any:
-        pg = create(*args, **kwargs)
-        recording_placement_group._sweeps_ledger.record(pg)
-        return pg
-
-    recording_placement_group._sweeps_ledger = ledger
-    module.placement_group = recording_placement_group
-
-
-def _remove(pg_hex: str) -> bool:
-    """Remove placement group ``pg_hex`` unless already gone; True when this call removed it."""
-    from ray._raylet import PlacementGroupID
-    from ray.util import placement_group_table, remove_placement_group
-    from ray.util.placement_group import PlacementGroup
-
-    pg = PlacementGroup(PlacementGroupID.from_hex(pg_hex))
-    state = placement_group_table(pg).get("state")
-    if state in (None, "REMOVED"):
-        return False
-    remove_placement_group(pg)
-    return True
+        self.record(group_of(worker_group))
 
 
 class PlacementGroupReaper(Callback):
@@ -163,16 +121,14 @@ class PlacementGroupReaper(Callback):
         """Tune retries the trial (its driver died or raised): free the old attempt's group
         now, so the retry's workers can be placed (no stop flag: the trial goes on)."""
         try:
-            value = _kv()._internal_kv_get(kv_key(self.sweep_id, trial.trial_id),
-                                           namespace=NAMESPACE)
-            if value and _remove(value.decode()):
+            value = kv.get(kv_key(self.sweep_id, trial.trial_id))
+            if value and remove_group(value):
                 log.debug("released the placement group of retried trial %s", trial.trial_id)
         except Exception as exc:
             log.debug("could not release the group of retried trial %s: %s", trial.trial_id, exc)
 
     def _start(self, trial_id: str) -> None:
-        kv = _kv()
-        kv._internal_kv_put(kv_key(self.sweep_id, trial_id, "stop"), b"1", namespace=NAMESPACE)
+        kv.put(kv_key(self.sweep_id, trial_id, "stop"), b"1")
         thread = threading.Thread(target=self._watch, args=(trial_id, time.monotonic()),
                                   name=f"sweeps-reaper-{trial_id}", daemon=True)
         self._threads = [t for t in self._threads if t.is_alive()] + [thread]
@@ -182,8 +138,8 @@ class PlacementGroupReaper(Callback):
         key = kv_key(self.sweep_id, trial_id)
         while True:
             try:
-                value = _kv()._internal_kv_get(key, namespace=NAMESPACE)
-                if value and _remove(value.decode()):
+                value = kv.get(key)
+                if value and remove_group(value):
                     self.released[trial_id] = time.monotonic() - ended
                     log.debug("released placement group of trial %s", trial_id)
             except Exception as exc:  # Ray shutting down under us: nothing left to hold
@@ -210,18 +166,15 @@ class PlacementGroupReaper(Callback):
 def live_controllers(sweep_id: str) -> list[str]:
     """Train controllers of ``sweep_id`` (recorded by their ledgers) not yet dead. An actor
     whose state cannot be read counts as alive (the caller's wait is bounded)."""
-    from ray._private.state import actors
-
-    kv = _kv()
     alive = []
-    for key in kv._internal_kv_list(f"ctl/{sweep_id}/", namespace=NAMESPACE):
-        actor_id = kv._internal_kv_get(key, namespace=NAMESPACE)
+    for key in kv.keys(f"ctl/{sweep_id}/"):
+        actor_id = kv.get(key)
         try:
-            state = actors(actor_id=actor_id.decode()).get("State") if actor_id else "DEAD"
+            state = actor_state(actor_id) if actor_id else "DEAD"
         except Exception:
             state = None
         if state != "DEAD":
-            alive.append(key.decode() if isinstance(key, bytes) else key)
+            alive.append(key)
     return alive
 
 
@@ -236,17 +189,16 @@ def release_all(sweep_id: str, keep_stop_flags: bool = False) -> int:
 
     Returns how many Train worker groups were still held (and are now removed).
     """
-    kv = _kv()
     removed = 0
-    for key in kv._internal_kv_list(f"pg/{sweep_id}/", namespace=NAMESPACE):
-        value = kv._internal_kv_get(key, namespace=NAMESPACE)
+    for key in kv.keys(f"pg/{sweep_id}/"):
+        value = kv.get(key)
         try:
-            if value and _remove(value.decode()):
+            if value and remove_group(value):
                 removed += 1
         except Exception as exc:  # removed by Train meanwhile
             log.debug("placement group %s: %s", value, exc)
     for kind in ("pg", "ctl") + (() if keep_stop_flags else ("stop",)):
-        kv._internal_kv_del(f"{kind}/{sweep_id}/", del_by_prefix=True, namespace=NAMESPACE)
+        kv.delete_prefix(f"{kind}/{sweep_id}/")
     return removed
 
 
@@ -277,7 +229,7 @@ def release_new_groups(before: set[str]) -> int:
         if pg_id in before or state not in HELD:
             continue
         try:
-            removed += _remove(pg_id)
+            removed += remove_group(pg_id)
         except Exception as exc:  # removed meanwhile
             log.debug("placement group %s: %s", pg_id, exc)
     return removed

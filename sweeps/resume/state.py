@@ -17,14 +17,15 @@ key that differs is named in the error. Written to a temporary name and renamed.
 from __future__ import annotations
 
 import json
-import os
 import time
 import uuid
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from sweeps._ray.tune import experiment_state_files, trials_in_state
 from sweeps.config.schema import SweepConfig
 from sweeps.errors import ConfigError, SweepError
+from sweeps.files import write_atomic
 from sweeps.search.space import Param, flatten
 
 __all__ = ["FORMAT_VERSION", "SweepRecord", "ResumeInfo", "StateError", "decide_resume",
@@ -67,7 +68,7 @@ def state_dir(sweep_dir: Path) -> Path:
 
 def tune_state_files(sweep_dir: Path) -> list[Path]:
     """Tune's experiment state files, oldest first (the newest is the one restored)."""
-    return sorted(sweep_dir.glob("experiment_state-*.json")) if sweep_dir.is_dir() else []
+    return experiment_state_files(sweep_dir)
 
 
 def identity_of(cfg: SweepConfig, params: list[Param]) -> dict[str, str]:
@@ -106,12 +107,7 @@ def save_record(sweep_dir: Path, record: SweepRecord) -> None:
     record.ray_version = importlib.metadata.version("ray")
     directory = state_dir(sweep_dir)
     directory.mkdir(parents=True, exist_ok=True)
-    tmp = directory / f".{RECORD_FILE}.tmp"
-    with open(tmp, "w") as f:
-        json.dump(asdict(record), f, indent=2)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, directory / RECORD_FILE)
+    write_atomic(directory / RECORD_FILE, json.dumps(asdict(record), indent=2))
 
 
 def load_record(sweep_dir: Path) -> SweepRecord | None:
@@ -196,14 +192,10 @@ def check_tune_state(sweep_dir: Path) -> None:
         return
     newest = files[-1]
     try:
-        data = json.loads(newest.read_text())
-        trials = data["trial_data"]
+        trials_in_state(json.loads(newest.read_text()))
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise StateError(
             f"{newest} is corrupted ({type(exc).__name__}: {str(exc)[:120]}), so the sweep "
             "cannot be resumed from it; nothing was changed. Restore that file from a backup, "
             "or start a new sweep with sweep.name=NEW (the trials' checkpoints stay under "
             f"{sweep_dir / 'train'})") from exc
-    if not isinstance(trials, list):
-        raise StateError(f"{newest} has no trial list; restore it or start a new sweep with "
-                         "sweep.name=NEW")

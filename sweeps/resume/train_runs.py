@@ -18,20 +18,20 @@ reused after a crash lost the trial that first had it) is moved aside, not resum
 from __future__ import annotations
 
 import json
-import os
 import re
 import time
 import zipfile
 from pathlib import Path
 from typing import Any
 
+from sweeps._ray import train_snapshot
+from sweeps._ray.train_snapshot import SNAPSHOT_FILE as SNAPSHOT
 from sweeps.execution.checkpoint import CHECKPOINT_FILE
+from sweeps.files import write_atomic
 from sweeps.protocol import TRIAL_FILE
 
-__all__ = ["repair_run", "claim_run", "checkpoint_epochs", "latest_checkpoint", "write_atomic",
-           "SNAPSHOT"]
+__all__ = ["repair_run", "claim_run", "checkpoint_epochs", "latest_checkpoint", "SNAPSHOT"]
 
-SNAPSHOT = "checkpoint_manager_snapshot.json"
 _EPOCH = re.compile(r"^checkpoint_epoch_(\d+)$")
 
 
@@ -65,58 +65,23 @@ def checkpoint_epochs(run_dir: Path) -> list[int]:
                   and (d / CHECKPOINT_FILE).is_file())
 
 
-def _snapshot(run_dir: Path) -> dict[str, Any] | None:
-    try:
-        return json.loads((run_dir / SNAPSHOT).read_text())
-    except (OSError, ValueError):
-        return None
-
-
 def latest_checkpoint(run_dir: Path) -> tuple[str, dict[str, Any], int] | None:
     """(directory name, reported metrics, reports up to and including it) of the checkpoint
     Train resumes ``run_dir`` from, or None. Train re-runs the loop from there, so the trial's
     report count (``sweeps.execution.clock``) continues from the third value."""
-    snapshot = _snapshot(run_dir)
-    try:
-        latest = snapshot["latest_checkpoint_result"] if snapshot else None
-        if not latest:
-            return None
-        name = latest["checkpoint_dir_name"]
-        for result, index in zip(snapshot["checkpoint_results"],
-                                 snapshot["checkpoint_report_indices"], strict=False):
-            if result["checkpoint_dir_name"] == name:
-                return name, dict(latest.get("metrics") or {}), int(index) + 1
-        return name, dict(latest.get("metrics") or {}), 0
-    except (KeyError, TypeError, ValueError):
-        return None
+    return train_snapshot.latest(train_snapshot.load(run_dir))
 
 
-def write_atomic(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    with open(tmp, "w") as f:
-        f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-
-
-def _rebuilt_snapshot(run_dir: Path, ray_version: str) -> dict[str, Any]:
+def _rebuilt_snapshot(run_dir: Path) -> dict[str, Any]:
     """A snapshot made from the valid checkpoint directories alone (the old one is torn)."""
     from sweeps.execution.checkpoint import load_checkpoint
 
-    results, indices = [], []
+    found = []
     for epoch in checkpoint_epochs(run_dir):
         name = f"checkpoint_epoch_{epoch:04d}"
-        metrics = load_checkpoint(run_dir / name).get("metrics", {"epoch": epoch})
-        results.append({"version": 0, "checkpoint_dir_name": name, "metrics": metrics})
-        indices.append(epoch - 1)
-    return {"ray_version": ray_version, "checkpoint_results": results,
-            "checkpoint_report_indices": indices,
-            "latest_checkpoint_result": results[-1] if results else None,
-            "pending_training_results": [], "pending_validation_specs": [],
-            "current_report_index": (indices[-1] + 1) if indices else 0,
-            "validated_checkpoint_dir_names": [], "timed_out_validation_checkpoint_dir_names": [],
-            "failed_validation_checkpoint_dir_names": []}
+        found.append((name, load_checkpoint(run_dir / name).get("metrics", {"epoch": epoch}),
+                      epoch - 1))
+    return train_snapshot.rebuilt(found)
 
 
 def _move_aside(directory: Path, suffix: str) -> Path:
@@ -132,25 +97,20 @@ def repair_run(run_dir: Path) -> list[str]:
     snapshot_path = run_dir / SNAPSHOT
     if not snapshot_path.is_file():
         return []
-    import importlib.metadata
-
-    ray_version = importlib.metadata.version("ray")
     trial = run_dir.name
     try:
         snapshot = json.loads(snapshot_path.read_text())
-        results = list(snapshot["checkpoint_results"])
-        indices = list(snapshot["checkpoint_report_indices"])
+        names = [name for name, _ in train_snapshot.entries(snapshot)]
     except (OSError, ValueError, KeyError, TypeError) as exc:
         _move_aside(snapshot_path, "corrupt")
-        rebuilt = _rebuilt_snapshot(run_dir, ray_version)
-        write_atomic(snapshot_path, json.dumps(rebuilt))
+        rebuilt = _rebuilt_snapshot(run_dir)
+        train_snapshot.write(run_dir, rebuilt)
         latest = rebuilt["latest_checkpoint_result"]
         where = (f"epoch {latest['metrics'].get('epoch')}" if latest else "epoch 1 (no valid "
                  "checkpoint left)")
         return [f"trial {trial}: Train's run snapshot was unreadable ({type(exc).__name__}); "
                 f"rebuilt it from the checkpoints on disk, the trial resumes from {where}"]
-    bad = [r["checkpoint_dir_name"] for r in results
-           if not _valid(run_dir / r["checkpoint_dir_name"])]
+    bad = [name for name in names if not _valid(run_dir / name)]
     if not bad:
         return []
     notes = []
@@ -161,19 +121,11 @@ def repair_run(run_dir: Path) -> list[str]:
             moved = _move_aside(directory, "corrupt")
             state = f"is unreadable (truncated?); moved to {moved.name}"
         notes.append(f"trial {trial}: checkpoint {name} {state}")
-    kept = [(r, i) for r, i in zip(results, indices, strict=False)
-            if r["checkpoint_dir_name"] not in bad]
-    snapshot["checkpoint_results"] = [r for r, _ in kept]
-    snapshot["checkpoint_report_indices"] = [i for _, i in kept]
-    snapshot["latest_checkpoint_result"] = kept[-1][0] if kept else None
-    snapshot["pending_training_results"], snapshot["pending_validation_specs"] = [], []
-    names = {r["checkpoint_dir_name"] for r, _ in kept}
-    for key in ("validated_checkpoint_dir_names", "timed_out_validation_checkpoint_dir_names",
-                "failed_validation_checkpoint_dir_names"):
-        snapshot[key] = [n for n in snapshot.get(key, []) if n in names]
-    write_atomic(snapshot_path, json.dumps(snapshot))
+    snapshot = train_snapshot.without(snapshot, set(bad))
+    train_snapshot.write(run_dir, snapshot)
+    kept = snapshot["checkpoint_results"]
     if kept:
-        fallback = kept[-1][0]["checkpoint_dir_name"]
+        fallback = kept[-1]["checkpoint_dir_name"]
         notes.append(f"trial {trial}: falling back to the previous valid checkpoint {fallback} "
                      f"(epoch {_epoch(fallback)}); it resumes from epoch "
                      f"{(_epoch(fallback) or 0) + 1}")

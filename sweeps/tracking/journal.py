@@ -21,9 +21,10 @@ and only complete lines, so a record being appended by another thread is never h
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
+
+from sweeps.files import append_line, write_atomic
 
 __all__ = ["Journal"]
 
@@ -41,18 +42,7 @@ class Journal:
 
     def append(self, record: dict[str, Any]) -> None:
         """Add ``record`` durably (fsync) at the end of the journal."""
-        line = json.dumps(record, default=str, separators=(",", ":"))
-        with self.path.open("ab") as f:
-            if f.tell() > 0 and not self._ends_with_newline():
-                f.write(b"\n")  # a torn line from a crash: start a fresh one
-            f.write(line.encode() + b"\n")
-            f.flush()
-            os.fsync(f.fileno())
-
-    def _ends_with_newline(self) -> bool:
-        with self.path.open("rb") as f:
-            f.seek(-1, os.SEEK_END)
-            return f.read(1) == b"\n"
+        append_line(self.path, json.dumps(record, default=str, separators=(",", ":")))
 
     def records(self) -> list[dict[str, Any]]:
         """All complete records, in order (a torn line is skipped)."""
@@ -99,8 +89,6 @@ class Journal:
 
     def mark_applied(self, count: int) -> None:
         """Record that the first ``count`` records are applied (atomic)."""
-        tmp = self.applied_path.with_suffix(".tmp")
-        tmp.write_text(str(count))
-        os.replace(tmp, self.applied_path)
+        write_atomic(self.applied_path, str(count))
         if count in self._ends:
             self._base = (self._ends[count], count)

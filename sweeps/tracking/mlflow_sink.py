@@ -23,11 +23,12 @@ import io
 import json
 import logging
 import math
-import os
 import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+
+from sweeps.files import write_atomic
 
 __all__ = ["MLflowSink", "TransientTrackingError", "PARAM_LIMIT"]
 
@@ -78,9 +79,7 @@ class MLflowSink:
 
     # -- state ---------------------------------------------------------------------------
     def _save(self) -> None:
-        tmp = self.map_path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(self.state, indent=2))
-        os.replace(tmp, self.map_path)
+        write_atomic(self.map_path, json.dumps(self.state, indent=2))
 
     @property
     def parent_run_id(self) -> str | None:

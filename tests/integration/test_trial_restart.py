@@ -33,27 +33,22 @@ def test_worker_crash_resumes_from_last_checkpoint(tmp_path, ray_cluster) -> Non
 def test_worker_group_is_recorded_the_moment_train_creates_it(ray_cluster) -> None:
     """The ledger's record must not wait for the workers to start: a controller killed during
     those seconds would leave its group holding the CPUs, unrecorded, for the whole sweep."""
-    from ray.experimental import internal_kv
-    from ray.train.v2._internal.execution.worker_group import worker_group as module
+    import importlib
+
     from ray.util import placement_group_table
 
-    from sweeps.placement.release import (
-        NAMESPACE,
-        PlacementGroupLedger,
-        _record_on_creation,
-        kv_key,
-        release_all,
-    )
+    from sweeps._ray import kv
+    from sweeps._ray.placement import WORKER_GROUP_MODULE, record_groups_on_creation
+    from sweeps.placement.release import PlacementGroupLedger, kv_key, release_all
 
+    module = importlib.import_module(WORKER_GROUP_MODULE)
     original = module.placement_group
     pgs = []
     try:
         for trial in ("t1", "t2"):  # a second ledger in the same process takes the hook over
-            _record_on_creation(PlacementGroupLedger("ledger-test", trial))
+            assert record_groups_on_creation(PlacementGroupLedger("ledger-test", trial).record)
             pgs.append(module.placement_group(bundles=[{"CPU": 1}, {"CPU": 1}]))
-            recorded = internal_kv._internal_kv_get(kv_key("ledger-test", trial),
-                                                    namespace=NAMESPACE)
-            assert recorded is not None and recorded.decode() == pgs[-1].id.hex()
+            assert kv.get(kv_key("ledger-test", trial)) == pgs[-1].id.hex()
         assert module.placement_group is not original
         # The second group cannot be placed while the first holds both CPUs: recorded anyway.
         assert placement_group_table(pgs[-1])["state"] == "PENDING"

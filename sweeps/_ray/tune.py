@@ -1,0 +1,74 @@
+"""Ray Tune internals the sweep relies on: a restored Tuner's scheduler, state files, env vars.
+
+    tuner = tune.Tuner.restore(...); replace_restored_config(tuner, scheduler, callbacks, ...)
+    experiment_state_files(sweep_dir); trials_in_state(json.loads(path.read_text()))
+    os.environ.update({k: v for k, v in tune_env(verbose=False).items() if k not in os.environ})
+
+``Tuner.restore`` takes no scheduler and no run config: both come back from the pickled
+experiment. A restored ASHA would start with empty rungs (ray#30838), and this run's callbacks
+hold live state, so both are replaced on the restored ``TunerInternal`` (``tuner._local_tuner``,
+its ``_tune_config`` and ``get_run_config()``). Public route: ``Tuner.restore(...,
+tune_config=..., run_config=...)`` if Ray adds them (ray#30838).
+
+Tune's ``experiment_state-<time>.json`` (newest last) holds ``trial_data``; the sweep checks it
+parses before resuming, to fail with a clear error instead of Tune's traceback. Public route:
+``ray.tune.ExperimentAnalysis`` loads it but raises opaque errors on a torn file.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+__all__ = ["replace_restored_config", "experiment_state_files", "trials_in_state", "tune_env",
+           "STATE_GLOB"]
+
+STATE_GLOB = "experiment_state-*.json"
+
+
+def replace_restored_config(tuner: Any, scheduler: Any, callbacks: list, verbose: int,
+                            failure_config: Any) -> None:
+    """Give a ``Tuner.restore``'d tuner this run's scheduler, callbacks, verbosity and
+    trial-retry limit (the pickled ones would be used otherwise)."""
+    internal = tuner._local_tuner
+    run_config = internal.get_run_config()
+    run_config.callbacks = callbacks
+    run_config.verbose = verbose
+    run_config.failure_config = failure_config
+    internal._tune_config.scheduler = scheduler
+
+
+def experiment_state_files(sweep_dir: Path) -> list[Path]:
+    """Tune's experiment-state files in ``sweep_dir``, oldest first."""
+    return sorted(sweep_dir.glob(STATE_GLOB)) if sweep_dir.is_dir() else []
+
+
+def trials_in_state(data: dict[str, Any]) -> list:
+    """The trial list of a parsed experiment-state file (``KeyError``/``TypeError`` if torn)."""
+    trials = data["trial_data"]
+    if not isinstance(trials, list):
+        raise TypeError(f"trial_data is a {type(trials).__name__}, not a list")
+    return trials
+
+
+def tune_env(verbose: bool) -> dict[str, str]:
+    """Env vars set (unless the user set them) before Tune starts, and why:
+
+    - ``TUNE_GLOBAL_CHECKPOINT_S=1``: Tune saves its experiment state every second, not every
+      10 s, so a crash loses less (the scheduler's log covers the rest);
+    - ``TUNE_DISABLE_STRICT_METRIC_CHECKING=1``: a report without the metric (a training loss
+      between evaluations) is fine; the sweep's scheduler fails a trial that never reports it,
+      where Tune's own check would end the whole sweep;
+    - ``RAY_TRAIN_ENABLE_V2_MIGRATION_WARNINGS=0``: no V1-to-V2 notices on every trial;
+    - ``RAY_AIR_NEW_OUTPUT=0`` when not verbose: the new output engine prints a header box
+      even at verbose=0.
+
+    Example:
+        >>> sorted(tune_env(verbose=True))[0]
+        'RAY_TRAIN_ENABLE_V2_MIGRATION_WARNINGS'
+    """
+    env = {"RAY_TRAIN_ENABLE_V2_MIGRATION_WARNINGS": "0", "TUNE_GLOBAL_CHECKPOINT_S": "1",
+           "TUNE_DISABLE_STRICT_METRIC_CHECKING": "1"}
+    if not verbose:
+        env["RAY_AIR_NEW_OUTPUT"] = "0"
+    return env

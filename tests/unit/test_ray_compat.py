@@ -1,0 +1,75 @@
+"""The canary a Ray upgrade trips first: every Ray internal the adapter uses, checked in seconds.
+
+No cluster is started. ``sweeps._ray.compat`` imports each private symbol and checks the
+attributes and parameters the adapter relies on; a sweep runs the same check before its first
+trial and fails with one line.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import re
+from pathlib import Path
+
+import pytest
+
+from sweeps._ray import compat
+
+SWEEPS = Path(__file__).resolve().parents[2] / "sweeps"
+PRIVATE = re.compile(r"_private|_internal|_raylet|_local_tuner|_experiment_analysis")
+
+
+@pytest.fixture(autouse=True)
+def _fresh_check():
+    compat.problems.cache_clear()
+    yield
+    compat.problems.cache_clear()
+
+
+def test_the_installed_ray_has_every_internal_the_adapter_uses() -> None:
+    assert compat.problems() == ()
+    compat.check()
+
+
+def test_every_probe_fails_when_its_internal_is_gone(monkeypatch) -> None:
+    """Each probe really looks: remove what it checks and it reports it, by name."""
+    from ray.experimental import internal_kv
+    from ray.train._internal import session
+
+    monkeypatch.delattr(internal_kv, "_internal_kv_list")
+    source = "class _TrainSession:\n    def __init__(self):\n        self.queue = None\n"
+    monkeypatch.setattr(compat.inspect, "getsource", lambda obj: source)
+    found = compat.problems()
+    assert any(p.startswith("internal_kv list: AttributeError") for p in found), found
+    assert any(p.startswith("trial session queues:") and "result_queue" in p
+               for p in found), found
+    assert session.get_session is not None  # the rest of the module was left alone
+
+
+def test_a_changed_signature_fails_the_sweep_with_one_line(monkeypatch) -> None:
+    from ray.experimental import internal_kv
+
+    monkeypatch.setattr(internal_kv, "_internal_kv_del", lambda key, namespace=None: 0)
+    with pytest.raises(compat.RayIncompatible) as caught:
+        compat.check()
+    message = str(caught.value)
+    assert "\n" not in message
+    assert f"ray {importlib.metadata.version('ray')} is not supported" in message
+    assert "internal_kv del" in message and "del_by_prefix" in message
+    assert f"ray[default,tune,train]{compat.TESTED}" in message
+
+
+def test_the_tested_range_is_the_one_the_package_requires() -> None:
+    pyproject = (SWEEPS.parent / "pyproject.toml").read_text()
+    assert f'"ray[default,tune,train]{compat.TESTED}"' in pyproject
+
+
+def test_rays_private_api_is_used_only_in_the_adapter() -> None:
+    """Every private Ray name lives in ``sweeps/_ray/`` (and Hydra's one in ``_hydra.py``),
+    so a Ray upgrade touches that package alone."""
+    offenders = [f"{path.relative_to(SWEEPS)}:{n}: {line.strip()}"
+                 for path in sorted(SWEEPS.rglob("*.py"))
+                 if path.parent.name != "_ray" and path.name != "_hydra.py"
+                 for n, line in enumerate(path.read_text().splitlines(), 1)
+                 if PRIVATE.search(line)]
+    assert offenders == []
