@@ -9,7 +9,7 @@ workers run the user's loop through ``sweeps.execution.worker`` (which sets
 ``sweeps.trial_context()``
 and notes the config keys read), with the report bridge (metrics, checkpoint path and the
 trial's clock back to Tune: ``sweeps.execution.report_bridge``) and the placement-group ledger
-(``sweeps.placement.release``). A Train run resumes from its latest checkpoint when started again
+(``sweeps.placement``). A Train run resumes from its latest checkpoint when started again
 with the same (storage path, name), so a retried or resumed trial picks up where it stopped.
 """
 
@@ -94,7 +94,7 @@ def run_trial(sampled: dict[str, Any], plan: TrialPlan) -> None:
     from sweeps.execution.clock import TrialClock
     from sweeps.execution.report_bridge import SweepReportCallback
     from sweeps.execution.worker import loop_entry
-    from sweeps.placement.release import PlacementGroupLedger
+    from sweeps.placement.ledger import PlacementGroupLedger
 
     trial_id = tune.get_context().get_trial_id()
     if trial_id in plan.ended:

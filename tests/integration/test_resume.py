@@ -219,7 +219,7 @@ def _trained_in_order(tmp_path: Path) -> list[int]:
 
 
 def _no_group_held() -> None:
-    from sweeps.placement.release import held_groups
+    from sweeps.placement.reaper import held_groups
 
     assert held_groups() == 0
 

@@ -39,7 +39,8 @@ def test_worker_group_is_recorded_the_moment_train_creates_it(ray_cluster) -> No
 
     from sweeps._ray import kv
     from sweeps._ray.placement import WORKER_GROUP_MODULE, record_groups_on_creation
-    from sweeps.placement.release import PlacementGroupLedger, kv_key, release_all
+    from sweeps.placement.ledger import PlacementGroupLedger, kv_key
+    from sweeps.placement.reaper import release_all
 
     module = importlib.import_module(WORKER_GROUP_MODULE)
     original = module.placement_group

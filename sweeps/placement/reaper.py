@@ -1,31 +1,9 @@
-"""Guaranteed release of a stopped trial's Train workers (placement group), within seconds.
+"""The driver side of placement-group release: free each ended trial's workers within seconds.
 
-    tuner = Tuner(..., run_config=tune.RunConfig(callbacks=[PlacementGroupReaper(sweep_id)]))
+    reaper = PlacementGroupReaper(sweep_id)            # a Tune callback of the sweep
+    ...; reaper.join(); release_all(sweep_id, keep_stop_flags=True)
 
-Why: when Tune stops a trial (ASHA, a stopper, an error), the trial's actor dies and takes the
-Train controller and workers with it, but the workers' placement group is scoped to the job
-and stays CREATED, holding their CPUs/GPUs (ray#54305). Ray Train's own remedy is a detached
-cleaner actor per run that polls the State API; without ``ray[default]``'s dashboard, or with
-two Ray instances on one machine, it never succeeds and the sweep deadlocks after a few trials.
-
-How (no State API involved):
-
-1. ``PlacementGroupLedger`` runs inside each trial's Train controller. It records the worker
-   group's placement-group id in Ray's GCS key-value store under the trial's key the moment
-   Train creates the group (not once the workers are up: a controller killed during the
-   seconds of worker startup would leave an unrecorded group holding its CPUs for the rest of
-   the sweep, and a retried trial waiting for them forever). Before any (re)start it checks the
-   trial's "stopped" flag and refuses to create a new group once the sweep has ended the trial.
-2. ``PlacementGroupReaper`` is a Tune callback in the sweep driver. When a trial completes,
-   is stopped or errors, it sets the trial's stopped flag and removes the recorded placement
-   group (a no-op when Train already removed it), then keeps watching the key in a background
-   thread in case a restart slipped in, for ``watch_s`` seconds or until the sweep ends.
-3. At the end of the sweep the reaper waits until the sweep's Train controllers are gone
-   (``join``), then ``release_all`` removes whatever any trial of the sweep recorded and
-   ``release_new_groups`` whatever else this job created during the sweep and still holds.
-
-Because the reaper does the job, ``sweeps._ray.train.trainer_class()`` leaves out Ray
-Train's per-run cleaner actor: one process fewer per trial and no cleaner that loops forever.
+Runs in the sweep driver; ``sweeps.placement`` explains the whole mechanism.
 """
 
 from __future__ import annotations
@@ -38,60 +16,14 @@ from typing import Any
 from ray.tune import Callback
 
 from sweeps._ray import kv
-from sweeps._ray.placement import (
-    WorkerGroupCallback,
-    actor_state,
-    group_of,
-    record_groups_on_creation,
-    remove_group,
-)
+from sweeps._ray.placement import actor_state, remove_group
+from sweeps.placement.ledger import kv_key
 
-__all__ = ["PlacementGroupLedger", "PlacementGroupReaper", "release_all", "kv_key",
-           "held_groups", "job_groups", "release_new_groups"]
+__all__ = ["PlacementGroupReaper", "release_all", "live_controllers", "job_groups",
+           "release_new_groups", "held_groups", "HELD"]
 
 log = logging.getLogger(__name__)
 HELD = ("CREATED", "PENDING", "RESCHEDULING")  # placement-group states that hold resources
-
-
-def kv_key(sweep_id: str, trial_id: str, kind: str = "pg") -> str:
-    """Key of a trial's record: ``pg/<sweep_id>/<trial_id>`` (or ``stop/...``)."""
-    return f"{kind}/{sweep_id}/{trial_id}"
-
-
-class TrialStoppedError(RuntimeError):
-    """Raised in a Train controller that tries to start workers for a trial the sweep ended."""
-
-
-class PlacementGroupLedger(WorkerGroupCallback):
-    """Train controller callback: records the trial's placement group, refuses stopped restarts."""
-
-    def __init__(self, sweep_id: str, trial_id: str) -> None:
-        self.sweep_id, self.trial_id = sweep_id, trial_id
-
-    def before_worker_group_start(self, worker_group_context: Any) -> None:
-        import ray
-
-        # Each group Train creates is recorded at once, not when its workers are up.
-        record_groups_on_creation(self.record)
-        # This controller, so that the sweep's end can wait for it to be gone (see join).
-        kv.put(kv_key(self.sweep_id, self.trial_id, "ctl"),
-               ray.get_runtime_context().get_actor_id() or "")
-        if kv.get(kv_key(self.sweep_id, self.trial_id, "stop")):
-            raise TrialStoppedError(f"trial {self.trial_id} was ended by the sweep; "
-                                    "not starting another worker group")
-        # A group recorded by an earlier attempt of this trial whose driver died (Tune retry)
-        # still holds its workers' resources: release it before asking for a new one.
-        previous = kv.get(kv_key(self.sweep_id, self.trial_id))
-        if previous:
-            remove_group(previous)
-
-    def record(self, pg: Any) -> None:
-        """Record ``pg`` as this trial's worker group (replacing an earlier attempt's)."""
-        kv.put(kv_key(self.sweep_id, self.trial_id), pg.id.hex())
-
-    def after_worker_group_start(self, worker_group: Any) -> None:
-        # Already recorded at creation; again here in case a Ray without the hook got through.
-        self.record(group_of(worker_group))
 
 
 class PlacementGroupReaper(Callback):
