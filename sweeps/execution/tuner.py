@@ -133,8 +133,10 @@ def restore_tuner(cfg: SweepConfig, params: list[Param], trial: TrialPlan, sweep
 
     from sweeps._ray import compat
     from sweeps._ray.tune import replace_restored_config
+    from sweeps.resume.legacy import alias_old_modules
 
     compat.check()
+    alias_old_modules()  # a sweep pickled before the package layout
 
     tuner = tune.Tuner.restore(str(sweep_dir), _trainable(trial), resume_unfinished=True,
                                resume_errored=True, param_space=to_tune_space(params))

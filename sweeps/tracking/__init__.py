@@ -1,1 +1,24 @@
-"""."""
+"""Tracking: every sweep event to MLflow, through a durable journal, never lost.
+
+    python -m sweeps +experiment=digits tracking.uri=http://mlflow:5000
+
+``setup`` checks the store and opens the parent run; ``callback`` (a Tune callback) turns trial
+events into journal records; ``journal`` keeps them (fsync'ed) until ``mlflow_sink`` applied
+them to MLflow; ``masking`` hides secrets first. ``python -m sweeps.sync DIR`` sends what a
+sweep could not.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def __getattr__(name: str) -> Any:
+    """``sweeps.tracking.MLflowTracking`` and friends: the callback module's names, for sweeps
+    pickled by a version that had them in a flat ``sweeps/tracking.py`` (see
+    ``sweeps.resume.legacy``)."""
+    if name in ("MLflowTracking", "TrackingSettings", "TrackingWriter", "NOT_METRICS"):
+        from sweeps.tracking import callback
+
+        return getattr(callback, name)
+    raise AttributeError(f"module 'sweeps.tracking' has no attribute {name!r}")
