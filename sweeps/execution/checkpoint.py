@@ -95,7 +95,7 @@ def model_form(checkpoint: str | Path | None, loader: str | None) -> str:
 def build_model(checkpoint: str | Path, loader: str | None) -> tuple[Any, str, dict[str, Any]]:
     """(model, "module:function" that built it, metadata) for a ``sweeps`` or ``loader`` form."""
     if loader:
-        from sweeps.config.schema import import_trainable
+        from sweeps.config.validate import import_trainable
 
         fn = import_trainable(loader, key="experiment.model_loader", arity=1)
         return fn(str(checkpoint)), loader, {"model_loader": loader}

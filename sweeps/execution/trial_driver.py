@@ -90,7 +90,7 @@ def run_trial(sampled: dict[str, Any], plan: TrialPlan) -> None:
     from ray.train import CheckpointConfig, FailureConfig, RunConfig, ScalingConfig
 
     from sweeps._ray.train import controller_env, count_handovers, trainer_class, wait_for_handover
-    from sweeps.config.schema import import_trainable
+    from sweeps.config.validate import import_trainable
     from sweeps.execution.clock import TrialClock
     from sweeps.execution.report_bridge import SweepReportCallback
     from sweeps.execution.worker import loop_entry

@@ -11,7 +11,8 @@ import pytest
 
 from sweeps import ConfigError, compose, prepare
 from sweeps.config.overrides import check_overrides, schema_keys
-from sweeps.config.schema import available_experiments, to_config, validate
+from sweeps.config.schema import available_experiments, to_config
+from sweeps.config.validate import validate
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -1,0 +1,176 @@
+"""Validate a composed sweep config before anything starts; import the user's loop by reference.
+
+    validate(cfg)                                   # raises ConfigError naming key, value, fix
+    fn = import_trainable("train_mnist:train_func") # experiment.trainable, checked callable
+
+Every check here needs no Ray. Cluster fit (num_workers vs resources) is checked by
+``sweeps.execution.resources.plan_resources``.
+"""
+
+from __future__ import annotations
+
+import difflib
+import importlib
+from typing import Any
+
+from sweeps.config.schema import (
+    MODES,
+    RESUME_MODES,
+    SCHEDULERS,
+    SEARCH_ALGORITHMS,
+    ExperimentSection,
+    SweepConfig,
+)
+from sweeps.errors import ConfigError
+
+__all__ = ["validate", "import_trainable"]
+
+
+def _require(ok: bool, key: str, value: object, rule: str, fix: str) -> None:
+    if not ok:
+        raise ConfigError(key, value, rule, fix)
+
+
+def validate(cfg: SweepConfig) -> None:
+    """Check every value that needs no Ray; raise ``ConfigError`` on the first bad one.
+
+    Cluster fit (num_workers vs resources) is checked by
+    ``sweeps.execution.resources.plan_resources``.
+
+    Example:
+        >>> validate(to_config(compose("digits")))  # doctest: +SKIP
+    """
+    e, s, sc, sk = cfg.experiment, cfg.search, cfg.scheduler, cfg.scaling
+    _require(bool(cfg.sweep.name) and "/" not in cfg.sweep.name, "sweep.name", cfg.sweep.name,
+             "must be a non-empty name without '/'", "set sweep.name=my_sweep")
+    _require(e.mode in MODES, "experiment.mode", e.mode, "must be 'min' or 'max'",
+             f"set experiment.mode=max to maximize {e.metric}, min to minimize it")
+    _require(bool(e.metric), "experiment.metric", e.metric, "must name a reported metric",
+             "set experiment.metric=val_acc")
+    _require(s.algorithm in SEARCH_ALGORITHMS, "search.algorithm", s.algorithm,
+             f"must be one of {', '.join(SEARCH_ALGORITHMS)}", "pick search=tpe or search=random")
+    _require(s.num_samples >= 1, "search.num_samples", s.num_samples, "must be >= 1",
+             "set search.num_samples=8")
+    _require(s.max_concurrent_trials is None or s.max_concurrent_trials >= 1,
+             "search.max_concurrent_trials", s.max_concurrent_trials, "must be >= 1 or null",
+             "leave it null to run as many trials as fit, or set a positive number")
+    _require(s.n_startup_trials >= 0, "search.n_startup_trials", s.n_startup_trials,
+             "must be >= 0", "set search.n_startup_trials=4")
+    _require(sc.name in SCHEDULERS, "scheduler.name", sc.name,
+             f"must be one of {', '.join(SCHEDULERS)}", "pick scheduler=asha or scheduler=none")
+    _require(sc.max_t >= 1, "scheduler.max_t", sc.max_t, "must be >= 1 (epochs per trial)",
+             "set scheduler.max_t=9")
+    if sc.name == "asha":
+        _require(1 <= sc.grace_period <= sc.max_t, "scheduler.grace_period", sc.grace_period,
+                 f"must be between 1 and scheduler.max_t={sc.max_t}",
+                 "set scheduler.grace_period=1")
+        _require(sc.reduction_factor >= 2, "scheduler.reduction_factor", sc.reduction_factor,
+                 "must be >= 2", "set scheduler.reduction_factor=3")
+    _require(sk.num_workers >= 1, "scaling.num_workers", sk.num_workers,
+             "must be >= 1 (Train workers per trial)", "set scaling.num_workers=2")
+    _require(sk.cpus_per_worker is None or sk.cpus_per_worker > 0, "scaling.cpus_per_worker",
+             sk.cpus_per_worker, "must be > 0 or null", "leave it null for 1 CPU per worker")
+    _require(sk.gpus_per_worker > 0, "scaling.gpus_per_worker", sk.gpus_per_worker,
+             "must be > 0", "set scaling.gpus_per_worker=1")
+    _require(cfg.checkpoint.every >= 1, "checkpoint.every", cfg.checkpoint.every, "must be >= 1",
+             "set checkpoint.every=1 to save each epoch")
+    _require(cfg.checkpoint.keep >= 1, "checkpoint.keep", cfg.checkpoint.keep, "must be >= 1",
+             "set checkpoint.keep=2")
+    _require(cfg.trial.poll_interval_s > 0, "trial.poll_interval_s", cfg.trial.poll_interval_s,
+             "must be > 0", "set trial.poll_interval_s=0.1")
+    _require(cfg.trial.max_failures >= -1, "trial.max_failures", cfg.trial.max_failures,
+             "must be >= 0, or -1 for unlimited", "set trial.max_failures=0")
+    _require(cfg.trial.start_timeout_s > 0 or cfg.trial.start_timeout_s == -1,
+             "trial.start_timeout_s", cfg.trial.start_timeout_s,
+             "must be > 0 (seconds), or -1 to wait forever", "set trial.start_timeout_s=600")
+    _require(cfg.trial.max_retries >= -1, "trial.max_retries", cfg.trial.max_retries,
+             "must be >= 0, or -1 for unlimited", "set trial.max_retries=1")
+    _require(cfg.sweep.resume in RESUME_MODES, "sweep.resume", cfg.sweep.resume,
+             f"must be one of {', '.join(RESUME_MODES)}",
+             "set sweep.resume=auto (continue a sweep of that name if there is one)")
+    _require(cfg.tracking.flush_timeout_s >= 0, "tracking.flush_timeout_s",
+             cfg.tracking.flush_timeout_s, "must be >= 0", "set tracking.flush_timeout_s=60")
+    _check_space_keys(e)
+    fn = import_trainable(e.trainable)
+    from sweeps.execution.worker import takes_config
+
+    if (e.params or e.search_space) and not takes_config(fn):
+        raise ConfigError("experiment.trainable", e.trainable,
+                          "takes no config argument, so the trial's params cannot reach it",
+                          "write it as `def train_func(config): ...` (Ray Train's form)")
+    if e.model_loader:
+        import_trainable(e.model_loader, key="experiment.model_loader",
+                         example="mypkg.models:load_from_checkpoint", arity=1)
+
+
+def _check_space_keys(e: ExperimentSection) -> None:
+    """Every searched key must be a key of ``params`` (or be listed in ``loop_defaults``):
+    a misspelled key would otherwise be sampled, logged, and never read by the loop."""
+    from sweeps.search.space import flatten
+
+    known = flatten(dict(e.params))
+    prefixes = {k.rsplit(".", i)[0] for k in known for i in range(1, k.count(".") + 1)}
+    searched = flatten(dict(e.search_space))
+    for key in e.loop_defaults:
+        _require(key in searched, "experiment.loop_defaults", key,
+                 "is not a key of experiment.search_space",
+                 f"remove it, or add experiment.search_space.{key}")
+    for key in searched:
+        if key in known or key in e.loop_defaults:
+            continue
+        if key in prefixes:
+            raise ConfigError(f"experiment.search_space.{key}", searched[key],
+                              f"searches experiment.params.{key}, which is a mapping",
+                              "search one of its keys instead, e.g. "
+                              f"{next(k for k in known if k.startswith(key + '.'))}")
+        close = difflib.get_close_matches(key, list(known), n=1)
+        hint = f"did you mean {close[0]}? " if close else ""
+        raise ConfigError(f"experiment.search_space.{key}", searched[key],
+                          "is not a key of experiment.params, so the loop may never read it",
+                          f"{hint}add {key}: <default> to experiment.params, or list it in "
+                          f"experiment.loop_defaults if the loop has its own default")
+
+
+def import_trainable(ref: str, key: str = "experiment.trainable",
+                     example: str = "trainables.digits:train_mlp", arity: int | None = None) -> Any:
+    """Import ``"package.module:function"`` and return the function, or raise ``ConfigError``.
+
+    Example:
+        >>> import_trainable("trainables.digits:train_mlp").__name__
+        'train_mlp'
+    """
+    fix = f"write it as 'package.module:function', e.g. {example}"
+    module_name, sep, attr = ref.partition(":")
+    _require(bool(sep and module_name and attr), key, ref, "is not 'module:function'", fix)
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise ConfigError(key, ref, f"cannot be imported ({type(exc).__name__}: {exc})",
+                          "check the module path, that its package is installed, or run from "
+                          "the directory that holds it") from exc
+    except Exception as exc:  # the module itself raised while importing
+        raise ConfigError(key, ref, f"raised {type(exc).__name__} on import ({exc})",
+                          f"fix the error in {module_name}") from exc
+    if not hasattr(module, attr):
+        public = sorted(n for n, v in vars(module).items()
+                        if callable(v) and not n.startswith("_")
+                        and getattr(v, "__module__", None) == module.__name__)
+        close = difflib.get_close_matches(attr, public, n=1)
+        hint = f"did you mean {module_name}:{close[0]}? " if close else ""
+        raise ConfigError(key, ref, f"names nothing in {module_name}",
+                          f"{hint}functions there: {', '.join(public[:8]) or 'none'}")
+    fn = getattr(module, attr)
+    _require(callable(fn), key, ref, f"is a {type(fn).__name__}, not a function",
+             f"point it at a function, e.g. `def {attr}(config): ...`")
+    from sweeps.execution.worker import required_args
+
+    try:
+        required = required_args(fn)
+    except (TypeError, ValueError):  # a builtin without a signature: let Ray decide
+        return fn
+    limit = 1 if arity is None else arity
+    if required > limit or (arity is not None and required != arity):
+        raise ConfigError(key, ref, f"takes {required} required arguments",
+                          f"Ray Train calls it with {limit} (config)" if arity is None else
+                          f"it is called with {arity} (the checkpoint directory)")
+    return fn
