@@ -16,19 +16,15 @@ dropped with one warning per key.
 
 from __future__ import annotations
 
-import contextlib
-import importlib
-import inspect
-import io
 import json
 import logging
 import math
 import re
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from sweeps.files import write_atomic
+from sweeps.tracking.mlflow_model import log_pytorch_model
 
 __all__ = ["MLflowSink", "TransientTrackingError", "PARAM_LIMIT"]
 
@@ -275,64 +271,6 @@ class MLflowSink:
             self.state["model_logged"] = f"runs:/{run_id}/best_checkpoint"
             self._save()
             return
-        import mlflow
-        import mlflow.pytorch
-
-        from sweeps.execution.checkpoint import build_model
-
-        model, ref, metadata = build_model(best["checkpoint"], self.model_loader)
-        package = ref.split(":", 1)[0].split(".", 1)[0]
-        code = Path(importlib.import_module(package).__file__ or "").resolve()
-        mlflow.set_tracking_uri(self.uri)
-        extra: dict[str, Any] = {}
-        if "serialization_format" in inspect.signature(mlflow.pytorch.log_model).parameters:
-            # MLflow 3.17 defaults to "pt2", which needs an input example and loads back as an
-            # exported program; "pickle" loads back as the nn.Module that was trained.
-            extra["serialization_format"] = "pickle"
-        with _quiet_model_logging():
-            info = mlflow.pytorch.log_model(
-                model, name="model", run_id=run_id, registered_model_name=self.model_name,
-                code_paths=[str(code.parent if code.name == "__init__.py" else code)],
-                pip_requirements=_requirements(), metadata={**metadata,
-                                                            "checkpoint": best["checkpoint"]},
-                **extra,
-            )
-        self.state["model_logged"] = info.model_uri
+        self.state["model_logged"] = log_pytorch_model(self.uri, run_id, best,
+                                                       self.model_loader, self.model_name)
         self._save()
-
-
-def _requirements() -> list[str]:
-    """The logged model's pip requirements, pinned to what is installed, without local version
-    labels (``torch==2.13.0+cpu`` is not installable from PyPI; MLflow warns and strips it)."""
-    from importlib.metadata import PackageNotFoundError, version
-
-    out = []
-    for name in ("torch", "mlflow", "cloudpickle", "numpy"):
-        try:
-            out.append(f"{name}=={version(name).split('+', 1)[0]}")
-        except PackageNotFoundError:
-            continue
-    return out
-
-
-@contextlib.contextmanager
-def _quiet_model_logging() -> Iterator[None]:
-    """MLflow's notes while logging the best model are for people calling it by hand (the
-    pickle-format caution, "Successfully registered model", "Created version"): the sweep
-    says where the model went in its own summary."""
-    import warnings
-
-    loggers = [logging.getLogger(n) for n in ("mlflow", "mlflow.pytorch", "mlflow.models",
-                                              "mlflow.tracking._model_registry.fluent",
-                                              "mlflow.store.model_registry")]
-    levels = [lg.level for lg in loggers]
-    with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()), \
-            contextlib.redirect_stderr(io.StringIO()):
-        warnings.simplefilter("ignore")
-        for lg in loggers:
-            lg.setLevel(logging.ERROR)
-        try:
-            yield
-        finally:
-            for lg, level in zip(loggers, levels, strict=True):
-                lg.setLevel(level)

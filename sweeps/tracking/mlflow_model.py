@@ -1,0 +1,89 @@
+"""Log the best checkpoint to MLflow as a PyTorch model that loads back in one call.
+
+    model_uri = log_pytorch_model(uri, run_id, best, model_loader, model_name)
+    mlflow.pytorch.load_model(model_uri)         # the nn.Module that was trained
+
+Used by ``sweeps.tracking.mlflow_sink`` at the sweep's end, for a ``TrialSession`` checkpoint
+or one an ``experiment.model_loader`` rebuilds (``sweeps.execution.checkpoint.build_model``).
+The model's code travels with it (``code_paths``), its requirements are pinned to what is
+installed, and MLflow's notes meant for people calling it by hand stay quiet.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import inspect
+import io
+import logging
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+__all__ = ["log_pytorch_model"]
+
+
+def log_pytorch_model(uri: str, run_id: str, best: dict[str, Any], model_loader: str | None,
+                      model_name: str | None) -> str:
+    """Log ``best["checkpoint"]`` as the model of run ``run_id`` (registered as
+    ``model_name`` when set); return its model URI."""
+    import mlflow
+    import mlflow.pytorch
+
+    from sweeps.execution.checkpoint import build_model
+
+    model, ref, metadata = build_model(best["checkpoint"], model_loader)
+    package = ref.split(":", 1)[0].split(".", 1)[0]
+    code = Path(importlib.import_module(package).__file__ or "").resolve()
+    mlflow.set_tracking_uri(uri)
+    extra: dict[str, Any] = {}
+    if "serialization_format" in inspect.signature(mlflow.pytorch.log_model).parameters:
+        # MLflow 3.17 defaults to "pt2", which needs an input example and loads back as an
+        # exported program; "pickle" loads back as the nn.Module that was trained.
+        extra["serialization_format"] = "pickle"
+    with _quiet_model_logging():
+        info = mlflow.pytorch.log_model(
+            model, name="model", run_id=run_id, registered_model_name=model_name,
+            code_paths=[str(code.parent if code.name == "__init__.py" else code)],
+            pip_requirements=_requirements(), metadata={**metadata,
+                                                        "checkpoint": best["checkpoint"]},
+            **extra,
+        )
+    return info.model_uri
+
+
+def _requirements() -> list[str]:
+    """The logged model's pip requirements, pinned to what is installed, without local version
+    labels (``torch==2.13.0+cpu`` is not installable from PyPI; MLflow warns and strips it)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    out = []
+    for name in ("torch", "mlflow", "cloudpickle", "numpy"):
+        try:
+            out.append(f"{name}=={version(name).split('+', 1)[0]}")
+        except PackageNotFoundError:
+            continue
+    return out
+
+
+@contextlib.contextmanager
+def _quiet_model_logging() -> Iterator[None]:
+    """MLflow's notes while logging the best model are for people calling it by hand (the
+    pickle-format caution, "Successfully registered model", "Created version"): the sweep
+    says where the model went in its own summary."""
+    import warnings
+
+    loggers = [logging.getLogger(n) for n in ("mlflow", "mlflow.pytorch", "mlflow.models",
+                                              "mlflow.tracking._model_registry.fluent",
+                                              "mlflow.store.model_registry")]
+    levels = [lg.level for lg in loggers]
+    with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()), \
+            contextlib.redirect_stderr(io.StringIO()):
+        warnings.simplefilter("ignore")
+        for lg in loggers:
+            lg.setLevel(logging.ERROR)
+        try:
+            yield
+        finally:
+            for lg, level in zip(loggers, levels, strict=True):
+                lg.setLevel(level)
