@@ -1,0 +1,116 @@
+"""Every path of a sweep directory, named once.
+
+    layout = SweepLayout(prepared.sweep_dir)     # or prepared.layout
+    layout.ray_log, layout.config(record.starts), layout.error_file(trial_id)
+
+A sweep directory holds Tune's experiment (its state files and one directory per trial, named
+by trial id, with Tune's ``error.txt`` when the trial failed), Train's runs under ``train/``,
+the sweep's own state under ``state/``, the tracking journal under ``tracking/``, and what the
+sweep writes at its end (``summary.csv``/``.parquet``, ``best.json``, ``plots/``):
+
+    <sweep dir>/
+      config.yaml               the config of the first start (config.startN.yaml: start N)
+      ray.log                   Ray's own log records (unless sweep.verbose)
+      state/sweep.json          the sweep's record (sweeps.resume.state)
+      state/scheduler.jsonl     the scheduler's decisions (sweeps.search.schedulers)
+      state/end.json            placement groups still held at the end
+      train/<trial id>/         Train's run of a trial (checkpoints, reports.jsonl)
+      <trial id>/error.txt      Tune's traceback of a failed trial
+      tracking/journal.jsonl    MLflow records not sent yet (tracking/meta.json: settings)
+      summary.csv, summary.parquet, best.json, plots/*.png
+
+Only paths: nothing here touches the file system.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = ["SweepLayout"]
+
+
+@dataclass(frozen=True)
+class SweepLayout:
+    """The paths of the sweep directory ``root``.
+
+    Example:
+        >>> layout = SweepLayout(Path("/runs/digits"))
+        >>> layout.record.relative_to(layout.root).as_posix(), layout.config(3).name
+        ('state/sweep.json', 'config.start3.yaml')
+        >>> layout.error_file("a1b2").relative_to(layout.root).as_posix()
+        'a1b2/error.txt'
+    """
+
+    root: Path
+
+    # The sweep's own state
+    @property
+    def state(self) -> Path:
+        return self.root / "state"
+
+    @property
+    def record(self) -> Path:
+        return self.state / "sweep.json"
+
+    @property
+    def scheduler_log(self) -> Path:
+        return self.state / "scheduler.jsonl"
+
+    @property
+    def end(self) -> Path:
+        return self.state / "end.json"
+
+    def config(self, start: int) -> Path:
+        """The config of the sweep's ``start``-th start (1: ``config.yaml``)."""
+        return self.root / ("config.yaml" if start == 1 else f"config.start{start}.yaml")
+
+    @property
+    def ray_log(self) -> Path:
+        return self.root / "ray.log"
+
+    # Trials
+    @property
+    def train(self) -> Path:
+        """Train's storage: one run directory per trial, named by trial id."""
+        return self.root / "train"
+
+    def run_dir(self, trial_id: str) -> Path:
+        return self.train / trial_id
+
+    def trial_dir(self, trial_id: str) -> Path:
+        """Tune's directory of the trial."""
+        return self.root / trial_id
+
+    def error_file(self, trial_id: str) -> Path:
+        return self.trial_dir(trial_id) / "error.txt"
+
+    # Tracking
+    @property
+    def tracking(self) -> Path:
+        return self.root / "tracking"
+
+    @property
+    def tracking_journal(self) -> Path:
+        return self.tracking / "journal.jsonl"
+
+    @property
+    def tracking_meta(self) -> Path:
+        return self.tracking / "meta.json"
+
+    # The sweep's end
+    @property
+    def summary_csv(self) -> Path:
+        return self.root / "summary.csv"
+
+    @property
+    def summary_parquet(self) -> Path:
+        return self.root / "summary.parquet"
+
+    @property
+    def best(self) -> Path:
+        return self.root / "best.json"
+
+    @property
+    def plots(self) -> Path:
+        return self.root / "plots"
