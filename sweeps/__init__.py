@@ -16,11 +16,13 @@ Inside a training loop (optional: any Ray Train loop runs unchanged):
 from __future__ import annotations
 
 from sweeps.config.compose import compose
-from sweeps.config.schema import SweepConfig, validate
+from sweeps.config.schema import SweepConfig
+from sweeps.config.validate import validate
 from sweeps.errors import ClusterFitError, ConfigError, SearchSpaceError, SweepError
 from sweeps.execution.checkpoint import load_checkpoint, load_model
 from sweeps.execution.context import TrialContext, trial_context
-from sweeps.execution.runner import SweepResult, prepare, run_sweep
+from sweeps.execution.prepare import prepare
+from sweeps.execution.runner import SweepResult, run_sweep
 from sweeps.execution.session import TrialSession
 from sweeps.report.best import load_best
 

@@ -35,7 +35,9 @@ def main(cfg: DictConfig) -> None:
     """Hydra entry: validate, run, report."""
     from sweeps.config.schema import to_config
     from sweeps.errors import SweepError
-    from sweeps.execution.runner import SweepInterrupted, prepare, print_result, run_sweep
+    from sweeps.execution.prepare import prepare
+    from sweeps.execution.runner import SweepInterrupted, run_sweep
+    from sweeps.report.console import print_result
 
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     try:

@@ -1,0 +1,182 @@
+"""One start of a prepared sweep on a running Ray: Tune's run, then the sweep's end.
+
+    with ray_session(cfg, prepared) as interrupt:    # in run_sweep
+        return fit(prepared, interrupt)
+
+Before Tune: the sweep's record (one more start), this start's config file, the opening lines
+(and, resuming, what was recovered). Tune runs with the sweep's callbacks: the placement-group
+reaper, the live progress, the unread-keys check and MLflow tracking. After Tune, whatever it
+ended with: every placement group of the sweep is released. A run that Tune returned from early
+(Ctrl-C, SIGTERM) raises ``SweepInterrupted``; a finished one is summarized (``summary.csv``,
+``best.json``), plotted and closed in MLflow.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from sweeps.execution.prepare import Prepared
+from sweeps.execution.ray_session import Interrupt
+from sweeps.execution.runner import SweepInterrupted, SweepResult
+from sweeps.resume.state import SweepRecord
+from sweeps.search.outcome import Objective
+
+if TYPE_CHECKING:  # Ray, pandas and MLflow are imported once a sweep really runs
+    from ray.tune import Callback, ResultGrid
+
+    from sweeps.execution.unread import UnreadKeysCheck
+    from sweeps.placement.reaper import PlacementGroupReaper
+    from sweeps.report.summary import Summary
+    from sweeps.tracking.callback import MLflowTracking
+
+__all__ = ["fit"]
+
+# The name these records had before runner.py was split: `python -m sweeps` prints it.
+log = logging.getLogger("sweeps.execution.runner")
+
+
+def fit(prep: Prepared, interrupt: Interrupt | None = None) -> SweepResult:
+    """Run Tune for the prepared sweep (Ray already up) and return its result; raises
+    ``SweepInterrupted`` when Tune returned before every trial ended (``interrupt``: which
+    signal stopped it).
+
+    Example:
+        >>> fit(prepare(cfg)).summary.best["trial_id"]      # inside ray_session(cfg, ...)
+        '9a6685fe'
+    """
+    from sweeps.execution.tuner import build_tuner, objective_of, restore_tuner, trial_plan
+    from sweeps.execution.unread import UnreadKeysCheck
+    from sweeps.placement.reaper import PlacementGroupReaper, job_groups
+    from sweeps.report.progress import ProgressLines
+    from sweeps.tracking.setup import abort_tracking, start_tracking
+
+    cfg, layout, objective = prep.cfg, prep.layout, objective_of(prep.cfg)
+    record, ended = _start(prep)
+    sweep_id = record.sweep_uid
+    tracking: MLflowTracking | None = (start_tracking(prep, sweep_id, record.starts)
+                                       if prep.tracking_uri else None)
+    reaper = PlacementGroupReaper(sweep_id)
+    progress = ProgressLines(objective.metric, objective.mode, cfg.search.num_samples,
+                             int(objective.budget), sweep_dir=str(prep.sweep_dir))
+    unread = UnreadKeysCheck([p.path for p in prep.params], layout.train)
+    trial = trial_plan(cfg, prep.constants, prep.resources, prep.sweep_dir, sweep_id, ended)
+    callbacks: list[Callback] = [reaper, progress, unread] + ([tracking] if tracking else [])
+    groups_before = job_groups()
+    try:
+        if prep.resuming:
+            tuner = restore_tuner(cfg, prep.params, trial, prep.sweep_dir, callbacks)
+        else:
+            tuner = build_tuner(cfg, prep.params, trial, prep.resources, prep.sweep_dir,
+                                callbacks)
+        results: ResultGrid = tuner.fit()
+        ended_now = results.num_terminated + results.num_errors
+        if ended_now != cfg.search.num_samples:  # Tune returned early on Ctrl-C/SIGTERM
+            raise _interrupted(prep, ended_now, interrupt)
+    except BaseException as exc:
+        if tracking:
+            abort_tracking(tracking, exc)
+        raise
+    finally:
+        _release(sweep_id, reaper, groups_before)
+    return _finish(prep, objective, results, reaper, unread, tracking)
+
+
+def _start(prep: Prepared) -> tuple[SweepRecord, dict[str, dict[str, Any]]]:
+    """The sweep's record, counting this start, and this start's config file; the opening
+    lines. Returns the record and the trials that had ended (resuming; else none)."""
+    from omegaconf import OmegaConf
+
+    from sweeps.placement.reaper import release_all
+    from sweeps.resume.notes import resume_notes
+    from sweeps.resume.state import new_record, save_record
+    from sweeps.search.schedulers import ended_trials
+
+    cfg = prep.cfg
+    record = prep.resume.record if prep.resume else new_record(cfg, prep.params,
+                                                               prep.tracking_uri)
+    record.starts += 1
+    record.tracking_uri = record.tracking_uri or prep.tracking_uri
+    save_record(prep.sweep_dir, record)
+    prep.layout.config(record.starts).write_text(OmegaConf.to_yaml(OmegaConf.structured(cfg)))
+    ended = ended_trials(prep.sweep_dir) if prep.resuming else {}
+    print(f"sweep {cfg.sweep.name}: {cfg.search.num_samples} trials "
+          f"({cfg.search.algorithm}, scheduler {cfg.scheduler.name}, max {cfg.scheduler.max_t} "
+          f"epochs); {prep.resources.describe()}\n  dir {prep.sweep_dir}", flush=True)
+    if prep.resuming:
+        release_all(record.sweep_uid)  # flags and groups a driver that died left on a cluster
+        line, notes = resume_notes(prep.layout, cfg.search.num_samples, ended)
+        for note in notes:
+            log.warning(note)
+        print(f"  {line} (start {record.starts})", flush=True)
+    elif prep.resume:
+        print(f"  the previous start (of {record.starts - 1}) saved no trial state; starting "
+              "the trials anew", flush=True)
+    return record, ended
+
+
+def _interrupted(prep: Prepared, ended: int, interrupt: Interrupt | None) -> SweepInterrupted:
+    """The error for a sweep Tune returned from with only ``ended`` trials ended."""
+    cfg = prep.cfg
+    signum = interrupt.signum if interrupt else 2
+    return SweepInterrupted(
+        f"sweep {cfg.sweep.name} interrupted ({'SIGTERM' if signum == 15 else 'SIGINT'})"
+        f": {ended} of {cfg.search.num_samples} trials ended; its state is saved in "
+        f"{prep.sweep_dir}; run the same command again to resume it", signum)
+
+
+def _release(sweep_id: str, reaper: PlacementGroupReaper, groups_before: set[str]) -> None:
+    """Every placement group of the sweep released, whatever Tune ended with."""
+    from sweeps.placement.reaper import release_all, release_new_groups
+
+    reaper.join()
+    leftover = release_all(sweep_id, keep_stop_flags=True)
+    release_new_groups(groups_before)  # Tune's own, removed asynchronously: no warning
+    if reaper.released:
+        log.info("released the workers of %d ended trial(s), at most %.2f s after each "
+                 "ended", len(reaper.released), max(reaper.released.values()))
+    if leftover:
+        log.warning("released %d placement group(s) still held at sweep end", leftover)
+
+
+def _finish(prep: Prepared, objective: Objective, results: ResultGrid,
+            reaper: PlacementGroupReaper, unread: UnreadKeysCheck,
+            tracking: MLflowTracking | None) -> SweepResult:
+    """Summary, best model's form, plots and MLflow's end of a sweep whose trials all ended."""
+    from sweeps.execution.checkpoint import model_form
+    from sweeps.report.summary import summarize, write_summary
+    from sweeps.search.schedulers import verdicts
+    from sweeps.tracking.setup import finish_tracking
+
+    summary = summarize(results, objective, [p.path for p in prep.params],
+                        verdicts(prep.sweep_dir))
+    if summary.best:
+        loader = prep.cfg.experiment.model_loader
+        summary.best.update(model_form=model_form(summary.best["checkpoint"], loader),
+                            model_loader=loader)
+    write_summary(summary, prep.sweep_dir)
+    plots, note = _plots(prep, objective, summary, results)
+    unsent = 0
+    if tracking:
+        if plots:
+            tracking.log_artifacts([str(p) for p in plots], "plots")
+        unsent = finish_tracking(tracking, prep, summary)
+    return SweepResult(prep.sweep_dir, summary, results, dict(reaper.released), unsent,
+                       prep.tracking_uri, plots, note, unread.unread)
+
+
+def _plots(prep: Prepared, objective: Objective, summary: Summary,
+           results: ResultGrid) -> tuple[list[Path] | None, str | None]:
+    """The end-of-sweep PNGs, or why there are none (never fails the sweep)."""
+    from sweeps.report.plots import NotEnoughTrials, histories_of, plot_sweep
+
+    best_id = summary.best["trial_id"] if summary.best else None
+    try:
+        return plot_sweep(summary.table, histories_of(results), prep.params, objective.metric,
+                          best_id, prep.layout.plots), None
+    except NotEnoughTrials as exc:
+        return None, str(exc)
+    except Exception as exc:  # a plotting bug must not hide a finished sweep
+        log.warning("plots failed: %s", exc)
+        return None, f"plots failed: {exc}"

@@ -1,0 +1,142 @@
+"""Every input check of a sweep, before Ray starts and before anything is written.
+
+    prepared = prepare(cfg)          # ConfigError / StateError: nothing started, nothing written
+    print(prepared.resources.describe(), prepared.layout.root)
+
+``python -m sweeps`` runs it first (exit code 2 on a bad input; ``sweep.dry_run`` prints the
+plan from it), then hands the result to ``run_sweep``. Only ``ray.address`` makes it touch Ray:
+it joins that cluster to read its size (and leaves it again if a check fails). Ray is not even
+imported otherwise, so dry runs stay fast.
+"""
+
+from __future__ import annotations
+
+import sys
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from sweeps.config.schema import SweepConfig
+from sweeps.config.validate import validate
+from sweeps.errors import ConfigError
+from sweeps.execution.code_shipping import check_shipping, runtime_env
+from sweeps.execution.resources import ResourcePlan, local_cluster_totals, plan_resources
+from sweeps.layout import SweepLayout
+from sweeps.resume.state import ResumeInfo, check_tune_state, decide_resume
+from sweeps.search.space import Param, parse_space
+
+__all__ = ["Prepared", "prepare", "sweep_dir_of"]
+
+
+@dataclass
+class Prepared:
+    """A config that passed every check, with what was derived from it."""
+
+    cfg: SweepConfig
+    params: list[Param]
+    constants: dict[str, Any]  # the search space's fixed entries (any config value)
+    resources: ResourcePlan
+    sweep_dir: Path
+    tracking_uri: str | None = None
+    resume: ResumeInfo | None = None  # the sweep in sweep_dir this run continues
+
+    @property
+    def layout(self) -> SweepLayout:
+        return SweepLayout(self.sweep_dir)
+
+    @property
+    def resuming(self) -> bool:
+        """Whether Tune's saved state is restored (not only the sweep's record found)."""
+        return self.resume is not None and self.resume.has_tune_state
+
+
+def sweep_dir_of(cfg: SweepConfig) -> Path:
+    """Absolute sweep directory (relative paths are taken from the current directory).
+
+    Example:
+        >>> sweep_dir_of(compose("digits", ["sweep.dir=~/runs/d"]))
+        PosixPath('/home/.../runs/d')
+    """
+    return Path(cfg.sweep.dir).expanduser().absolute()
+
+
+def _check_writable(sweep_dir: Path) -> None:
+    """Fail unless ``sweep_dir`` can be created and written, leaving nothing behind."""
+    existing = sweep_dir
+    while not existing.exists():
+        existing = existing.parent
+    fix = "set sweep.dir to a directory you can write, e.g. sweep.dir=outputs/my_sweep"
+    if not existing.is_dir():
+        raise ConfigError("sweep.dir", str(sweep_dir), f"is inside {existing}, which is a file",
+                          fix)
+    probe = existing / f".sweeps-write-probe-{uuid.uuid4().hex[:8]}"
+    try:
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as exc:
+        raise ConfigError("sweep.dir", str(sweep_dir),
+                          f"is not writable ({exc.strerror or exc})", fix) from exc
+
+
+def _ray_connected() -> bool:
+    """True when this process is connected to Ray (without importing Ray to find out)."""
+    return "ray" in sys.modules and sys.modules["ray"].is_initialized()
+
+
+def _cluster_totals(cfg: SweepConfig) -> tuple[float, float]:
+    """(CPUs, GPUs) of the cluster the sweep will use, joining it if it already runs.
+
+    Joining ships the user's code (``ray.working_dir``, ``ray.py_modules``) with the job's
+    runtime env, which every worker of the sweep inherits (``sweeps.execution.code_shipping``).
+    """
+    if _ray_connected() or cfg.ray.address:
+        import ray
+
+        if not ray.is_initialized():
+            ray.init(address=cfg.ray.address, log_to_driver=cfg.sweep.verbose,
+                     runtime_env=runtime_env(cfg))
+        totals = ray.cluster_resources()
+        return float(totals.get("CPU", 0)), float(totals.get("GPU", 0))
+    return local_cluster_totals(cfg.ray)
+
+
+def prepare(cfg: SweepConfig) -> Prepared:
+    """Every input check, in order; raises ``ConfigError`` or, for a sweep directory that
+    cannot be resumed, ``StateError`` (nothing started, nothing written).
+
+    Example:
+        >>> prepare(compose("digits", ["sweep.dir=outputs/d"])).sweep_dir
+        PosixPath('/.../outputs/d')
+    """
+    validate(cfg)
+    check_shipping(cfg)  # code to ship exists and fits Ray's upload limit (before Ray starts)
+    params, constants = parse_space(cfg.experiment.search_space)
+    if not params and cfg.search.algorithm == "tpe":
+        raise ConfigError("experiment.search_space", dict(cfg.experiment.search_space),
+                          "has no parameter to search",
+                          "add one, e.g. lr: tag(log, interval(1e-4, 1e-1)), or use "
+                          "search=random to repeat a fixed config")
+    sweep_dir = sweep_dir_of(cfg)
+    _check_writable(sweep_dir)
+    uri = None
+    if cfg.tracking.enabled:
+        from sweeps.tracking.setup import check_tracking, quiet_http_retries, tracking_uri
+
+        quiet_http_retries()
+        uri = tracking_uri(cfg)
+        check_tracking(cfg, uri)
+    resume = decide_resume(cfg, params, sweep_dir, uri)
+    if resume and resume.has_tune_state:
+        check_tune_state(sweep_dir)
+    joined = not _ray_connected() and bool(cfg.ray.address)
+    try:
+        cpus, gpus = _cluster_totals(cfg)
+        resources = plan_resources(cfg.scaling, cpus, gpus, cfg.search.max_concurrent_trials)
+    except Exception:
+        if joined:
+            import ray
+
+            ray.shutdown()
+        raise
+    return Prepared(cfg, params, constants, resources, sweep_dir, uri, resume)

@@ -1,0 +1,174 @@
+"""The Ray instance a sweep runs on, for as long as it runs.
+
+    with ray_session(cfg, prepared) as interrupt:    # in run_sweep
+        return fit(prepared, interrupt)
+
+On entry: Tune's environment defaults are set (a value the user exported wins), Ray's log goes
+to ``<sweep dir>/ray.log`` unless ``sweep.verbose``, a private local Ray instance starts unless
+this process is already connected (``ray.init`` by the caller, or ``ray.address`` joined by
+``prepare``), and SIGTERM is made to do what Ctrl-C does. On exit, in reverse: the SIGTERM
+handler is put back; a Ray instance started here has its held placement groups counted into
+``state/end.json`` and is shut down (a joined one keeps running); the ``ray`` loggers are put
+back as they were.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import signal
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from types import FrameType
+
+from sweeps._ray.logs import RAY_LOGGERS
+from sweeps.config.schema import SweepConfig
+from sweeps.execution.code_shipping import runtime_env
+from sweeps.execution.prepare import Prepared
+from sweeps.execution.resources import ResourcePlan
+from sweeps.layout import SweepLayout
+
+__all__ = ["Interrupt", "ray_session"]
+
+# The name these records had before runner.py was split: `python -m sweeps` prints it.
+log = logging.getLogger("sweeps.execution.runner")
+
+
+@dataclass
+class Interrupt:
+    """The signal that stops the sweep: SIGINT (Ctrl-C) unless a SIGTERM was caught."""
+
+    signum: int = signal.SIGINT
+
+
+@contextlib.contextmanager
+def ray_session(cfg: SweepConfig, prepared: Prepared) -> Iterator[Interrupt]:
+    """Ray started (or joined), its log in the sweep directory, SIGTERM caught as Ctrl-C;
+    yields the ``Interrupt`` that records which signal arrived.
+
+    Example:
+        >>> with ray_session(cfg, prepare(cfg)) as interrupt:
+        ...     results = tuner.fit()        # Tune returns early on Ctrl-C or SIGTERM
+        >>> interrupt.signum                 # signal.SIGTERM after a `kill`
+    """
+    _tune_env_defaults(cfg.sweep.verbose)
+    layout = prepared.layout
+    with _ray_logs_to_file(layout.ray_log, cfg.sweep.verbose) as attach_ray_log:
+        started = _start_ray(cfg, prepared.resources)
+        attach_ray_log()
+        try:
+            # After ray.init, which installs its own SIGTERM handler (it aborts the process).
+            with _sigterm_as_sigint() as interrupt:
+                yield interrupt
+        finally:
+            if started:
+                import ray
+
+                _record_release(layout)
+                ray.shutdown()
+
+
+def _tune_env_defaults(verbose: bool) -> None:
+    """Environment defaults Tune and Train read when the sweep starts them."""
+    os.environ.setdefault("RAY_TRAIN_ENABLE_V2_MIGRATION_WARNINGS", "0")
+    # Tune saves its experiment state at most every 10 s by default; a crash loses what
+    # happened since. Every second bounds that (the scheduler's log covers the rest).
+    os.environ.setdefault("TUNE_GLOBAL_CHECKPOINT_S", "1")
+    # A report without experiment.metric (a training loss between evaluations) is fine; a
+    # trial that never reports it is failed by the scheduler, naming the keys it did report
+    # (sweeps.search.schedulers). Tune's own check would end the whole sweep on the first such
+    # report.
+    os.environ.setdefault("TUNE_DISABLE_STRICT_METRIC_CHECKING", "1")
+    if not verbose:  # Tune's new output engine prints a header box even at verbose=0
+        os.environ.setdefault("RAY_AIR_NEW_OUTPUT", "0")
+
+
+def _start_ray(cfg: SweepConfig, resources: ResourcePlan) -> bool:
+    """Start a private local Ray instance unless one is connected; True if started here.
+
+    Its workers import the user's modules from the current directory (Ray puts the driver's
+    cwd on their ``sys.path``); code is shipped only when ``ray.working_dir`` or
+    ``ray.py_modules`` names some (with a working_dir, Ray adds that instead of the cwd).
+    """
+    import ray
+
+    if ray.is_initialized():
+        return False
+    ray.init(num_cpus=int(resources.cluster_cpus), num_gpus=int(resources.cluster_gpus),
+             include_dashboard=False, log_to_driver=cfg.sweep.verbose,
+             runtime_env=runtime_env(cfg),
+             logging_level=logging.INFO if cfg.sweep.verbose else logging.WARNING,
+             configure_logging=cfg.sweep.verbose)
+    return True
+
+
+@contextlib.contextmanager
+def _ray_logs_to_file(ray_log: Path, verbose: bool) -> Iterator[Callable[[], None]]:
+    """Unless verbose, Ray's own log records go to ``ray_log`` while the sweep runs; the
+    ``ray`` loggers are put back as they were afterwards. Yields ``attach``, to call again
+    after ``ray.init``: with ``configure_logging=False`` it clears the ``ray`` logger's
+    handlers, and Python's last-resort handler would then print Ray's warnings and errors
+    (whole Tune tracebacks) on the console."""
+    if verbose:
+        yield lambda: None
+        return
+    import ray  # noqa: F401  (its import adds a stderr handler to the "ray" logger: first)
+
+    loggers = [logging.getLogger(name) for name in RAY_LOGGERS]
+    saved = [(list(lg.handlers), lg.propagate) for lg in loggers]
+    handler = logging.FileHandler(ray_log)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+
+    def attach() -> None:
+        for lg in loggers:
+            lg.handlers, lg.propagate = [handler], False
+
+    attach()
+    try:
+        yield attach
+    finally:
+        handler.close()
+        for lg, (handlers, propagate) in zip(loggers, saved, strict=True):
+            lg.handlers, lg.propagate = handlers, propagate
+
+
+@contextlib.contextmanager
+def _sigterm_as_sigint() -> Iterator[Interrupt]:
+    """While the sweep runs, SIGTERM (``kill``, a scheduler's preemption notice) does what
+    Ctrl-C does: Tune stops the trials, saves the sweep's state and returns."""
+    caught = Interrupt()
+    if threading.current_thread() is not threading.main_thread():
+        yield caught
+        return
+
+    def forward(signum: int, frame: FrameType | None) -> None:
+        caught.signum = signum
+        os.kill(os.getpid(), signal.SIGINT)
+
+    previous = signal.signal(signal.SIGTERM, forward)
+    try:
+        yield caught
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _record_release(layout: SweepLayout) -> None:
+    """Before shutting down the Ray instance it started, the sweep checks that no placement
+    group is still held and writes the count to ``state/end.json`` (a warning if not 0)."""
+    import json
+    import time
+
+    from sweeps.placement.release import held_groups
+
+    try:
+        held = held_groups()
+    except Exception as exc:  # Ray is already going down: nothing to check against
+        log.debug("could not count placement groups: %s", exc)
+        return
+    if held:
+        log.warning("%d placement group(s) still held at sweep end", held)
+    layout.state.mkdir(exist_ok=True)
+    layout.end.write_text(json.dumps({"held_placement_groups": held, "time": time.time()}))

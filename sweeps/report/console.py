@@ -1,0 +1,97 @@
+"""The end-of-sweep report on stdout.
+
+    result = run_sweep(cfg, prepared)
+    print_result(result, cfg)          # in python -m sweeps, after a sweep that ran to its end
+
+The trial table, each failed trial with the user's part of its traceback, searched keys the loop
+never read, then the best trial: its value, its config as Hydra overrides, the command that
+reruns it alone, its checkpoint, the summary files, the plots and where MLflow has it.
+"""
+
+from __future__ import annotations
+
+import shlex
+from typing import TYPE_CHECKING
+
+from sweeps.config.schema import SweepConfig
+
+if TYPE_CHECKING:  # an annotation only: the report side does not import the runner
+    from sweeps.execution.runner import SweepResult
+
+__all__ = ["print_result"]
+
+
+def _search_args() -> str:
+    """The config search path of this command as CLI arguments (for the rerun line), so a
+    user's experiment is found again: ``--config-dir DIR`` and ``hydra.searchpath=[...]``."""
+    from sweeps.config.search_path import active
+
+    entries = [e for e in active().entries if e.label != "built-in"]
+    dirs = [e.path.removeprefix("file://") for e in entries if e.label == "--config-dir"]
+    extra = [e.path for e in entries if e.label != "--config-dir"]
+    parts = [f"--config-dir {shlex.quote(d)}" for d in dirs[:1]]
+    if extra:
+        parts.append(shlex.quote(f"hydra.searchpath=[{','.join(extra)}]"))
+    return "".join(f"{p} " for p in parts)
+
+
+def print_result(result: SweepResult, cfg: SweepConfig) -> None:
+    """The end-of-sweep report on stdout: table, best config, best checkpoint.
+
+    Example:
+        >>> print_result(run_sweep(cfg), cfg)
+        best trial 9a6685fe: val_acc=0.9777 at epoch 9 ...
+    """
+    from sweeps.report.summary import best_overrides, format_table, loop_traceback
+
+    layout = result.layout
+    metric = cfg.experiment.metric
+    print("\n" + format_table(result.summary.table))
+    if result.failed:
+        print(f"\n{len(result.failed)} trial(s) failed:")
+        for trial_id, reason in result.failed.items():
+            error_file = layout.error_file(trial_id)
+            print(f"  {trial_id}: {reason}")
+            if error_file.is_file():
+                for line in loop_traceback(error_file.read_text(errors="replace")):
+                    print(f"    {line}")
+                print(f"    (whole traceback: {error_file})")
+    if result.unread_keys:
+        print(f"\nwarning: the training loop never read the searched key(s) "
+              f"{', '.join(result.unread_keys)}: the search changed nothing for them")
+    best = result.best
+    if best is None:
+        print(f"\nno trial reported {metric}; see the trials' error.txt under "
+              f"{result.sweep_dir}")
+        return
+    overrides = best_overrides(best["config"])
+    checkpoint = (f"{best['checkpoint']}  (sweeps.load_best('{result.sweep_dir}'))"
+                  if best["checkpoint"] else "none (the training loop saved no checkpoint)")
+    print(f"\nbest trial {best['trial_id']}: {metric}={best['value']:.4f} at epoch "
+          f"{best['epoch']}\n  best config as Hydra overrides: {overrides}"
+          f"\n  rerun it alone: python -m sweeps {_search_args()}+experiment="
+          f"{cfg.experiment.name} search=random search.num_samples=1 scheduler=none "
+          f"sweep.name={cfg.sweep.name}_best {overrides}"
+          f"\n  checkpoint: {checkpoint}"
+          f"\n  summary: {layout.summary_csv} (and .parquet)")
+    if result.plots:
+        print(f"  plots: {', '.join(str(p) for p in result.plots)}")
+    elif result.plots_note:
+        print(f"  plots: {result.plots_note}")
+    if result.tracking_uri:
+        hint = ("run `mlflow ui` in this directory to compare trials"
+                if result.tracking_uri.startswith("sqlite:") else "open it to compare trials")
+        print(f"  mlflow: {result.tracking_uri} ({hint})")
+        model = cfg.tracking.model_name or cfg.experiment.name
+        form = best.get("model_form")
+        if form == "none":
+            pass
+        elif form == "files":
+            print("  best checkpoint: logged to MLflow as files (best_checkpoint/ in the best "
+                  "trial's run); sweeps cannot rebuild the loop's own format, set "
+                  "experiment.model_loader to register it as a model")
+        elif cfg.tracking.register_model:
+            print(f"  best model: logged to MLflow in the best trial's run and registered as "
+                  f"'{model}'")
+        else:
+            print("  best model: logged to MLflow in the best trial's run")
