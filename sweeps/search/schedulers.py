@@ -3,27 +3,26 @@
     scheduler = make_scheduler(cfg, sweep_dir)        # ResumableASHA or ResumableFIFO
     ended = ended_trials(sweep_dir)                   # trial id -> last metrics, on resume
 
-Tune does not save a scheduler's state with the experiment, so a restored ASHA starts with
-empty rungs (ray#30838) and re-decides from scratch. These schedulers append every result they
-judge (trial, clock ``epoch``, metric value, decision, wall-clock time ``t``) to
+Tune does not save a scheduler's state with the experiment, so a restored ASHA starts with empty
+rungs (ray#30838) and re-decides from scratch. These schedulers append every result they judge
+(trial, clock ``epoch``, metric value, decision, wall-clock time ``t``) to
 ``<sweep dir>/state/scheduler.jsonl``, fsync'ed before the decision goes back to Tune. A restored
-scheduler replays that log through the same ``_Bracket`` code first, so its rungs hold exactly
-what they held at the crash and every later decision is the one the uninterrupted sweep would
-have made from the same results.
+scheduler replays that log through the same rung code (``sweeps.search.asha``) first, so its
+rungs hold exactly what they held at the crash and every later decision is the one the
+uninterrupted sweep would have made from the same results.
 
-The log also says which trials ended (stopped by the scheduler, or ran all epochs). Tune saves
-its experiment state only every second or so, so a trial that ended just before a crash may
-come back as unfinished; its driver then only reports the recorded final result again (see
+The log also says which trials ended (stopped by the scheduler, or ran all epochs). Tune saves its
+experiment state only every second or so, so a trial that ended just before a crash may come back
+as unfinished; its driver then only reports the recorded final result again (see
 ``sweeps.execution.trial_driver``), and the scheduler stops it at once instead of training it
 further.
 
 Both judge on the trial's clock (``sweeps_epoch``, see ``sweeps.execution.clock``), never on a key
-of the
-loop's own, and both stop a trial when its clock reaches ``scheduler.max_t`` (the budget).
-Before judging they screen each result: a NaN/inf metric is judged as the worst value (logged
-once per trial), and a trial whose clock reaches the first judgement (ASHA's grace period, or
-epoch 1) without ever reporting the metric is stopped with an error naming the keys it did
-report (``sweeps.search.outcome`` then calls it ``error``). Results without the metric are otherwise
+of the loop's own, and both stop a trial when its clock reaches ``scheduler.max_t`` (the budget).
+Before judging they screen each result: a NaN/inf metric is judged as the worst value (logged once
+per trial), and a trial whose clock reaches the first judgement (ASHA's grace period, or epoch 1)
+without ever reporting the metric is stopped with an error naming the keys it did report
+(``sweeps.search.outcome`` then calls it ``error``). Results without the metric are otherwise
 fine: a loop may report a training loss between evaluations.
 """
 
@@ -35,9 +34,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ray.tune.schedulers import ASHAScheduler, FIFOScheduler, TrialScheduler
+from ray.tune.schedulers import FIFOScheduler, TrialScheduler
 
+from sweeps.errors import ConfigError
 from sweeps.protocol import CLOCK_KEY
+from sweeps.search.asha import AsyncHalving
 from sweeps.search.outcome import Objective, Verdict, read_verdicts
 from sweeps.tracking.callback import NOT_METRICS
 from sweeps.tracking.journal import Journal
@@ -84,13 +85,6 @@ def ended_trials(sweep_dir: str | Path) -> dict[str, dict[str, Any]]:
 def _ends(record: dict[str, Any]) -> bool:
     """Whether a logged judgement ended its trial (stopped, or ran all epochs)."""
     return bool(record.get("end")) or record.get("action") == TrialScheduler.STOP
-
-
-class _TrialRef:
-    """What ``_Bracket.on_result`` needs of a trial during replay: its id."""
-
-    def __init__(self, trial_id: str) -> None:
-        self.trial_id = trial_id
 
 
 class _Logged:
@@ -184,17 +178,53 @@ class _Logged:
                          f"reported: {', '.join(keys) or 'nothing'}"}
 
 
-class ResumableASHA(_Logged, ASHAScheduler):
-    """``ASHAScheduler`` (one bracket per trial, as upstream) on the trial clock, with a
-    replayable decision log."""
+class ResumableASHA(_Logged, FIFOScheduler):
+    """ASHA on the trial clock (``max_t`` = the Objective's budget), one bracket as Tune's
+    ``ASHAScheduler`` by default, with a replayable decision log. The rungs are
+    ``sweeps.search.asha.AsyncHalving`` (Ray's decisions, none of Ray's private state);
+    ``grace_period``, ``reduction_factor`` and ``stop_last_trials`` mean what they mean to Ray.
 
-    def __init__(self, sweep_dir: str | Path, objective: Objective, **kwargs: Any) -> None:
-        ASHAScheduler.__init__(self, time_attr=CLOCK_KEY, max_t=objective.budget, **kwargs)
-        self._init_log(sweep_dir, objective, kwargs.get("grace_period", 1))
+    Deliberate divergences from Ray's ``ASHAScheduler``: metric and mode are the Objective's
+    (``set_search_properties`` accepts them again, refuses others); no bracket is drawn (Ray
+    draws from numpy's global generator even for one bracket); a metric of None is not judged
+    (Ray raises ``TypeError``); a trial never added is judged (Ray raises ``KeyError``).
+    """
+
+    def __init__(self, sweep_dir: str | Path, objective: Objective, grace_period: float = 1,
+                 reduction_factor: float = 4, stop_last_trials: bool = True) -> None:
+        FIFOScheduler.__init__(self)
+        self._halving = AsyncHalving(grace_period, objective.budget, reduction_factor,
+                                     stop_last_trials)
+        self._sign = 1.0 if objective.mode == "max" else -1.0
+        self._live: set[str] = set()  # added and not yet completed or removed
+        self._num_stopped = 0
+        self._init_log(sweep_dir, objective, grace_period)
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickled with empty rungs: the log, replayed on first use, is what fills them."""
+        h = self._halving
+        fresh = AsyncHalving(h.grace_period, h.max_t, h.rf, h.stop_last_trials)
+        return {**super().__getstate__(), "_halving": fresh, "_num_stopped": 0}
+
+    @property
+    def metric(self) -> str:
+        return self._objective.metric
+
+    def set_search_properties(self, metric: str | None, mode: str | None, **spec: Any) -> bool:
+        """Tune passes ``TuneConfig``'s metric and mode: they must be the Objective's."""
+        o = self._objective
+        if (metric or o.metric, mode or o.mode) != (o.metric, o.mode):
+            raise ConfigError("experiment.metric/mode", f"{metric}/{mode}",
+                              f"differs from the scheduler's {o.metric}/{o.mode}",
+                              "build the scheduler and TuneConfig from the same Objective")
+        return True
 
     def on_trial_add(self, tune_controller: Any, trial: Any) -> None:
         self._ensure_replayed()
-        super().on_trial_add(tune_controller, trial)
+        self._live.add(trial.trial_id)
+
+    def on_trial_remove(self, tune_controller: Any, trial: Any) -> None:
+        self._live.discard(trial.trial_id)
 
     def on_trial_result(self, tune_controller: Any, trial: Any, result: dict) -> str:
         self._ensure_replayed()
@@ -203,43 +233,53 @@ class ResumableASHA(_Logged, ASHAScheduler):
         result, error = self._screen(trial.trial_id, result)
         if error:
             return self._fail(trial.trial_id, result, error)
-        action = super().on_trial_result(tune_controller, trial, result)
-        if self._time_attr in result and self._metric in result:
-            bracket = self._brackets.index(self._trial_info[trial.trial_id])
-            self._record(trial.trial_id, result, epoch=result[self._time_attr],
-                         value=result[self._metric], bracket=bracket, action=action)
+        judged = self._judged(result)
+        if judged is None:
+            return TrialScheduler.CONTINUE
+        stop = self._halving.judge(trial.trial_id, judged[0], self._sign * judged[1])
+        action = TrialScheduler.STOP if stop else TrialScheduler.CONTINUE
+        self._num_stopped += stop
+        self._record(trial.trial_id, result, epoch=judged[0], value=judged[1], bracket=0,
+                     action=action)
         return action
 
     def on_trial_complete(self, tune_controller: Any, trial: Any, result: dict) -> None:
         self._ensure_replayed()
-        bracket = self._trial_info.get(trial.trial_id)
-        result = result or trial.last_result
-        if result and self._metric in result:
+        result = result or trial.last_result or {}
+        if self._objective.metric in result:
             result, _ = self._screen(trial.trial_id, result)
-        if bracket is not None:
-            super().on_trial_complete(tune_controller, trial, result)
         fields: dict[str, Any] = {"end": True, **self._complete_unseen(trial.trial_id, result)}
-        if result and self._time_attr in result and self._metric in result and bracket:
-            fields.update(epoch=result[self._time_attr], value=result[self._metric],
-                          bracket=self._brackets.index(bracket))
+        judged = self._judged(result)
+        if trial.trial_id in self._live and judged is not None:  # as Ray: recorded, not judged
+            self._live.discard(trial.trial_id)
+            self._halving.on_result(trial.trial_id, judged[0], self._sign * judged[1])
+            fields.update(epoch=judged[0], value=judged[1], bracket=0)
         self._record(trial.trial_id, result, **fields)
 
+    def _judged(self, result: dict[str, Any]) -> tuple[float, float] | None:
+        """(clock, metric) of a result that has both, else None."""
+        clock, value = result.get(CLOCK_KEY), result.get(self._objective.metric)
+        return None if clock is None or value is None else (clock, value)
+
     def _replay(self, record: dict[str, Any]) -> None:
+        # Every log so far has one bracket, so a record's "bracket" (always 0) is not read.
         if "epoch" not in record or record.get("value") is None:
             return
-        bracket = self._brackets[int(record.get("bracket", 0)) % len(self._brackets)]
-        stopped_at_max = record["epoch"] >= self._max_t and self._stop_last_trials
-        if not record.get("end") and stopped_at_max:
-            self._num_stopped += 1
-            return
-        action = bracket.on_result(_TrialRef(record["trial"]), record["epoch"],
-                                   self._metric_op * record["value"])
-        if not record.get("end") and action == TrialScheduler.STOP:
-            self._num_stopped += 1
+        signed = self._sign * record["value"]
+        if record.get("end"):
+            self._halving.on_result(record["trial"], record["epoch"], signed)
+        else:
+            self._num_stopped += self._halving.judge(record["trial"], record["epoch"], signed)
 
     def rungs(self) -> list[tuple[float, dict[str, float]]]:
-        """(milestone, {trial id: signed metric}) of the first bracket, highest milestone first."""
-        return [(m, dict(r)) for m, r in self._brackets[0]._rungs]
+        """(milestone, {trial id: signed metric}), highest milestone first."""
+        self._ensure_replayed()
+        return self._halving.rungs()
+
+    def debug_string(self) -> str:
+        self._ensure_replayed()
+        return f"Using AsyncHyperBand: num_stopped={self._num_stopped}\n" + \
+            self._halving.describe()
 
 
 class ResumableFIFO(_Logged, FIFOScheduler):
