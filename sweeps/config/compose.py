@@ -37,6 +37,7 @@ def register_primary(help_for: SearchPath | None = None) -> None:
     own ``$APP_CONFIG_GROUPS`` ignores ``hydra.searchpath`` entries).
 
     Example:
+        >>> from hydra.core.config_store import ConfigStore
         >>> register_primary(); ConfigStore.instance().load("sweeps_primary.yaml").provider
         'sweeps'
     """
@@ -89,8 +90,9 @@ def compose(experiment: str | None, overrides: list[str] | None = None,
     the dry-run plan (``sweeps.report.dry_run.format_plan``).
 
     Example:
-        >>> compose("mine", ["search.num_samples=2"], config_dir="conf").experiment.name
-        'mine'
+        >>> compose("digits", ["search.num_samples=2"]).search.num_samples
+        2
+        >>> compose("mine", config_dir="my_project/conf")  # doctest: +SKIP
     """
     args = ([f"+experiment={experiment}"] if experiment else []) + list(overrides or [])
     cfg = to_config(compose_raw(experiment, overrides, config_dir))

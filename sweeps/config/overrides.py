@@ -129,7 +129,9 @@ def check_overrides(args: list[str], search_path: SearchPath | None = None) -> N
 
     Example:
         >>> check_overrides(["+experiment=digts"])
-        ConfigError: experiment: 'digts' is not an experiment in ...; did you mean ...
+        Traceback (most recent call last):
+        ...
+        sweeps.errors.ConfigError: experiment: 'digts' is not an experiment in ...; did you mean +experiment=digits? ...
     """
     if search_path is None:
         search_path = from_argv(args)

@@ -191,7 +191,8 @@ def to_config(cfg: DictConfig | SweepConfig) -> SweepConfig:
     """Turn Hydra's composed DictConfig into a plain ``SweepConfig`` (interpolations resolved).
 
     Example:
-        >>> to_config(OmegaConf.structured(SweepConfig)).search.algorithm
+        >>> from sweeps.config.compose import compose_raw
+        >>> to_config(compose_raw("digits")).search.algorithm
         'tpe'
     """
     if isinstance(cfg, SweepConfig):

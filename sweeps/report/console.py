@@ -39,7 +39,7 @@ def print_result(result: SweepResult, cfg: SweepConfig) -> None:
     """The end-of-sweep report on stdout: table, best config, best checkpoint.
 
     Example:
-        >>> print_result(run_sweep(cfg), cfg)
+        >>> print_result(run_sweep(cfg), cfg)  # doctest: +SKIP
         best trial 9a6685fe: val_acc=0.9777 at epoch 9 ...
     """
     from sweeps.report.summary import best_overrides, format_table, loop_traceback
