@@ -54,7 +54,12 @@ def ray_session(cfg: SweepConfig, prepared: Prepared) -> Iterator[Interrupt]:
         ...     results = tuner.fit()        # Tune returns early on Ctrl-C or SIGTERM
         >>> interrupt.signum  # doctest: +SKIP
     """
-    _tune_env_defaults(cfg.sweep.verbose)
+    from sweeps._ray import compat
+    from sweeps._ray.tune import tune_env
+
+    compat.check()  # a Ray whose internals changed fails here, in one line, before it starts
+    for key, value in tune_env(cfg.sweep.verbose).items():  # what each is for: tune_env
+        os.environ.setdefault(key, value)
     layout = prepared.layout
     with _ray_logs_to_file(layout.ray_log, cfg.sweep.verbose) as attach_ray_log:
         started = _start_ray(cfg, prepared.resources)
@@ -69,21 +74,6 @@ def ray_session(cfg: SweepConfig, prepared: Prepared) -> Iterator[Interrupt]:
 
                 _record_release(layout)
                 ray.shutdown()
-
-
-def _tune_env_defaults(verbose: bool) -> None:
-    """Environment defaults Tune and Train read when the sweep starts them."""
-    os.environ.setdefault("RAY_TRAIN_ENABLE_V2_MIGRATION_WARNINGS", "0")
-    # Tune saves its experiment state at most every 10 s by default; a crash loses what
-    # happened since. Every second bounds that (the scheduler's log covers the rest).
-    os.environ.setdefault("TUNE_GLOBAL_CHECKPOINT_S", "1")
-    # A report without experiment.metric (a training loss between evaluations) is fine; a
-    # trial that never reports it is failed by the scheduler, naming the keys it did report
-    # (sweeps.search.schedulers). Tune's own check would end the whole sweep on the first such
-    # report.
-    os.environ.setdefault("TUNE_DISABLE_STRICT_METRIC_CHECKING", "1")
-    if not verbose:  # Tune's new output engine prints a header box even at verbose=0
-        os.environ.setdefault("RAY_AIR_NEW_OUTPUT", "0")
 
 
 def _start_ray(cfg: SweepConfig, resources: ResourcePlan) -> bool:

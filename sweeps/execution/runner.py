@@ -82,7 +82,8 @@ def run_sweep(cfg: SweepConfig, prepared: Prepared | None = None) -> SweepResult
     ``sweep.resume`` says so) and return its summary; ``SweepInterrupted`` on Ctrl-C/SIGTERM.
 
     Example:
-        >>> run_sweep(compose("digits", ["search.num_samples=4"])).best["trial_id"]  # doctest: +SKIP
+        >>> result = run_sweep(compose("digits", ["search.num_samples=4"]))  # doctest: +SKIP
+        >>> result.best["trial_id"]  # doctest: +SKIP
         '9a6685fe'
     """
     from sweeps.execution.fit import fit  # it imports SweepResult from here

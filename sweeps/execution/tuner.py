@@ -95,13 +95,8 @@ def _trainable(trial: TrialPlan) -> Any:
 
 def build_tuner(cfg: SweepConfig, params: list[Param], trial: TrialPlan, plan: ResourcePlan,
                 sweep_dir: Path, callbacks: list) -> Any:
-    """A ``tune.Tuner`` whose experiment directory is ``sweep_dir`` itself (after checking
-    this Ray has every internal sweeps relies on: ``sweeps._ray.compat``)."""
+    """A ``tune.Tuner`` whose experiment directory is ``sweep_dir`` itself."""
     from ray import tune
-
-    from sweeps._ray import compat
-
-    compat.check()
 
     return tune.Tuner(
         _trainable(trial),
@@ -131,11 +126,9 @@ def restore_tuner(cfg: SweepConfig, params: list[Param], trial: TrialPlan, sweep
     scheduler rebuilds its rungs from its log, see ``sweeps.search.schedulers``)."""
     from ray import tune
 
-    from sweeps._ray import compat
     from sweeps._ray.tune import replace_restored_config
     from sweeps.resume.legacy import alias_old_modules
 
-    compat.check()
     alias_old_modules()  # a sweep pickled before the package layout
 
     tuner = tune.Tuner.restore(str(sweep_dir), _trainable(trial), resume_unfinished=True,
