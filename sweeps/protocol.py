@@ -10,10 +10,12 @@ named here, so a rename is made in one place.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 __all__ = ["CLOCK_KEY", "STEP_KEY", "CHECKPOINT_PATH_KEY", "REPORTS_FILE", "CONFIG_READS_FILE",
-           "CLOCK_FILE", "TRIAL_FILE", "run_file"]
+           "CLOCK_FILE", "TRIAL_FILE", "SCHEDULER_LOG", "run_file", "checkpoint_dir_name",
+           "checkpoint_dir_epoch"]
 
 # Added to every result by the trial's report bridge (sweeps.execution.report_bridge): the trial's
 # progress in epochs, 1-based and monotone (from the loop's own time attribute, shifted by one
@@ -31,6 +33,31 @@ REPORTS_FILE = "reports.jsonl"  # TrialSession's rank-0 report log (fsync'ed per
 CONFIG_READS_FILE = "config_reads.json"  # keys of the config the loop read (rank 0)
 CLOCK_FILE = "clock.json"  # how the clock reads the loop's time attribute (see report_bridge)
 TRIAL_FILE = "trial.json"  # the params the run directory was written for
+
+
+# The scheduler's decision log, ``<sweep dir>/state/<SCHEDULER_LOG>.jsonl``: written by the
+# driver's scheduler, read by every trial driver on resume (sweeps.search.schedulers).
+SCHEDULER_LOG = "scheduler"
+
+# A TrialSession checkpoint's directory in the run directory, written by the workers (rank 0)
+# and read back by the trial driver, the resume repair and load_best.
+_CHECKPOINT_DIR = re.compile(r"^checkpoint_epoch_(\d+)$")
+
+
+def checkpoint_dir_name(epoch: int) -> str:
+    """Directory name of a ``TrialSession`` checkpoint taken after ``epoch``.
+
+    Example:
+        >>> checkpoint_dir_name(7), checkpoint_dir_epoch("checkpoint_epoch_0007")
+        ('checkpoint_epoch_0007', 7)
+    """
+    return f"checkpoint_epoch_{epoch:04d}"
+
+
+def checkpoint_dir_epoch(name: str) -> int | None:
+    """The epoch in a ``TrialSession`` checkpoint directory name (None for any other name)."""
+    match = _CHECKPOINT_DIR.match(name)
+    return int(match.group(1)) if match else None
 
 
 def run_file(run_dir: str | Path, name: str) -> Path:

@@ -26,6 +26,8 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from sweeps.protocol import checkpoint_dir_name
+
 __all__ = ["TrialSession"]
 
 
@@ -131,7 +133,7 @@ class TrialSession:
                 })
                 checkpoint = ray.train.Checkpoint.from_directory(tmp)
             ray.train.report(metrics, checkpoint=checkpoint,
-                             checkpoint_dir_name=f"checkpoint_epoch_{epoch:04d}")
+                             checkpoint_dir_name=checkpoint_dir_name(epoch))
 
     def all_reduce_sum(self, values: list[float]) -> list[float]:
         """Sum ``values`` over all workers (for exact global validation metrics)."""

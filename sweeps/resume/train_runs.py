@@ -18,7 +18,6 @@ reused after a crash lost the trial that first had it) is moved aside, not resum
 from __future__ import annotations
 
 import json
-import re
 import time
 import zipfile
 from pathlib import Path
@@ -28,11 +27,10 @@ from sweeps._ray import train_snapshot
 from sweeps._ray.train_snapshot import SNAPSHOT_FILE as SNAPSHOT
 from sweeps.execution.checkpoint import CHECKPOINT_FILE
 from sweeps.files import write_atomic
-from sweeps.protocol import TRIAL_FILE
+from sweeps.protocol import TRIAL_FILE, checkpoint_dir_epoch, checkpoint_dir_name
 
 __all__ = ["repair_run", "claim_run", "checkpoint_epochs", "latest_checkpoint", "SNAPSHOT"]
 
-_EPOCH = re.compile(r"^checkpoint_epoch_(\d+)$")
 
 
 def _valid(directory: Path) -> bool:
@@ -51,17 +49,12 @@ def _valid(directory: Path) -> bool:
         return False
 
 
-def _epoch(name: str) -> int | None:
-    match = _EPOCH.match(name)
-    return int(match.group(1)) if match else None
-
-
 def checkpoint_epochs(run_dir: Path) -> list[int]:
     """Epochs of the valid ``TrialSession`` checkpoints in ``run_dir``, ascending."""
     if not run_dir.is_dir():
         return []
     return sorted(e for d in run_dir.iterdir()
-                  if (e := _epoch(d.name)) is not None and _valid(d)
+                  if (e := checkpoint_dir_epoch(d.name)) is not None and _valid(d)
                   and (d / CHECKPOINT_FILE).is_file())
 
 
@@ -78,7 +71,7 @@ def _rebuilt_snapshot(run_dir: Path) -> dict[str, Any]:
 
     found = []
     for epoch in checkpoint_epochs(run_dir):
-        name = f"checkpoint_epoch_{epoch:04d}"
+        name = checkpoint_dir_name(epoch)
         found.append((name, load_checkpoint(run_dir / name).get("metrics", {"epoch": epoch}),
                       epoch - 1))
     return train_snapshot.rebuilt(found)
@@ -127,8 +120,8 @@ def repair_run(run_dir: Path) -> list[str]:
     if kept:
         fallback = kept[-1]["checkpoint_dir_name"]
         notes.append(f"trial {trial}: falling back to the previous valid checkpoint {fallback} "
-                     f"(epoch {_epoch(fallback)}); it resumes from epoch "
-                     f"{(_epoch(fallback) or 0) + 1}")
+                     f"(epoch {checkpoint_dir_epoch(fallback)}); it resumes from epoch "
+                     f"{(checkpoint_dir_epoch(fallback) or 0) + 1}")
     else:
         notes.append(f"trial {trial}: no valid checkpoint left; it starts again from epoch 1")
     return notes

@@ -37,7 +37,7 @@ from typing import Any
 from ray.tune.schedulers import FIFOScheduler, TrialScheduler
 
 from sweeps.errors import ConfigError
-from sweeps.protocol import CLOCK_KEY
+from sweeps.protocol import CLOCK_KEY, SCHEDULER_LOG
 from sweeps.search.asha import AsyncHalving
 from sweeps.search.outcome import Objective, Verdict, read_verdicts
 from sweeps.tracking.callback import NOT_METRICS
@@ -47,7 +47,7 @@ __all__ = ["ResumableASHA", "ResumableFIFO", "ended_trials", "decision_log", "ve
            "LOG_NAME"]
 
 log = logging.getLogger(__name__)
-LOG_NAME = "scheduler"
+LOG_NAME = SCHEDULER_LOG  # the file name, shared with the trial drivers
 _AUTO = NOT_METRICS - {"epoch", CLOCK_KEY}  # Tune's bookkeeping (the clock is the sweep's own)
 
 
