@@ -17,7 +17,6 @@ sweep (the first trials to reach a rung have nobody to lose to), so treat it as 
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 from sweeps.config.schema import SweepConfig
@@ -28,14 +27,17 @@ __all__ = ["asha_rungs", "expected_epochs", "EpochBudget", "epoch_budget", "form
 
 
 def asha_rungs(max_t: int, grace_period: int, reduction_factor: int) -> list[int]:
-    """Epochs at which ASHA compares trials (Ray's rule), below ``max_t``.
+    """Epochs at which ASHA compares trials, below ``max_t``: the rungs the sweep's own
+    scheduler builds (``sweeps.search.asha``, Ray's rule).
 
     Example:
         >>> asha_rungs(9, 1, 3)
         [1, 3]
     """
-    count = int(math.log(max_t / grace_period) / math.log(reduction_factor) + 1 + 1e-9)
-    return [r for r in (grace_period * reduction_factor ** k for k in range(count)) if r < max_t]
+    from sweeps.search.asha import AsyncHalving
+
+    levels = AsyncHalving(grace_period, max_t, reduction_factor).rungs()
+    return sorted(int(milestone) for milestone, _ in levels if milestone < max_t)
 
 
 def expected_epochs(max_t: int, rungs: list[int], reduction_factor: int) -> float:
