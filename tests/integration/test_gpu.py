@@ -5,16 +5,15 @@ from __future__ import annotations
 import pytest
 import torch
 
-from sweeps import compose, load_model, prepare, run_sweep
+from sweeps import load_model, prepare, run_sweep
 from trainables.digits import evaluate, load_split
 
 pytestmark = [pytest.mark.slow, pytest.mark.gpu]
 
 
-def test_gpu_sweep_detects_gpus_and_trains_with_nccl(tmp_path) -> None:
+def test_gpu_sweep_detects_gpus_and_trains_with_nccl(tmp_path, small_config) -> None:
     workers = min(2, torch.cuda.device_count())
-    cfg = compose("digits", [f"scaling.num_workers={workers}", "search.num_samples=2",
-                             "scheduler.max_t=3", f"sweep.dir={tmp_path / 'gpu'}"])
+    cfg = small_config(f"scaling.num_workers={workers}", "scheduler.max_t=3")
     prepared = prepare(cfg)
     assert prepared.resources.use_gpu, "scaling=auto picks the GPU when there is one"
     result = run_sweep(cfg, prepared)

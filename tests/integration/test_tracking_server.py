@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from sweeps import compose, run_sweep
+from sweeps import run_sweep
 
 pytestmark = pytest.mark.slow
 
@@ -26,16 +26,16 @@ def _bounce_after_first_metrics(server, journal_path, down_s: float, log: list) 
     log.append(("up", time.monotonic()))
 
 
-def test_server_outage_mid_sweep_loses_and_duplicates_nothing(tmp_path, ray_cluster,
+def test_server_outage_mid_sweep_loses_and_duplicates_nothing(tmp_path, ray_cluster, small_config,
                                                               mlflow_server) -> None:
     from mlflow import MlflowClient
 
     sweep_dir = tmp_path / "outage"
-    cfg = compose("digits", [
-        "search.num_samples=4", "scheduler.max_t=3", "scaling.num_workers=2",
-        f"sweep.dir={sweep_dir}", f"tracking.uri={mlflow_server.uri}",
-        "tracking.experiment_name=outage", "tracking.flush_timeout_s=120",
-    ])
+    cfg = small_config(
+        "search.num_samples=4", "scheduler.max_t=3", f"sweep.dir={sweep_dir}",
+        f"tracking.uri={mlflow_server.uri}", "tracking.experiment_name=outage",
+        "tracking.flush_timeout_s=120",
+    )
     events: list = []
     bouncer = threading.Thread(target=_bounce_after_first_metrics, daemon=True, args=(
         mlflow_server, sweep_dir / "tracking" / "journal.jsonl", 8.0, events))

@@ -4,20 +4,19 @@ from __future__ import annotations
 
 import pytest
 
-from sweeps import compose, run_sweep
+from sweeps import run_sweep
 
 pytestmark = pytest.mark.slow
 
 
-def test_worker_crash_resumes_from_last_checkpoint(tmp_path, ray_cluster) -> None:
+def test_worker_crash_resumes_from_last_checkpoint(tmp_path, ray_cluster, small_config) -> None:
     log = tmp_path / "attempts.log"
-    cfg = compose("digits", [
+    cfg = small_config(
         "experiment.trainable=tests.integration.flaky:train_crash_once",
         f"+experiment.params.log={log}", "+experiment.params.crash_epoch=3",
         "+experiment.params.crash_rank=1", "search=random", "scheduler=none",
-        "search.num_samples=1", "scheduler.max_t=4", "scaling.num_workers=2",
-        "trial.max_failures=1", f"sweep.dir={tmp_path / 'sweep'}",
-    ])
+        "search.num_samples=1", "scheduler.max_t=4", "trial.max_failures=1",
+    )
     result = run_sweep(cfg)
     assert (tmp_path / "crashed").exists(), "the simulated crash happened"
     starts = sorted(log.read_text().split())
