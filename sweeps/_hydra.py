@@ -5,7 +5,7 @@
 The CLI reads ``--config-dir`` and ``hydra.searchpath`` the way Hydra will, before Hydra runs,
 to build the search path (``sweeps.config.search_path``). Public route: none in Hydra 1.3
 (``hydra.main`` parses ``sys.argv`` itself); re-implementing the parser would drift from
-Hydra's flags. ``tests/unit/test_search_path.py`` covers it.
+Hydra's flags. ``tests/unit/config/test_search_path.py`` covers it.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@
     compat.problems()   # [] on a supported Ray; else one sentence per changed internal
 
 Run by the sweep before it starts Ray (a changed internal fails the sweep there, never as a
-hang mid-sweep) and by ``tests/unit/test_ray_compat.py`` (the canary a Ray upgrade trips
+hang mid-sweep) and by ``tests/unit/ray_adapter/test_ray_compat.py`` (the canary a Ray upgrade trips
 first). Each probe imports one private symbol the adapter uses and checks the attributes and
 parameters the adapter's functions rely on; the list is the adapter's inventory.
 """

@@ -15,7 +15,7 @@ import pytest
 
 from sweeps._ray import compat
 
-SWEEPS = Path(__file__).resolve().parents[2] / "sweeps"
+SWEEPS = Path(__file__).resolve().parents[3] / "sweeps"
 PRIVATE = re.compile(r"_private|_internal|_raylet|_local_tuner|_experiment_analysis")
 
 

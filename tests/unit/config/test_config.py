@@ -14,7 +14,7 @@ from sweeps.config.overrides import check_overrides, schema_keys
 from sweeps.config.schema import available_experiments, to_config
 from sweeps.config.validate import validate
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 @pytest.mark.parametrize("name", available_experiments())

@@ -13,7 +13,7 @@ from sweeps import ConfigError
 from sweeps.config.overrides import check_overrides
 from sweeps.config.paths import CONF_DIR
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 SP = "hydra.searchpath"
 
 

@@ -12,7 +12,7 @@ import pytest
 from sweeps import compose, prepare
 from sweeps.report.dry_run import asha_rungs, epoch_budget, expected_epochs, format_plan
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 @pytest.mark.parametrize(
