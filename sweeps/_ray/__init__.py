@@ -7,8 +7,8 @@ Every private Ray symbol, attribute, file format and environment variable sweeps
 reached through a named function here, whose docstring names the upstream issue and the public
 API to move to once Ray has one. ``compat.check()`` imports each of them and checks the
 attributes and signatures the functions rely on; ``tests/unit/ray_adapter/test_ray_compat.py``
-runs it in seconds without a cluster, so an incompatible Ray fails one fast test and one line at startup,
-never a hang mid-sweep.
+runs it in seconds without a cluster, so an incompatible Ray fails one fast test and one line
+at startup, never a hang mid-sweep.
 
 Modules: ``kv`` (the GCS key-value store), ``placement`` (placement groups, actor states, the
 Train controller's worker-group hook), ``train`` (Train's trainer callbacks, the trial

@@ -7,7 +7,8 @@
 It decides exactly as Ray 2.60's ``ray.tune.schedulers.async_hyperband._Bracket`` (with
 ``s=0``) under ``AsyncHyperBandScheduler(brackets=1)``, which is what Tune's ``ASHAScheduler``
 runs by default; ``tests/unit/search/test_schedulers.py`` checks it against Ray's own class on
-random result streams. It is ours so the sweep's scheduler reads and writes no private Ray attribute.
+random result streams. It is ours so the sweep's scheduler reads and writes no private Ray
+attribute.
 
 * Rungs sit at ``grace_period * reduction_factor**k``, their number computed with Ray's float
   formula ``int(log(max_t / grace_period) / log(reduction_factor) + 1)``, so a rung at ``max_t``
