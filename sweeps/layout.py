@@ -27,6 +27,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from sweeps.protocol import SCHEDULER_LOG
+
 __all__ = ["SweepLayout"]
 
 
@@ -55,7 +57,7 @@ class SweepLayout:
 
     @property
     def scheduler_log(self) -> Path:
-        return self.state / "scheduler.jsonl"
+        return self.state / f"{SCHEDULER_LOG}.jsonl"
 
     @property
     def end(self) -> Path:

@@ -11,6 +11,7 @@ import json
 import sys
 from pathlib import Path
 
+from sweeps.layout import SweepLayout
 from sweeps.tracking.journal import Journal
 
 __all__ = ["sync"]
@@ -22,8 +23,8 @@ def sync(sweep_dir: str | Path, timeout_s: float = 300.0) -> int:
     from sweeps.tracking.mlflow_sink import MLflowSink
     from sweeps.tracking.setup import quiet_http_retries
 
-    state_dir = Path(sweep_dir) / "tracking"
-    meta_path = state_dir / "meta.json"
+    layout = SweepLayout(Path(sweep_dir))
+    state_dir, meta_path = layout.tracking, layout.tracking_meta
     if not meta_path.exists():
         raise FileNotFoundError(f"{sweep_dir} has no tracking/meta.json: not a tracked sweep")
     meta = json.loads(meta_path.read_text())

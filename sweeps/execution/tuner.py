@@ -18,6 +18,7 @@ from typing import Any
 from sweeps.config.schema import SweepConfig
 from sweeps.execution.resources import TRIAL_DRIVER_RESOURCES, ResourcePlan
 from sweeps.execution.trial_driver import TrialPlan, run_trial
+from sweeps.layout import SweepLayout
 from sweeps.search.outcome import Objective
 from sweeps.search.space import Param, to_tune_space
 
@@ -69,7 +70,7 @@ def trial_plan(cfg: SweepConfig, constants: dict[str, Any], plan: ResourcePlan,
     e = cfg.experiment
     return TrialPlan(
         sweep_id=sweep_id, trainable=e.trainable, params=dict(e.params), constants=constants,
-        train_storage=str(sweep_dir / "train"), worker_resources=plan.worker_resources,
+        train_storage=str(SweepLayout(sweep_dir).train), worker_resources=plan.worker_resources,
         num_workers=plan.num_workers, use_gpu=plan.use_gpu, metric=e.metric, mode=e.mode,
         time_attr=e.time_attr, max_epochs=cfg.scheduler.max_t,
         checkpoint_every=cfg.checkpoint.every, checkpoint_keep=cfg.checkpoint.keep,

@@ -17,6 +17,7 @@ from typing import Any
 
 from sweeps.errors import SweepError
 from sweeps.execution.checkpoint import load_model
+from sweeps.layout import SweepLayout
 
 __all__ = ["load_best", "best_checkpoint"]
 
@@ -27,7 +28,8 @@ def best_checkpoint(sweep_dir: str | Path) -> Path:
     fix = "pass the directory a sweep ran in (outputs/<sweep name>) or a models:/NAME/VERSION URI"
     if not root.is_dir():
         raise SweepError(f"load_best: {root} is not a directory; {fix}")
-    best_file = root / "best.json"
+    layout = SweepLayout(root)
+    best_file = layout.best
     if not best_file.exists():
         what = ("a sweep that has not finished" if list(root.glob("experiment_state-*.json"))
                 else "not a sweep directory")
@@ -38,7 +40,7 @@ def best_checkpoint(sweep_dir: str | Path) -> Path:
                          "(see summary.csv and each trial's error.txt)")
     checkpoint = Path(best["checkpoint"])
     if not checkpoint.is_dir():  # the sweep directory was moved or copied
-        moved = root / "train" / best["trial_id"] / checkpoint.name
+        moved = layout.run_dir(best["trial_id"]) / checkpoint.name
         if not moved.is_dir():
             raise SweepError(f"load_best: the best checkpoint {checkpoint} is gone (also not at "
                              f"{moved}); it was deleted after the sweep")
@@ -60,7 +62,7 @@ def load_best(source: str | Path) -> Any:
     from sweeps.execution.checkpoint import build_model, model_form
 
     checkpoint = best_checkpoint(source)
-    best = json.loads((Path(source) / "best.json").read_text())
+    best = json.loads(SweepLayout(Path(source)).best.read_text())
     loader = best.get("model_loader")
     if model_form(checkpoint, loader) == "files":
         raise SweepError(f"load_best: the best checkpoint {checkpoint} is in the training "

@@ -20,6 +20,7 @@ from typing import Any
 
 import pandas as pd
 
+from sweeps.layout import SweepLayout
 from sweeps.protocol import CHECKPOINT_PATH_KEY as CHECKPOINT_KEY
 from sweeps.protocol import CLOCK_KEY
 from sweeps.search.outcome import Objective, Verdict
@@ -159,11 +160,11 @@ def format_table(table: pd.DataFrame) -> str:
 
 def write_summary(summary: Summary, sweep_dir: Path) -> None:
     """``summary.csv``, ``summary.parquet`` and ``best.json`` in the sweep directory."""
-    summary.table.to_csv(sweep_dir / "summary.csv", index=False)
+    layout = SweepLayout(sweep_dir)
+    summary.table.to_csv(layout.summary_csv, index=False)
     mixed = [c for c in summary.table if summary.table[c].dtype == object]
-    summary.table.astype({c: str for c in mixed}).to_parquet(sweep_dir / "summary.parquet",
-                                                             index=False)
-    (sweep_dir / "best.json").write_text(json.dumps(summary.best, indent=2, default=str) + "\n")
+    summary.table.astype({c: str for c in mixed}).to_parquet(layout.summary_parquet, index=False)
+    layout.best.write_text(json.dumps(summary.best, indent=2, default=str) + "\n")
 
 
 def best_overrides(config: dict[str, Any]) -> str:

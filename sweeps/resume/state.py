@@ -26,6 +26,7 @@ from sweeps._ray.tune import experiment_state_files, trials_in_state
 from sweeps.config.schema import SweepConfig
 from sweeps.errors import ConfigError, SweepError
 from sweeps.files import write_atomic
+from sweeps.layout import SweepLayout
 from sweeps.search.space import Param, flatten
 
 __all__ = ["FORMAT_VERSION", "SweepRecord", "ResumeInfo", "StateError", "decide_resume",
@@ -63,7 +64,7 @@ class ResumeInfo:
 
 
 def state_dir(sweep_dir: Path) -> Path:
-    return sweep_dir / "state"
+    return SweepLayout(sweep_dir).state
 
 
 def tune_state_files(sweep_dir: Path) -> list[Path]:

@@ -37,6 +37,7 @@ from typing import Any
 from ray.tune.schedulers import FIFOScheduler, TrialScheduler
 
 from sweeps.errors import ConfigError
+from sweeps.layout import SweepLayout
 from sweeps.protocol import CLOCK_KEY, SCHEDULER_LOG
 from sweeps.search.asha import AsyncHalving
 from sweeps.search.outcome import Objective, Verdict, read_verdicts
@@ -58,7 +59,7 @@ def _reported(key: str) -> bool:
 
 def decision_log(sweep_dir: str | Path) -> Journal:
     """The scheduler's log in ``<sweep dir>/state``."""
-    return Journal(Path(sweep_dir) / "state", LOG_NAME)
+    return Journal(SweepLayout(Path(sweep_dir)).state, LOG_NAME)
 
 
 def _metrics(result: dict[str, Any] | None) -> dict[str, Any]:

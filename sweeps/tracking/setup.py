@@ -14,10 +14,15 @@ from __future__ import annotations
 import logging
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from sweeps.config.schema import SweepConfig
 from sweeps.errors import ConfigError
+
+if TYPE_CHECKING:  # Ray (via the callback), pandas (via the summary) stay off the --help path
+    from sweeps.execution.prepare import Prepared
+    from sweeps.report.summary import Summary
+    from sweeps.tracking.callback import MLflowTracking
 
 log = logging.getLogger(__name__)
 
@@ -71,7 +76,7 @@ def check_tracking(cfg: SweepConfig, uri: str) -> None:
             raise ConfigError("tracking.uri", uri, f"does not answer ({reason})", fix) from exc
 
 
-def start_tracking(prep: Any, sweep_id: str, start: int = 1) -> Any:
+def start_tracking(prep: Prepared, sweep_id: str, start: int = 1) -> MLflowTracking:
     """The MLflow callback, with the sweep's parent run journaled (``start`` > 1: a resumed
     sweep, which continues the same parent run)."""
     import json
@@ -81,7 +86,8 @@ def start_tracking(prep: Any, sweep_id: str, start: int = 1) -> Any:
     from sweeps.tracking.callback import MLflowTracking, TrackingSettings
 
     cfg, t = prep.cfg, prep.cfg.tracking
-    state_dir = prep.sweep_dir / "tracking"
+    layout = prep.layout
+    state_dir = layout.tracking
     state_dir.mkdir(exist_ok=True)
     settings = TrackingSettings(
         uri=prep.tracking_uri or "", experiment_name=t.experiment_name or cfg.experiment.name,
@@ -89,7 +95,7 @@ def start_tracking(prep: Any, sweep_id: str, start: int = 1) -> Any:
         state_dir=str(state_dir), max_epochs=cfg.scheduler.max_t, scheduler=cfg.scheduler.name,
         flush_timeout_s=t.flush_timeout_s, metric=cfg.experiment.metric,
         mode=cfg.experiment.mode, model_loader=cfg.experiment.model_loader)
-    (state_dir / "meta.json").write_text(json.dumps(settings.__dict__, indent=2))
+    layout.tracking_meta.write_text(json.dumps(settings.__dict__, indent=2))
     tracking = MLflowTracking(settings)
     config = OmegaConf.to_container(OmegaConf.structured(cfg))
     tags = {"sweeps.sweep_name": cfg.sweep.name, "sweeps.sweep_dir": str(prep.sweep_dir)}
@@ -101,19 +107,19 @@ def start_tracking(prep: Any, sweep_id: str, start: int = 1) -> Any:
     return tracking
 
 
-def finish_tracking(tracking: Any, prep: Any, summary: Any) -> int:
+def finish_tracking(tracking: MLflowTracking, prep: Prepared, summary: Summary) -> int:
     """Sweep end in MLflow; never lets a tracking failure hide the finished sweep."""
     try:
-        unsent = tracking.finish(prep.sweep_dir / "summary.csv", summary.best)
+        unsent = tracking.finish(prep.layout.summary_csv, summary.best)
     except Exception as exc:
         log.error("MLflow: could not record the sweep's end (%s); the journal in %s keeps "
-                  "it for `python -m sweeps.sync %s`", exc, prep.sweep_dir / "tracking",
+                  "it for `python -m sweeps.sync %s`", exc, prep.layout.tracking,
                   prep.sweep_dir)
         return -1
     if unsent:
         log.warning("MLflow: %d tracking record(s) not delivered yet (server unreachable); "
                     "they wait in %s. Send them with `python -m sweeps.sync %s`.", unsent,
-                    prep.sweep_dir / "tracking" / "journal.jsonl", prep.sweep_dir)
+                    prep.layout.tracking_journal, prep.sweep_dir)
     return unsent
 
 
@@ -128,7 +134,7 @@ def _git_commit() -> str | None:
     return out.stdout.strip() or None if out.returncode == 0 else None
 
 
-def abort_tracking(tracking: Any, exc: BaseException) -> None:
+def abort_tracking(tracking: MLflowTracking, exc: BaseException) -> None:
     """The sweep died: close the parent and every open trial run (KILLED on Ctrl-C/SIGTERM,
     FAILED otherwise) so no run is left RUNNING; wait briefly for delivery."""
     killed = isinstance(exc, KeyboardInterrupt | SystemExit) or getattr(exc, "interrupted", False)
