@@ -151,7 +151,7 @@ def _record_release(layout: SweepLayout) -> None:
     import json
     import time
 
-    from sweeps.placement.release import held_groups
+    from sweeps.placement.reaper import held_groups
 
     try:
         held = held_groups()
