@@ -58,8 +58,7 @@ def fit(prep: Prepared, interrupt: Interrupt | None = None) -> SweepResult:
     tracking: MLflowTracking | None = (start_tracking(prep, sweep_id, record.starts)
                                        if prep.tracking_uri else None)
     reaper = PlacementGroupReaper(sweep_id)
-    progress = ProgressLines(objective.metric, objective.mode, cfg.search.num_samples,
-                             int(objective.budget), sweep_dir=str(prep.sweep_dir))
+    progress = ProgressLines(objective, cfg.search.num_samples, sweep_dir=str(prep.sweep_dir))
     unread = UnreadKeysCheck([p.path for p in prep.params], layout.train)
     trial = trial_plan(cfg, prep.constants, prep.resources, prep.sweep_dir, sweep_id, ended)
     callbacks: list[Callback] = [reaper, progress, unread] + ([tracking] if tracking else [])

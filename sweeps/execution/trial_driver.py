@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from sweeps.execution.context import TrialContext
+from sweeps.search.outcome import Objective
 from sweeps.search.space import deep_merge, unflatten
 
 __all__ = ["TrialPlan", "run_trial", "start_limits", "unseen_reports"]
@@ -44,10 +45,8 @@ class TrialPlan:
     worker_resources: dict[str, float]
     num_workers: int
     use_gpu: bool
-    metric: str
-    mode: str
+    objective: Objective  # the metric, its mode and the epoch budget (scheduler.max_t)
     time_attr: str | None
-    max_epochs: int
     checkpoint_every: int
     checkpoint_keep: int
     max_failures: int
@@ -73,15 +72,16 @@ class TrialPlan:
     def context(self, trial_id: str) -> TrialContext:
         """What ``sweeps.trial_context()`` returns in this trial's workers."""
         return TrialContext(trial_id=trial_id, run_dir=str(Path(self.train_storage) / trial_id),
-                            max_epochs=self.max_epochs, checkpoint_every=self.checkpoint_every,
-                            seed=self.seed, metric=self.metric, mode=self.mode)
+                            max_epochs=int(self.objective.budget),
+                            checkpoint_every=self.checkpoint_every, seed=self.seed,
+                            metric=self.objective.metric, mode=self.objective.mode)
 
 
 _EXAMPLE: dict[str, Any] = dict(  # a minimal plan, for the docstring examples
     sweep_id="s", trainable="m:f", params={}, constants={}, train_storage="/tmp/train",
-    worker_resources={"CPU": 1.0}, num_workers=1, use_gpu=False, metric="val_acc", mode="max",
-    time_attr="epoch", max_epochs=9, checkpoint_every=1, checkpoint_keep=2, max_failures=0,
-    poll_interval_s=0.1, start_timeout_s=60.0, seed=0)
+    worker_resources={"CPU": 1.0}, num_workers=1, use_gpu=False,
+    objective=Objective("val_acc", "max", 9), time_attr="epoch", checkpoint_every=1,
+    checkpoint_keep=2, max_failures=0, poll_interval_s=0.1, start_timeout_s=60.0, seed=0)
 
 
 def run_trial(sampled: dict[str, Any], plan: TrialPlan) -> None:
@@ -132,8 +132,8 @@ def run_trial(sampled: dict[str, Any], plan: TrialPlan) -> None:
             storage_path=plan.train_storage,
             checkpoint_config=CheckpointConfig(
                 num_to_keep=plan.checkpoint_keep,
-                checkpoint_score_attribute=plan.metric,
-                checkpoint_score_order=plan.mode),
+                checkpoint_score_attribute=plan.objective.metric,
+                checkpoint_score_order=plan.objective.mode),
             failure_config=FailureConfig(max_failures=plan.max_failures,
                                          controller_failure_limit=start_failures),
             callbacks=[SweepReportCallback(clock), PlacementGroupLedger(plan.sweep_id, trial_id)],

@@ -40,9 +40,10 @@ def _clock(seconds: float) -> str:
 class ProgressLines(Callback):
     """Tune callback printing trial events, with a progress bar when writing to a terminal."""
 
-    def __init__(self, metric: str, mode: str, total: int, max_epochs: int,
-                 stream: TextIO | None = None, sweep_dir: str | None = None) -> None:
-        self.metric, self.mode, self.total, self.max_epochs = metric, mode, total, max_epochs
+    def __init__(self, objective: Objective, total: int, stream: TextIO | None = None,
+                 sweep_dir: str | None = None) -> None:
+        self.objective, self.total = objective, total
+        self.metric, self.mode, self.max_epochs = objective.metric, objective.mode, objective.budget
         self.sweep_dir = sweep_dir  # where the scheduler's verdicts are (None: clock only)
         self.stream = stream  # None: whatever sys.stdout is when a line is printed
         self.start = time.monotonic()
@@ -121,7 +122,7 @@ class ProgressLines(Callback):
             from sweeps.search.schedulers import verdicts
 
             verdict = verdicts(self.sweep_dir).get(trial.trial_id)
-        outcome = Objective(self.metric, self.mode, self.max_epochs).outcome(clock, verdict,
+        outcome = self.objective.outcome(clock, verdict,
                                                                             False)
         if outcome == "stopped":
             self.stopped += 1

@@ -13,6 +13,7 @@ from sweeps.execution import report_log
 from sweeps.execution.context import TrialContext
 from sweeps.execution.trial_driver import _EXAMPLE, TrialPlan, start_limits, unseen_reports
 from sweeps.protocol import CHECKPOINT_PATH_KEY, CLOCK_KEY
+from sweeps.search.outcome import Objective
 from sweeps.search.schedulers import decision_log
 
 
@@ -50,8 +51,8 @@ def test_worker_config_leaves_the_shared_plan_untouched() -> None:
 
 
 def test_context_names_the_trials_run_dir_and_the_sweeps_settings() -> None:
-    plan = _plan(train_storage="/data/sweep/train", max_epochs=12, checkpoint_every=3,
-                 seed=5, metric="val_loss", mode="min")
+    plan = _plan(train_storage="/data/sweep/train", objective=Objective("val_loss", "min", 12),
+                 checkpoint_every=3, seed=5)
     assert plan.context("ab12_00003") == TrialContext(
         trial_id="ab12_00003", run_dir="/data/sweep/train/ab12_00003", max_epochs=12,
         checkpoint_every=3, seed=5, metric="val_loss", mode="min")

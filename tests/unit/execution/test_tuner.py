@@ -107,8 +107,9 @@ def test_trial_plan_takes_every_field_from_the_config(tmp_path: Path) -> None:
     assert plan.constants == {"net.width": 3}
     assert plan.train_storage == str(tmp_path / "sw" / "train")
     assert (plan.worker_resources, plan.num_workers, plan.use_gpu) == ({"CPU": 1.5}, 2, False)
-    assert (plan.metric, plan.mode, plan.time_attr) == ("val_loss", "min", cfg.experiment.time_attr)
-    assert (plan.max_epochs, plan.checkpoint_every, plan.checkpoint_keep) == (12, 2, 4)
+    assert plan.objective == Objective("val_loss", "min", 12)
+    assert plan.time_attr == cfg.experiment.time_attr
+    assert (plan.checkpoint_every, plan.checkpoint_keep) == (2, 4)
     assert (plan.max_failures, plan.poll_interval_s, plan.start_timeout_s) == (3, 0.5, 120.0)
     assert plan.seed == 11 and plan.ended == ended
 

@@ -12,6 +12,7 @@ import pytest
 from sweeps.protocol import CLOCK_KEY
 from sweeps.report.plots import NotEnoughTrials, plot_sweep
 from sweeps.report.progress import ProgressLines
+from sweeps.search.outcome import Objective
 from sweeps.search.schedulers import decision_log
 from sweeps.search.space import parse_space
 
@@ -75,7 +76,7 @@ def _drive(view: ProgressLines) -> None:
 
 def test_piped_output_is_plain_lines(tmp_path) -> None:
     out = io.StringIO()
-    _drive(ProgressLines("val_acc", "max", 3, 9, stream=out, sweep_dir=str(tmp_path)))
+    _drive(ProgressLines(Objective("val_acc", "max", 9), 3, stream=out, sweep_dir=str(tmp_path)))
     text = out.getvalue()
     assert "\x1b" not in text and "\r" not in text
     assert text.splitlines()[2].endswith("trial a stopped early at epoch 1 | best 0.5 (a)")
@@ -83,7 +84,7 @@ def test_piped_output_is_plain_lines(tmp_path) -> None:
 
 def test_terminal_gets_a_line_per_running_trial_and_a_bar_redrawn_in_place(tmp_path) -> None:
     out = FakeTTY()
-    view = ProgressLines("val_acc", "max", 3, 9, stream=out, sweep_dir=str(tmp_path))
+    view = ProgressLines(Objective("val_acc", "max", 9), 3, stream=out, sweep_dir=str(tmp_path))
     _drive(view)
     view.on_trial_result(0, [], TrialRecord("b"), {"val_acc": 0.25, CLOCK_KEY: 2})
     view.on_trial_start(0, [], TrialRecord("c"))
