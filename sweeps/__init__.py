@@ -18,7 +18,15 @@ from __future__ import annotations
 from sweeps.config.compose import compose
 from sweeps.config.schema import SweepConfig
 from sweeps.config.validate import validate
-from sweeps.errors import ClusterFitError, ConfigError, SearchSpaceError, SweepError
+from sweeps.errors import (
+    ClusterFitError,
+    ConfigError,
+    RayIncompatible,
+    SearchSpaceError,
+    StateError,
+    SweepError,
+    SweepInterrupted,
+)
 from sweeps.execution.checkpoint import load_checkpoint, load_model
 from sweeps.execution.context import TrialContext, trial_context
 from sweeps.execution.prepare import prepare
@@ -29,9 +37,12 @@ from sweeps.report.best import load_best
 __all__ = [
     "ClusterFitError",
     "ConfigError",
+    "RayIncompatible",
     "SearchSpaceError",
+    "StateError",
     "SweepConfig",
     "SweepError",
+    "SweepInterrupted",
     "SweepResult",
     "TrialContext",
     "TrialSession",

@@ -9,7 +9,8 @@ subclass ``ValueError`` so callers that already catch it keep working.
 
 from __future__ import annotations
 
-__all__ = ["ConfigError", "SearchSpaceError", "ClusterFitError", "SweepError"]
+__all__ = ["ConfigError", "SearchSpaceError", "ClusterFitError", "SweepError", "StateError",
+           "SweepInterrupted", "RayIncompatible"]
 
 
 class SweepError(Exception):
@@ -30,3 +31,21 @@ class SearchSpaceError(ConfigError):
 
 class ClusterFitError(ConfigError):
     """One trial needs more resources than the whole cluster has."""
+
+
+class StateError(SweepError):
+    """The sweep directory's state cannot be used (corrupted, or from another version)."""
+
+
+class RayIncompatible(SweepError):
+    """This Ray lacks (or changed) an internal that sweeps relies on (``sweeps._ray.compat``)."""
+
+
+class SweepInterrupted(SweepError):
+    """Ctrl-C or SIGTERM stopped the sweep; its state is saved and the same command resumes."""
+
+    interrupted = True  # MLflow marks the sweep's open runs KILLED, not FAILED
+
+    def __init__(self, message: str, signum: int) -> None:
+        super().__init__(message)
+        self.exit_code = 128 + signum

@@ -17,15 +17,11 @@ import importlib
 import inspect
 from collections.abc import Callable
 
-from sweeps.errors import SweepError
+from sweeps.errors import RayIncompatible
 
 __all__ = ["check", "problems", "RayIncompatible", "PROBES", "TESTED"]
 
 TESTED = ">=2.58.1,<2.61"  # the Ray releases the suite ran on (see README, "Ray versions")
-
-
-class RayIncompatible(SweepError):
-    """This Ray lacks (or changed) an internal that sweeps relies on."""
 
 
 def _symbol(path: str) -> object:

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sweeps.config.schema import SweepConfig
-from sweeps.errors import SweepError
+from sweeps.errors import SweepInterrupted
 from sweeps.execution.prepare import Prepared, prepare, sweep_dir_of
 from sweeps.execution.ray_session import ray_session
 from sweeps.layout import SweepLayout
@@ -65,16 +65,6 @@ class SweepResult:
         """The best trial's row: ``trial_id``, ``value``, ``epoch``, ``config``,
         ``checkpoint``, ... (None when no trial reported the metric)."""
         return self.summary.best
-
-
-class SweepInterrupted(SweepError):
-    """Ctrl-C or SIGTERM stopped the sweep; its state is saved and the same command resumes."""
-
-    interrupted = True  # MLflow marks the sweep's open runs KILLED, not FAILED
-
-    def __init__(self, message: str, signum: int) -> None:
-        super().__init__(message)
-        self.exit_code = 128 + signum
 
 
 def run_sweep(cfg: SweepConfig, prepared: Prepared | None = None) -> SweepResult:

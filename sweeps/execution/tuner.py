@@ -13,7 +13,7 @@ restarts at
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sweeps.config.schema import SweepConfig
 from sweeps.execution.resources import TRIAL_DRIVER_RESOURCES, ResourcePlan
@@ -22,11 +22,17 @@ from sweeps.layout import SweepLayout
 from sweeps.search.outcome import Objective
 from sweeps.search.space import Param, to_tune_space
 
+if TYPE_CHECKING:  # Ray stays off the --help and dry-run path
+    from ray.tune import Callback, Tuner
+    from ray.tune.search import SearchAlgorithm, Searcher
+
+    from sweeps.search.schedulers import ResumableASHA, ResumableFIFO
+
 __all__ = ["build_tuner", "restore_tuner", "make_search_alg", "make_scheduler", "trial_plan",
            "objective_of"]
 
 
-def make_search_alg(cfg: SweepConfig, max_concurrent: int = 0) -> Any:
+def make_search_alg(cfg: SweepConfig, max_concurrent: int = 0) -> Searcher | SearchAlgorithm:
     """OptunaSearch(TPE) or BasicVariantGenerator, seeded with ``sweep.seed``.
 
     Tune ignores ``TuneConfig.max_concurrent_trials`` for a ``BasicVariantGenerator`` (it only
@@ -45,7 +51,7 @@ def make_search_alg(cfg: SweepConfig, max_concurrent: int = 0) -> Any:
     return OptunaSearch(sampler=sampler)
 
 
-def make_scheduler(cfg: SweepConfig, sweep_dir: Path) -> Any:
+def make_scheduler(cfg: SweepConfig, sweep_dir: Path) -> ResumableASHA | ResumableFIFO:
     """ASHA over reported epochs, or FIFO (every trial runs ``scheduler.max_t`` epochs); both
     log their decisions under ``sweep_dir`` so a resumed sweep keeps them."""
     from sweeps.search.schedulers import ResumableASHA, ResumableFIFO
@@ -95,7 +101,7 @@ def _trainable(trial: TrialPlan) -> Any:
 
 
 def build_tuner(cfg: SweepConfig, params: list[Param], trial: TrialPlan, plan: ResourcePlan,
-                sweep_dir: Path, callbacks: list) -> Any:
+                sweep_dir: Path, callbacks: list[Callback]) -> Tuner:
     """A ``tune.Tuner`` whose experiment directory is ``sweep_dir`` itself."""
     from ray import tune
 
@@ -120,7 +126,7 @@ def build_tuner(cfg: SweepConfig, params: list[Param], trial: TrialPlan, plan: R
 
 
 def restore_tuner(cfg: SweepConfig, params: list[Param], trial: TrialPlan, sweep_dir: Path,
-                  callbacks: list) -> Any:
+                  callbacks: list[Callback]) -> Tuner:
     """``Tuner.restore`` of the sweep in ``sweep_dir``: finished trials stay finished,
     unfinished and errored ones continue from their checkpoints, the searcher's state is
     reloaded. This run's callbacks, scheduler and retry limit replace the pickled ones (the

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from sweeps._ray.tune import experiment_state_files, trials_in_state
 from sweeps.config.schema import SweepConfig
-from sweeps.errors import ConfigError, SweepError
+from sweeps.errors import ConfigError, StateError
 from sweeps.files import write_atomic
 from sweeps.layout import SweepLayout
 from sweeps.search.space import Param, flatten
@@ -35,10 +35,6 @@ __all__ = ["FORMAT_VERSION", "SweepRecord", "ResumeInfo", "StateError", "decide_
 
 FORMAT_VERSION = 1
 RECORD_FILE = "sweep.json"
-
-
-class StateError(SweepError):
-    """The sweep directory's state cannot be used (corrupted, or from another version)."""
 
 
 @dataclass
