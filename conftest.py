@@ -9,6 +9,15 @@ from pathlib import Path
 import pytest
 
 
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """Doctest collection imports only the modules of ``sweeps/`` that have examples, so a Ray
+    whose internals changed fails the canary (tests/unit/ray_adapter) rather than collection."""
+    if collection_path.suffix == ".py" and "tests" not in collection_path.parts \
+            and ">>>" not in collection_path.read_text():
+        return True
+    return None
+
+
 @pytest.fixture(autouse=True)
 def _doctest_names(doctest_namespace: dict) -> None:
     from sweeps import compose

@@ -7,11 +7,10 @@ with a one-line error naming key, value and fix; Ray is not started), then runs 
 prints the trial table, the best config and the best checkpoint. ``--help`` and ``--cfg job``
 stay fast: Ray and torch are imported only once a sweep really runs.
 
-Experiments are looked up in ``--config-dir DIR``, then ``hydra.searchpath=[...]`` entries,
-then the built-in ``conf/`` (``sweeps/config/search_path.py`` says why that differs from plain
-Hydra);
-``--help`` lists them per entry. The ``sweeps`` console command runs this module exactly as
-``python -m sweeps`` does (the working directory on ``sys.path`` included).
+Experiments are looked up in ``--config-dir DIR``, then ``hydra.searchpath=[...]`` entries, then the
+built-in ``conf/`` (``sweeps/config/search_path.py`` says why that differs from plain Hydra);
+``--help`` lists them per entry. The ``sweeps`` console command runs this module exactly as ``python
+-m sweeps`` does (the working directory on ``sys.path`` included).
 """
 
 from __future__ import annotations
@@ -58,6 +57,9 @@ def main(cfg: DictConfig) -> None:
     except SweepInterrupted as exc:
         print(f"sweeps: {exc}", file=sys.stderr)
         sys.exit(exc.exit_code)
+    except SweepError as exc:  # e.g. RayIncompatible: one line, not Hydra's traceback
+        print(f"sweeps: error: {exc}", file=sys.stderr)
+        sys.exit(2)
     print_result(result, sweep_cfg)
     if result.best is None or result.failed:
         sys.exit(1)

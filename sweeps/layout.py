@@ -27,8 +27,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from sweeps.protocol import SCHEDULER_LOG
-
 __all__ = ["SweepLayout"]
 
 
@@ -54,10 +52,6 @@ class SweepLayout:
     @property
     def record(self) -> Path:
         return self.state / "sweep.json"
-
-    @property
-    def scheduler_log(self) -> Path:
-        return self.state / f"{SCHEDULER_LOG}.jsonl"
 
     @property
     def end(self) -> Path:

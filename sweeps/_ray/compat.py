@@ -14,13 +14,16 @@ from __future__ import annotations
 
 import functools
 import importlib
+import importlib.metadata
 import inspect
+import logging
 from collections.abc import Callable
 
 from sweeps.errors import RayIncompatible
 
-__all__ = ["check", "problems", "RayIncompatible", "PROBES", "TESTED"]
+__all__ = ["check", "problems", "degraded", "RayIncompatible", "SOFT", "TESTED"]
 
+log = logging.getLogger(__name__)
 TESTED = ">=2.58.1,<2.61"  # the Ray releases the suite ran on (see README, "Ray versions")
 
 
@@ -74,71 +77,123 @@ def _fields(path: str, *names: str) -> Callable[[], None]:
     return probe
 
 
-_KV = "ray.experimental.internal_kv:"
-_WG = "ray.train.v2._internal.execution.worker_group"
-PROBES: dict[str, Callable[[], None]] = {
-    # kv.py
-    "internal_kv put": _params(_KV + "_internal_kv_put", "key", "value", "overwrite", "namespace"),
-    "internal_kv get": _params(_KV + "_internal_kv_get", "key", "namespace"),
-    "internal_kv list": _params(_KV + "_internal_kv_list", "prefix", "namespace"),
-    "internal_kv del": _params(_KV + "_internal_kv_del", "key", "del_by_prefix", "namespace"),
-    # placement.py
-    "WorkerGroupCallback": _attrs("ray.train.v2._internal.execution.callback:WorkerGroupCallback",
-                                  "before_worker_group_start", "after_worker_group_start"),
-    "worker group creates its placement group": _attrs(f"{_WG}.worker_group", "placement_group"),
-    "worker group state": _fields(f"{_WG}.state:WorkerGroupState", "placement_group_handle"),
-    "worker group placement handle": _attrs(
-        f"{_WG}.placement_group_handle:PlacementGroupHandle", "placement_group"),
-    "WorkerGroup.get_worker_group_state": _attrs(f"{_WG}.worker_group:WorkerGroup",
-                                                 "get_worker_group_state"),
-    "PlacementGroupID.from_hex": _attrs("ray._raylet:PlacementGroupID", "from_hex"),
-    "actors by id": _params("ray._private.state:actors", "actor_id"),
-    # train.py
-    "TorchTrainer default callbacks": _attrs("ray.train.torch:TorchTrainer",
-                                             "_create_default_callbacks"),
-    "Train's cleaner callback": _attrs("ray.train.v2._internal.callbacks.placement_group_callback",
-                                       "PlacementGroupCleanerCallback"),
-    "Train's datasets callback": _attrs("ray.train.v2._internal.callbacks.datasets",
-                                        "DatasetsCallback"),
-    "trial session": _attrs("ray.train._internal.session", "get_session"),
-    "trial session queues": _source_sets("ray.train._internal.session:_TrainSession",
-                                         "result_queue", "_inter_actor_queue"),
-    "Tune's report callback": _attrs("ray.tune.integration.ray_train:TuneReportCallback",
-                                     "after_report"),
-    "Train's run snapshot": _fields(
-        "ray.train.v2._internal.execution.checkpoint.checkpoint_manager:_CheckpointManagerState",
-        "checkpoint_results", "checkpoint_report_indices", "latest_checkpoint_result",
-        "pending_training_results", "pending_validation_specs"),
-    # tune.py
-    "Tuner._local_tuner": _source_sets("ray.tune:Tuner", "_local_tuner"),
-    "TunerInternal": _attrs("ray.tune.impl.tuner_internal:TunerInternal", "get_run_config"),
-    "TunerInternal._tune_config": _source_sets("ray.tune.impl.tuner_internal:TunerInternal",
-                                               "_tune_config"),
-    "Tuner.restore": _params("ray.tune:Tuner.restore", "resume_unfinished", "resume_errored",
-                             "param_space"),
-    # shipping.py
-    "Ray's pathspec": _attrs("ray._private.thirdparty.pathspec:PathSpec", "from_lines"),
-}
+def _equals(path: str, expected: object) -> Callable[[], None]:
+    """The constant at ``path`` still has the value the adapter copied."""
+    def probe() -> None:
+        value = _symbol(path)
+        if value != expected:
+            raise AssertionError(f"{path} is {value!r}, sweeps uses {expected!r}")
+    return probe
+
+
+def _probes() -> dict[str, Callable[[], None]]:
+    from sweeps._ray import logs, placement, shipping, train, train_snapshot, tune
+
+    kv = "ray.experimental.internal_kv:"
+    wg = placement.WORKER_GROUP_MODULE.rpartition(".")[0]
+    constants = "ray.train.v2._internal.constants:"
+    (cleaner_module, cleaner), (datasets_module, datasets) = train.DEFAULT_CALLBACKS_TO_DROP
+    return {
+        # kv.py
+        "internal_kv put": _params(kv + "_internal_kv_put", "key", "value", "overwrite",
+                                   "namespace"),
+        "internal_kv get": _params(kv + "_internal_kv_get", "key", "namespace"),
+        "internal_kv list": _params(kv + "_internal_kv_list", "prefix", "namespace"),
+        "internal_kv del": _params(kv + "_internal_kv_del", "key", "del_by_prefix", "namespace"),
+        # placement.py
+        "WorkerGroupCallback": _attrs(
+            "ray.train.v2._internal.execution.callback:WorkerGroupCallback",
+            "before_worker_group_start", "after_worker_group_start"),
+        "worker group creates its placement group": _attrs(placement.WORKER_GROUP_MODULE,
+                                                           "placement_group"),
+        "worker group state": _fields(f"{wg}.state:WorkerGroupState", "placement_group_handle"),
+        "worker group placement handle": _attrs(
+            f"{wg}.placement_group_handle:PlacementGroupHandle", "placement_group"),
+        "WorkerGroup.get_worker_group_state": _attrs(f"{placement.WORKER_GROUP_MODULE}:WorkerGroup",
+                                                     "get_worker_group_state"),
+        "PlacementGroupID.from_hex": _attrs("ray._raylet:PlacementGroupID", "from_hex"),
+        "actors by id": _params("ray._private.state:actors", "actor_id"),
+        # train.py
+        "TorchTrainer default callbacks": _attrs("ray.train.torch:TorchTrainer",
+                                                 "_create_default_callbacks"),
+        "TorchTrainer datasets": _source_sets(
+            "ray.train.v2.api.data_parallel_trainer:DataParallelTrainer", "datasets"),
+        "Train's cleaner callback": _attrs(cleaner_module, cleaner),
+        "Train's datasets callback": _attrs(datasets_module, datasets),
+        "trial session": _attrs(train.SESSION_MODULE, "get_session"),
+        "trial session queues": _source_sets(f"{train.SESSION_MODULE}:_TrainSession",
+                                             "result_queue", "_inter_actor_queue"),
+        "Train's health-check env var": _equals(constants + "HEALTH_CHECK_INTERVAL_S_ENV_VAR",
+                                                train.HEALTH_CHECK_ENV),
+        "Train's start-timeout env var": _equals(
+            constants + "WORKER_GROUP_START_TIMEOUT_S_ENV_VAR", train.START_TIMEOUT_ENV),
+        "Train's preemption-watcher env var": _equals(
+            constants + "ENABLE_PREEMPTION_WATCHER_ENV_VAR", train.PREEMPTION_WATCHER_ENV),
+        "Tune's report callback": _params(
+            "ray.tune.integration.ray_train:TuneReportCallback.after_report", "run_context",
+            "metrics", "checkpoint"),
+        # train_snapshot.py
+        "Train's run snapshot": _fields(
+            "ray.train.v2._internal.execution.checkpoint.checkpoint_manager:"
+            "_CheckpointManagerState", *train_snapshot.ALL_KEYS),
+        # tune.py
+        "Tuner._local_tuner": _source_sets("ray.tune:Tuner", "_local_tuner"),
+        "TunerInternal": _attrs("ray.tune.impl.tuner_internal:TunerInternal", "get_run_config"),
+        "TunerInternal._tune_config": _source_sets("ray.tune.impl.tuner_internal:TunerInternal",
+                                                   "_tune_config"),
+        "Tuner.restore": _params("ray.tune:Tuner.restore", "resume_unfinished",
+                                 "resume_errored", "param_space"),
+        "Tune's experiment-state file": _equals(
+            "ray.tune.execution.tune_controller:TuneController.CKPT_FILE_TMPL",
+            tune.STATE_GLOB.replace("*", "{}")),
+        # shipping.py
+        "Ray's pathspec": _attrs("ray._private.thirdparty.pathspec:PathSpec", "from_lines"),
+        "Ray's gRPC message limit": _equals("ray._private.ray_constants:GRPC_CPP_MAX_MESSAGE_SIZE",
+                                            shipping.GRPC_MAX_MESSAGE_SIZE),
+        "submitted job's env var": _equals(
+            "ray._private.runtime_env.constants:RAY_JOB_CONFIG_JSON_ENV_VAR",
+            shipping.JOB_CONFIG_ENV),
+        # logs.py
+        "Ray's auth logger's module": _attrs(logs.RAY_LOGGERS[1]),
+    }
+
+
+# Internals whose adapter function has a fallback: a Ray without them runs, degraded, with a
+# warning (the hand-over wait, the two left-out callbacks, the group recorded at creation).
+SOFT = frozenset({"trial session queues", "Train's cleaner callback",
+                  "Train's datasets callback", "worker group creates its placement group"})
 
 
 @functools.cache
-def problems() -> tuple[str, ...]:
-    """One sentence per internal this Ray lacks or changed ((): all present)."""
+def _findings() -> tuple[tuple[str, str], ...]:
     found = []
-    for name, probe in PROBES.items():
+    for name, probe in _probes().items():
         try:
             probe()
-        except Exception as exc:  # ImportError, AttributeError, AssertionError, ...
-            found.append(f"{name}: {type(exc).__name__}: {exc}")
+        except Exception as exc:  # ImportError, AttributeError, AssertionError, OSError, ...
+            found.append((name, f"{name}: {type(exc).__name__}: {exc}"))
     return tuple(found)
+
+
+def problems() -> tuple[str, ...]:
+    """One sentence per internal this Ray lacks or changed that sweeps cannot run without."""
+    return tuple(text for name, text in _findings() if name not in SOFT)
+
+
+def degraded() -> tuple[str, ...]:
+    """One sentence per internal this Ray lacks whose adapter function has a fallback."""
+    return tuple(text for name, text in _findings() if name in SOFT)
+
+
 
 
 def check() -> None:
     """Raise ``RayIncompatible`` (one line) unless this Ray has every internal sweeps uses."""
+    for text in degraded():
+        log.warning("ray %s: %s; sweeps runs without it (see sweeps._ray)",
+                    importlib.metadata.version("ray"), text)
     found = problems()
     if found:
-        import importlib.metadata
-
         version = importlib.metadata.version("ray")
         raise RayIncompatible(
             f"ray {version} is not supported by this sweeps (tested: ray{TESTED}): "

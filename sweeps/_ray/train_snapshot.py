@@ -23,12 +23,15 @@ from typing import Any
 from sweeps.files import write_atomic
 
 __all__ = ["SNAPSHOT_FILE", "load", "latest", "entries", "without", "rebuilt", "write",
-           "REQUIRED_KEYS"]
+           "REQUIRED_KEYS", "ALL_KEYS"]
 
 SNAPSHOT_FILE = "checkpoint_manager_snapshot.json"
 REQUIRED_KEYS = ("checkpoint_results", "checkpoint_report_indices", "latest_checkpoint_result")
 _VALIDATION_LISTS = ("validated_checkpoint_dir_names", "timed_out_validation_checkpoint_dir_names",
                      "failed_validation_checkpoint_dir_names")
+# Every field a rebuilt snapshot writes (Train validates the file against its model).
+ALL_KEYS = (*REQUIRED_KEYS, "ray_version", "pending_training_results", "pending_validation_specs",
+            "current_report_index", *_VALIDATION_LISTS)
 
 
 def load(run_dir: Path) -> dict[str, Any] | None:

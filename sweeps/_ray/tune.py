@@ -30,7 +30,13 @@ def replace_restored_config(tuner: Any, scheduler: Any, callbacks: list, verbose
                             failure_config: Any) -> None:
     """Give a ``Tuner.restore``'d tuner this run's scheduler, callbacks, verbosity and
     trial-retry limit (the pickled ones would be used otherwise)."""
-    internal = tuner._local_tuner
+    internal = getattr(tuner, "_local_tuner", None)
+    if internal is None or not hasattr(internal, "_tune_config"):  # e.g. Ray Client (ray://)
+        from sweeps.errors import RayIncompatible
+
+        raise RayIncompatible("this Tuner has no local TunerInternal (ray:// Ray Client?), so "
+                              "its scheduler cannot be replaced on resume; run the sweep on the "
+                              "cluster's head node (ray.address=auto) instead")
     run_config = internal.get_run_config()
     run_config.callbacks = callbacks
     run_config.verbose = verbose

@@ -33,8 +33,7 @@ if TYPE_CHECKING:  # Ray, pandas and MLflow are imported once a sweep really run
 
 __all__ = ["fit"]
 
-# The name these records had before runner.py was split: `python -m sweeps` prints it.
-log = logging.getLogger("sweeps.execution.runner")
+log = logging.getLogger(__name__)
 
 
 def fit(prep: Prepared, interrupt: Interrupt | None = None) -> SweepResult:

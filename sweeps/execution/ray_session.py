@@ -33,8 +33,7 @@ from sweeps.layout import SweepLayout
 
 __all__ = ["Interrupt", "ray_session"]
 
-# The name these records had before runner.py was split: `python -m sweeps` prints it.
-log = logging.getLogger("sweeps.execution.runner")
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -54,10 +53,8 @@ def ray_session(cfg: SweepConfig, prepared: Prepared) -> Iterator[Interrupt]:
         ...     results = tuner.fit()        # Tune returns early on Ctrl-C or SIGTERM
         >>> interrupt.signum  # doctest: +SKIP
     """
-    from sweeps._ray import compat
     from sweeps._ray.tune import tune_env
 
-    compat.check()  # a Ray whose internals changed fails here, in one line, before it starts
     for key, value in tune_env(cfg.sweep.verbose).items():  # what each is for: tune_env
         os.environ.setdefault(key, value)
     layout = prepared.layout

@@ -2,13 +2,12 @@
 
     callbacks=[SweepReportCallback(TrialClock.load(run_dir, "epoch", reports_before(run_dir)))]
 
-Runs in the trial's Ray Train controller and sees every report of the trial, in order, before
-Tune does (right after Train registered its checkpoint). It adds ``sweeps_epoch`` and
-``sweeps_step`` (``sweeps.execution.clock``) to rank 0's metrics, appends the report to the trial's
-durable report log (``sweeps.execution.report_log``: what a resumed trial hands Tune again), and
-forwards
-it to the trial's Tune session exactly as Ray's callback does (the checkpoint path as
-``checkpoint_path``). Nothing else in the loop's metrics changes.
+Runs in the trial's Ray Train controller and sees every report of the trial, in order, before Tune
+does (right after Train registered its checkpoint). It adds ``sweeps_epoch`` and ``sweeps_step``
+(``sweeps.execution.clock``) to rank 0's metrics, appends the report to the trial's durable report
+log (``sweeps.execution.report_log``: what a resumed trial hands Tune again), and forwards it to the
+trial's Tune session exactly as Ray's callback does (the checkpoint path as ``checkpoint_path``).
+Nothing else in the loop's metrics changes.
 """
 
 from __future__ import annotations

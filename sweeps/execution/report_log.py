@@ -4,13 +4,12 @@
     unseen(run_dir, judged=3)   # on resume: reports up to the restored checkpoint Tune never saw
 
 Train runs ahead of Tune: when the sweep driver dies, the trial's last reports may be trained,
-checkpointed and registered by Train but never seen by Tune (the result was still on its way).
-The loop then resumes after that checkpoint and never reports those epochs again, so ASHA would
-not judge them and MLflow would miss them. The report bridge (``sweeps.execution.report_bridge``,
-in the
+checkpointed and registered by Train but never seen by Tune (the result was still on its way). The
+loop then resumes after that checkpoint and never reports those epochs again, so ASHA would not
+judge them and MLflow would miss them. The report bridge (``sweeps.execution.report_bridge``, in the
 trial's Train controller) appends each report here, fsync'ed, right after Train registered its
-checkpoint. On resume, the trial driver re-reports the ones the restored checkpoint covers and
-the scheduler's log has not judged, oldest first, before training goes on.
+checkpoint. On resume, the trial driver re-reports the ones the restored checkpoint covers and the
+scheduler's log has not judged, oldest first, before training goes on.
 
 One JSON line per report: the stamped metrics, ``n`` (the report's 1-based index in the trial)
 and ``checkpoint_path`` (or null). A torn last line (a crash mid-write) is skipped.

@@ -76,9 +76,11 @@ def run_sweep(cfg: SweepConfig, prepared: Prepared | None = None) -> SweepResult
         >>> result.best["trial_id"]  # doctest: +SKIP
         '9a6685fe'
     """
+    from sweeps._ray import compat
     from sweeps.execution.fit import fit  # it imports SweepResult from here
 
     prep = prepared or prepare(cfg)
+    compat.check()  # a Ray whose internals changed fails here, in one line, before anything starts
     res = prep.resources
     if res.max_concurrent_trials > res.trials_that_fit:
         log.warning("search.max_concurrent_trials=%d but only %d trial(s) fit at once; the "

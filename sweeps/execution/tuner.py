@@ -4,10 +4,9 @@
     results = tuner.fit()
 
 Search: Optuna TPE through Ray's ``OptunaSearch`` (seeded ``TPESampler``) or Tune's random
-``BasicVariantGenerator`` (seeded). Scheduler: ``ASHAScheduler`` on the trial's clock
+``BasicVariantGenerator`` (seeded). Scheduler: ASHA (``sweeps.search.asha``) on the trial's clock
 (``sweeps_epoch``, see ``sweeps.execution.clock``; never Tune's ``training_iteration``, which
-restarts at
-1 after a restore), or FIFO; both stop a trial at the budget ``scheduler.max_t``.
+restarts at 1 after a restore), or FIFO; both stop a trial at the budget ``scheduler.max_t``.
 """
 
 from __future__ import annotations

@@ -21,6 +21,7 @@ from typing import Any, TextIO
 from ray.tune import Callback
 
 from sweeps.execution.clock import numeric
+from sweeps.layout import SweepLayout
 from sweeps.protocol import CLOCK_KEY
 from sweeps.search.outcome import Objective
 
@@ -136,8 +137,9 @@ class ProgressLines(Callback):
     def on_trial_error(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
         self.done += 1
         self.running.pop(trial.trial_id, None)
-        where = (Path(self.sweep_dir) if self.sweep_dir else Path(trial.local_path).parent)
-        self._say(f"trial {trial.trial_id} FAILED (see {where / trial.trial_id / 'error.txt'})")
+        where = SweepLayout(Path(self.sweep_dir) if self.sweep_dir
+                            else Path(trial.local_path).parent)
+        self._say(f"trial {trial.trial_id} FAILED (see {where.error_file(trial.trial_id)})")
 
     def on_experiment_end(self, trials: list, **info: Any) -> None:
         self._drawn = 0  # leave the final block on the screen

@@ -146,7 +146,9 @@ def loop_traceback(error_text: str, limit: int = 20) -> list[str]:
     lines = [ln for ln in snippet.splitlines() if ln.strip()]
     while lines and not lines[0].lstrip().startswith("File "):
         lines = lines[1:]  # Ray's "ray::ImplicitFunc.train() (pid=...)" header
-    if len(lines) >= 2 and "sweeps/execution/worker.py" in lines[0]:
+    # run_loop's frame; sweeps/worker.py in an error.txt written before the package layout
+    if len(lines) >= 2 and any(f in lines[0] for f in ("sweeps/execution/worker.py",
+                                                        "sweeps/worker.py")):
         lines = lines[2:]  # run_loop calling the loop
     return lines[-limit:]
 

@@ -102,14 +102,14 @@ def save_record(sweep_dir: Path, record: SweepRecord) -> None:
     import importlib.metadata
 
     record.ray_version = importlib.metadata.version("ray")
-    directory = state_dir(sweep_dir)
-    directory.mkdir(parents=True, exist_ok=True)
-    write_atomic(directory / RECORD_FILE, json.dumps(asdict(record), indent=2))
+    layout = SweepLayout(sweep_dir)
+    layout.state.mkdir(parents=True, exist_ok=True)
+    write_atomic(layout.record, json.dumps(asdict(record), indent=2))
 
 
 def load_record(sweep_dir: Path) -> SweepRecord | None:
     """The record in ``sweep_dir``, None when there is none; ``StateError`` when unusable."""
-    path = state_dir(sweep_dir) / RECORD_FILE
+    path = SweepLayout(sweep_dir).record
     if not path.exists():
         if tune_state_files(sweep_dir):
             raise StateError(

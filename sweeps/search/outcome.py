@@ -11,8 +11,7 @@
   loop returned on its own (a loop with its own, smaller epoch count).
 
 The verdicts come from the scheduler's decision log (``sweeps.search.schedulers``), which is
-durable,
-so the summary, the live view and MLflow read the same answer, after a resume too.
+durable, so the summary, the live view and MLflow read the same answer, after a resume too.
 """
 
 from __future__ import annotations

@@ -6,10 +6,9 @@
 
 Every event becomes a record in the sweep's tracking journal (``sweeps.tracking.journal``) first; a
 background thread applies records to MLflow in order (``sweeps.tracking.mlflow_sink``). If the
-tracking
-server goes away, training goes on, records wait on disk, and the thread retries with a bounded
-backoff (0.5 s doubling to 10 s) until the server answers again; what is still unsent when the
-sweep ends stays in the journal and is sent by ``python -m sweeps.sync <sweep dir>`` or by the
+tracking server goes away, training goes on, records wait on disk, and the thread retries with a
+bounded backoff (0.5 s doubling to 10 s) until the server answers again; what is still unsent
+when the sweep ends stays in the journal and is sent by ``python -m sweeps.sync <sweep dir>`` or by the
 next run of the same sweep. Only this process writes to MLflow, so SQLite is never written by
 two processes.
 
@@ -19,9 +18,8 @@ failure), with tags ``sweeps.status=stopped`` and ``sweeps.stop_reason`` and its
 suffixed ``stopped@<epoch>`` so the runs table reads right at a glance; one that raised, or never
 reported the metric, is FAILED with the reason in ``sweeps.error``. At the sweep's end the best
 trial's run is tagged ``sweeps.best=true``, named ``<trial> best``, and holds the logged model.
-Metric steps are the loop's own epoch (or the report count, see ``sweeps.execution.clock``), never
-Tune's
-iteration counter.
+Metric steps are the loop's own epoch (or the report count, see ``sweeps.execution.clock``),
+never Tune's iteration counter.
 """
 
 from __future__ import annotations

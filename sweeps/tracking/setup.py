@@ -3,9 +3,8 @@
     uri = tracking_uri(cfg)          # sqlite:////abs/project/mlflow.db by default
     check_tracking(cfg, uri)         # ConfigError if a required server does not answer
 
-MLflow's HTTP client retries a failed request 7 times with a backoff factor of 2 (minutes per
-call). The sweep retries on its own schedule (``sweeps.tracking.callback``), so unless the user set
-them,
+MLflow's HTTP client retries a failed request 7 times with a backoff factor of 2 (minutes per call).
+The sweep retries on its own schedule (``sweeps.tracking.callback``), so unless the user set them,
 the client's retries are cut to 2 and its timeout to 10 s.
 """
 

@@ -191,6 +191,6 @@ def test_a_trainable_outside_what_is_shipped_is_warned_about(
     importlib.import_module(module)
     cfg = compose("digits", ["ray.address=auto", f"experiment.trainable={module}:train",
                              *overrides])
-    with caplog.at_level("WARNING", logger="sweeps.code_shipping"):
+    with caplog.at_level("WARNING", logger="sweeps.execution.code_shipping"):
         check_shipping(cfg)
     assert ("which is not shipped to the cluster" in caplog.text) is warned, caplog.text

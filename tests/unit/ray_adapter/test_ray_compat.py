@@ -21,9 +21,9 @@ PRIVATE = re.compile(r"_private|_internal|_raylet|_local_tuner|_experiment_analy
 
 @pytest.fixture(autouse=True)
 def _fresh_check():
-    compat.problems.cache_clear()
+    compat._findings.cache_clear()
     yield
-    compat.problems.cache_clear()
+    compat._findings.cache_clear()
 
 
 def test_the_installed_ray_has_every_internal_the_adapter_uses() -> None:
@@ -41,9 +41,28 @@ def test_every_probe_fails_when_its_internal_is_gone(monkeypatch) -> None:
     monkeypatch.setattr(compat.inspect, "getsource", lambda obj: source)
     found = compat.problems()
     assert any(p.startswith("internal_kv list: AttributeError") for p in found), found
+    # An internal whose adapter function has a fallback is reported, not refused.
+    assert not any(p.startswith("trial session queues:") for p in found), found
     assert any(p.startswith("trial session queues:") and "result_queue" in p
-               for p in found), found
+               for p in compat.degraded()), compat.degraded()
     assert session.get_session is not None  # the rest of the module was left alone
+
+
+def test_an_internal_with_a_fallback_warns_and_the_sweep_runs(monkeypatch, caplog) -> None:
+    from ray.train.v2._internal.callbacks import datasets
+
+    monkeypatch.delattr(datasets, "DatasetsCallback")
+    with caplog.at_level("WARNING", logger="sweeps._ray.compat"):
+        compat.check()
+    assert "Train's datasets callback" in caplog.text and "runs without it" in caplog.text
+
+
+def test_a_renamed_ray_constant_is_a_problem(monkeypatch) -> None:
+    from ray.tune.execution.tune_controller import TuneController
+
+    monkeypatch.setattr(TuneController, "CKPT_FILE_TMPL", "experiment-{}.json")
+    assert any(p.startswith("Tune's experiment-state file:") and "experiment-{}.json" in p
+               for p in compat.problems())
 
 
 def test_a_changed_signature_fails_the_sweep_with_one_line(monkeypatch) -> None:
