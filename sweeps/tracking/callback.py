@@ -7,10 +7,10 @@
 Every event becomes a record in the sweep's tracking journal (``sweeps.tracking.journal``) first; a
 background thread applies records to MLflow in order (``sweeps.tracking.mlflow_sink``). If the
 tracking server goes away, training goes on, records wait on disk, and the thread retries with a
-bounded backoff (0.5 s doubling to 10 s) until the server answers again; what is still unsent
-when the sweep ends stays in the journal and is sent by ``python -m sweeps.sync <sweep dir>`` or by the
-next run of the same sweep. Only this process writes to MLflow, so SQLite is never written by
-two processes.
+bounded backoff (0.5 s doubling to 10 s) until the server answers again; what is still unsent when
+the sweep ends stays in the journal and is sent by ``python -m sweeps.sync <sweep dir>`` or by the
+next run of the same sweep. Only this process writes to MLflow, so SQLite is never written by two
+processes.
 
 Status mapping (``sweeps.search.outcome`` decides): a completed trial is FINISHED; one the scheduler
 stopped early is FINISHED too (it did what it was asked: stopping is the search working, not a
