@@ -44,7 +44,6 @@ class ProgressLines(Callback):
     def __init__(self, objective: Objective, total: int, stream: TextIO | None = None,
                  sweep_dir: str | None = None) -> None:
         self.objective, self.total = objective, total
-        self.metric, self.mode, self.max_epochs = objective.metric, objective.mode, objective.budget
         self.sweep_dir = sweep_dir  # where the scheduler's verdicts are (None: clock only)
         self.stream = stream  # None: whatever sys.stdout is when a line is printed
         self.start = time.monotonic()
@@ -101,15 +100,15 @@ class ProgressLines(Callback):
 
     def on_trial_result(self, iteration: int, trials: list, trial: Any, result: dict,
                         **info: Any) -> None:
-        value = result.get(self.metric)
+        value = result.get(self.objective.metric)
         if not numeric(value):
             return
-        better = self.best is None or (value > self.best[0] if self.mode == "max"
+        better = self.best is None or (value > self.best[0] if self.objective.mode == "max"
                                        else value < self.best[0])
         if better:
             self.best = (float(value), trial.trial_id)
-        progress = (f"epoch {result.get(CLOCK_KEY, '?'):g}/{self.max_epochs} "
-                    f"{self.metric}={value:.4g}")
+        progress = (f"epoch {result.get(CLOCK_KEY, '?'):g}/{self.objective.budget} "
+                    f"{self.objective.metric}={value:.4g}")
         if trial.trial_id in self.running:
             self.running[trial.trial_id] = progress
         self._say(f"trial {trial.trial_id} {progress}", permanent=False)
