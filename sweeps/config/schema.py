@@ -34,8 +34,8 @@ __all__ = [
     "available_experiments",
 ]
 
-SEARCH_ALGORITHMS = ("tpe", "random")
-SCHEDULERS = ("asha", "none")
+SEARCH_ALGORITHMS = ("tpe", "random", "grid", "optuna")
+SCHEDULERS = ("asha", "none", "pbt")
 MODES = ("min", "max")
 RESUME_MODES = ("auto", "never", "must")
 
@@ -62,6 +62,10 @@ class ExperimentSection:
     trainable: str = MISSING
     metric: str = MISSING  # a key the loop reports; drives the search, ASHA and the best trial
     mode: str = MISSING
+    # Multi-objective: every metric the searcher optimizes, with its direction, e.g.
+    # {val_acc: max, n_params: min}. The first is the primary (metric/mode default to it): it
+    # ranks checkpoints and picks the model registered; the summary prints the Pareto front.
+    metrics: dict[str, str] = field(default_factory=dict)
     # The key of the loop's reports that counts epochs (0-based, 1-based or float all work);
     # null, or a loop that does not report it: the number of reports is the clock.
     time_attr: str | None = "epoch"
@@ -82,6 +86,12 @@ class SearchSection:
     num_samples: int = 8
     max_concurrent_trials: int | None = None  # None: as many trials as the cluster fits at once
     n_startup_trials: int = 4  # TPE: random trials before the model kicks in
+    # search=optuna: the Optuna sampler, {_target_: optuna.samplers.CmaEsSampler, <its args>};
+    # only optuna.samplers.* may be named; seed defaults to sweep.seed
+    sampler: dict[str, Any] = field(default_factory=dict)
+    # Earlier results that seed the searcher: an experiment name, a sweep directory or an
+    # MLflow experiment name; only points inside this sweep's space are used
+    warm_start: str | None = None
 
 
 @dataclass
@@ -92,6 +102,11 @@ class SchedulerSection:
     max_t: int = 9
     grace_period: int = 1
     reduction_factor: int = 3
+    # scheduler=pbt: every perturbation_interval epochs, a trial in the bottom quantile_fraction
+    # copies the checkpoint of one in the top fraction (exploit) and perturbs its values (explore)
+    perturbation_interval: int = 2
+    quantile_fraction: float = 0.25
+    resample_probability: float = 0.25  # explore: draw afresh from the space instead of x0.8/1.2
 
 
 @dataclass
@@ -197,6 +212,7 @@ def to_config(cfg: DictConfig | SweepConfig) -> SweepConfig:
     """
     if isinstance(cfg, SweepConfig):
         return cfg
+    cfg = _primary_from_metrics(cfg)
     missing = sorted(k for k in ("name", "trainable", "metric", "mode")
                      if OmegaConf.is_missing(cfg.experiment, k))
     if missing:
@@ -211,3 +227,23 @@ def to_config(cfg: DictConfig | SweepConfig) -> SweepConfig:
     if not isinstance(obj, SweepConfig):  # composed without the schema (tests, library use)
         obj = OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(SweepConfig), cfg))
     return obj
+
+
+def _primary_from_metrics(cfg: DictConfig) -> DictConfig:
+    """A multi-objective experiment (``experiment.metrics``) need not repeat its first metric
+    as ``experiment.metric``/``mode``: they default to the first entry of ``metrics``."""
+    e = cfg.get("experiment")
+    metrics = e.get("metrics") if e is not None and not OmegaConf.is_missing(e, "metrics") \
+        else None
+    if not metrics:
+        return cfg
+    first, direction = next(iter(metrics.items()))
+    cfg = cfg.copy()
+    from omegaconf import open_dict
+
+    with open_dict(cfg):
+        if OmegaConf.is_missing(cfg.experiment, "metric"):
+            cfg.experiment.metric = first
+        if OmegaConf.is_missing(cfg.experiment, "mode"):
+            cfg.experiment.mode = direction
+    return cfg
