@@ -50,12 +50,18 @@ def make_search_alg(cfg: SweepConfig, max_concurrent: int = 0) -> Searcher | Sea
     return OptunaSearch(sampler=sampler)
 
 
-def make_scheduler(cfg: SweepConfig, sweep_dir: Path) -> ResumableASHA | ResumableFIFO:
+def make_scheduler(cfg: SweepConfig, sweep_dir: Path) -> ResumableASHA | ResumableFIFO | Any:
     """ASHA over reported epochs, or FIFO (every trial runs ``scheduler.max_t`` epochs); both
     log their decisions under ``sweep_dir`` so a resumed sweep keeps them."""
     from sweeps.search.schedulers import ResumableASHA, ResumableFIFO
 
     s = cfg.scheduler
+    if s.name == "pbt":
+        from sweeps.search.pbt import ResumablePBT
+        from sweeps.search.space import parse_space
+
+        return ResumablePBT(sweep_dir, objective_of(cfg),
+                            parse_space(cfg.experiment.search_space)[0], s, cfg.sweep.seed)
     if s.name == "none":
         return ResumableFIFO(sweep_dir, objective_of(cfg))
     return ResumableASHA(sweep_dir, objective_of(cfg), grace_period=s.grace_period,
