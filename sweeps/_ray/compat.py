@@ -143,6 +143,7 @@ def _probes() -> dict[str, Callable[[], None]]:
                                                    "_tune_config"),
         "Tuner.restore": _params("ray.tune:Tuner.restore", "resume_unfinished",
                                  "resume_errored", "param_space"),
+        "Trial.set_config": _params("ray.tune.experiment:Trial.set_config", "config"),
         "Tune's experiment-state file": _equals(
             "ray.tune.execution.tune_controller:TuneController.CKPT_FILE_TMPL",
             tune.STATE_GLOB.replace("*", "{}")),

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 __all__ = ["replace_restored_config", "experiment_state_files", "trials_in_state", "tune_env",
-           "STATE_GLOB"]
+           "set_trial_config", "STATE_GLOB"]
 
 STATE_GLOB = "experiment_state-*.json"
 
@@ -42,6 +42,13 @@ def replace_restored_config(tuner: Any, scheduler: Any, callbacks: list, verbose
     run_config.verbose = verbose
     run_config.failure_config = failure_config
     internal._tune_config.scheduler = scheduler
+
+
+def set_trial_config(trial: Any, config: dict[str, Any]) -> None:
+    """Give a trial the config its next actor starts with (PBT's explored values), as Ray's
+    own ``PopulationBasedTraining`` does: ``Trial.set_config`` (a method of the DeveloperAPI
+    ``Trial``; Tune passes it to schedulers but documents no way to change its config)."""
+    trial.set_config(config)
 
 
 def experiment_state_files(sweep_dir: Path) -> list[Path]:

@@ -103,10 +103,13 @@ def run_trial(sampled: dict[str, Any], plan: TrialPlan) -> None:
         tune.report(dict(plan.ended[trial_id]))
         return
     from sweeps.execution import report_log
+    from sweeps.execution.exploit import take_exploit
     from sweeps.resume.train_runs import claim_run, latest_checkpoint, repair_run
 
-    config = plan.worker_config(sampled)
     run_dir = Path(plan.train_storage) / trial_id
+    # PBT: a pending exploit reseeds the run from its donor's checkpoint, with explored values.
+    sampled = take_exploit(run_dir, trial_id, sampled, plan.sweep_id)
+    config = plan.worker_config(sampled)
     for note in claim_run(run_dir, config) + repair_run(run_dir):
         log.warning(note)
     latest = latest_checkpoint(run_dir)
@@ -166,8 +169,7 @@ def unseen_reports(run_dir: Path, sweep_dir: Path, trial_id: str) -> list[dict[s
     rung it would otherwise skip) and MLflow log them (``sweeps.execution.report_log``).
     """
     from sweeps.execution import report_log
+    from sweeps.execution.exploit import judged_clock
     from sweeps.search.schedulers import decision_log
 
-    judged = max((float(r.get("epoch") or 0) for r in decision_log(sweep_dir).records()
-                  if r.get("trial") == trial_id), default=0.0)
-    return report_log.unseen(run_dir, judged)
+    return report_log.unseen(run_dir, judged_clock(decision_log(sweep_dir).records(), trial_id))

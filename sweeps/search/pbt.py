@@ -1,0 +1,316 @@
+"""Population Based Training on the trial clock, with a replayable decision log.
+
+    python -m sweeps +experiment=digits scheduler=pbt search=random scheduler.max_t=8
+    scheduler = ResumablePBT(sweep_dir, objective, params, cfg.scheduler, seed=cfg.sweep.seed)
+
+Every ``perturbation_interval`` epochs of a trial's clock (``sweeps_epoch``), a trial ranked in
+the bottom ``quantile_fraction`` of the live trials (by its latest metric) copies the latest
+checkpoint of a trial drawn from the top fraction (exploit) and goes on with that trial's
+values perturbed (explore). The scheduler decides; the trial driver carries it out when Tune
+restarts the trial (``sweeps.execution.exploit``):
+
+1. the donor's checkpoint is frozen (hard-linked) under ``<sweep>/train/<trial>.pbt/donor<k>``,
+   so Train's checkpoint retention cannot delete it before the trial restarts;
+2. the decision is appended to ``<sweep>/state/scheduler.jsonl`` and fsync'ed, as a record
+   ``{"trial", "epoch", "value", "action": "PAUSE", "perturb": true, "exploit": {"generation",
+   "donor", "donor_epoch", "donor_value", "checkpoint", "frozen", "config", "changed", "ops"}}``;
+3. the trial's Tune config is set to the explored values and ``PAUSE`` goes back to Tune, which
+   stops the trial's actor and later starts it again; its driver seeds a fresh Train run from
+   the frozen checkpoint, so the loop's ``ray.train.get_checkpoint()`` returns the donor's.
+
+Ray's ``PopulationBasedTraining`` cannot be used: it exploits Tune checkpoints, and a sweep's
+trial hands Tune none (Ray Train owns them; only their path arrives in the results).
+
+Explore follows Ray's rule for each searched ``Param``: with ``resample_probability`` a fresh
+draw from the param's distribution, else a float or int times 0.8 or 1.2 and a choice moved to
+a neighbouring choice. Deliberate divergences from Ray's ``PopulationBasedTraining``:
+
+* perturbed values are clipped to the param's bounds and put back on its step grid (Ray leaves
+  ``lr * 1.2`` outside ``tune.uniform``'s bounds), and ints are rounded (as Ray);
+* every random draw of a decision comes from ``random.Random("<seed>/<trial>/<epoch>/<k>")``,
+  never from the global generator: a decision does not depend on the order results arrived in;
+* trials are ranked by their latest metric (Ray: the metric at their last perturbation), ties
+  broken by trial id (Ray: by the order trials were added, which a resumed sweep changes);
+* only donors with a checkpoint are drawn (Ray draws first, then skips the exploit);
+* a trial is never paused only to let another trial run (Ray's ``PAUSE`` for fairness when a
+  trial is pending); every restart costs a worker-group start;
+* every searched param is perturbed: a param that changes the model's shape (a layer width)
+  makes the donor's checkpoint unloadable; search only optimizer-like params under PBT.
+
+Like ``ResumableFIFO``, a trial is stopped when its clock reaches the budget (``max_t``), and
+results are screened (a NaN metric is judged the worst; a trial that never reports the metric
+fails). A PAUSE record is neither an end nor a stop for ``ended_trials`` and ``verdicts``.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import random
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ray.tune.schedulers import FIFOScheduler, TrialScheduler
+
+from sweeps.config.schema import SchedulerSection
+from sweeps.errors import ConfigError
+from sweeps.protocol import CHECKPOINT_PATH_KEY, CLOCK_KEY
+from sweeps.search.outcome import Objective
+from sweeps.search.schedulers import _Logged
+from sweeps.search.space import Param, deep_merge, flatten, unflatten
+
+__all__ = ["ResumablePBT", "explore", "quantiles", "decision_rng", "FACTORS"]
+
+log = logging.getLogger(__name__)
+FACTORS = (1.2, 0.8)  # Ray's default perturbation_factors, in Ray's order
+
+
+def decision_rng(seed: int, trial_id: str, clock: float, generation: int) -> random.Random:
+    """The generator of one exploit decision (donor draw, then explore).
+
+    Example:
+        >>> decision_rng(0, "a", 2, 1).random() == decision_rng(0, "a", 2.0, 1).random()
+        True
+    """
+    return random.Random(f"{seed}/{trial_id}/{clock:g}/{generation}")
+
+
+def _on_grid(p: Param, value: float) -> float | int:
+    """``value`` clipped to ``p``'s bounds, on its step grid, an int for an int param."""
+    lo, hi = float(p.low), float(p.high)  # type: ignore[arg-type]
+    value = min(max(value, lo), hi)
+    if p.step:
+        value = min(lo + round((value - lo) / p.step) * p.step, hi)
+    return int(round(value)) if p.kind == "int" else float(value)
+
+
+def _draw(p: Param, rng: random.Random) -> Any:
+    """A fresh value from ``p``'s distribution (bounds inclusive)."""
+    if p.kind == "choice":
+        return rng.choice(p.choices)
+    lo, hi = float(p.low), float(p.high)  # type: ignore[arg-type]
+    if p.log:
+        return _on_grid(p, math.exp(rng.uniform(math.log(lo), math.log(hi))))
+    if p.kind == "int":
+        step = int(p.step or 1)
+        return int(lo) + step * rng.randint(0, int(round((hi - lo) / step)))
+    return _on_grid(p, rng.uniform(lo, hi))
+
+
+def explore(config: dict[str, Any], params: list[Param], rng: random.Random,
+            resample_probability: float) -> tuple[dict[str, Any], dict[str, str]]:
+    """(explored flat config, {param path: what was done}) from a donor's flat ``config``.
+
+    Example:
+        >>> p = [Param("lr", "float", low=0.01, high=0.1), Param("opt", "choice",
+        ...      choices=("sgd", "adam"))]
+        >>> explore({"lr": 0.05, "opt": "sgd"}, p, random.Random(1), 0.0)
+        ({'lr': 0.06, 'opt': 'adam'}, {'lr': '* 1.2', 'opt': 'shift right'})
+    """
+    out, ops = dict(config), {}
+    for p in params:
+        value = config.get(p.path)
+        if p.kind == "choice":
+            if rng.random() < resample_probability or value not in p.choices:
+                out[p.path], ops[p.path] = rng.choice(p.choices), "resample"
+                continue
+            shift = rng.choice((-1, 1))
+            old = p.choices.index(value)
+            new = min(max(old + shift, 0), len(p.choices) - 1)
+            out[p.path] = p.choices[new]
+            ops[p.path] = f"shift {'left' if shift == -1 else 'right'}" + (
+                " (noop)" if new == old else "")
+        elif rng.random() < resample_probability or not isinstance(value, int | float):
+            out[p.path], ops[p.path] = _draw(p, rng), "resample"
+        else:
+            factor = rng.choice(FACTORS)
+            out[p.path], ops[p.path] = _on_grid(p, value * factor), f"* {factor}"
+    return out, ops
+
+
+def quantiles(scores: dict[str, float], fraction: float) -> tuple[list[str], list[str]]:
+    """(bottom, top) trial ids by ``scores`` (signed: higher is better), as Ray's PBT cuts
+    them: ``ceil(n * fraction)`` each, at most ``n // 2``; nothing below two trials.
+
+    Example:
+        >>> quantiles({"a": 0.1, "b": 0.9, "c": 0.5, "d": 0.5}, 0.25)
+        (['a'], ['b'])
+    """
+    ranked = sorted(scores, key=lambda t: (scores[t], t))
+    if len(ranked) <= 1:
+        return [], []
+    n = math.ceil(len(ranked) * fraction)
+    if n > len(ranked) / 2:
+        n = len(ranked) // 2
+    return ranked[:n], ranked[len(ranked) - n:]
+
+
+@dataclass
+class _Member:
+    """What the scheduler knows of one trial: its latest judged result."""
+
+    clock: float = 0.0
+    score: float | None = None  # signed: higher is better
+    value: float | None = None
+    checkpoint: str | None = None
+    last_perturb: float = 0.0
+    generation: int = 0  # exploits applied to it so far
+
+
+class ResumablePBT(_Logged, FIFOScheduler):
+    """Population Based Training with a replayable decision log (see the module docstring)."""
+
+    def __init__(self, sweep_dir: str | Path, objective: Objective, params: list[Param],
+                 scheduler: SchedulerSection, seed: int) -> None:
+        FIFOScheduler.__init__(self)
+        s = scheduler
+        if not s.perturbation_interval >= 1:
+            raise ConfigError("scheduler.perturbation_interval", s.perturbation_interval,
+                              "must be >= 1 (epochs)", "set scheduler.perturbation_interval=2")
+        if not 0 < s.quantile_fraction <= 0.5:
+            raise ConfigError("scheduler.quantile_fraction", s.quantile_fraction,
+                              "must be in (0, 0.5]", "set scheduler.quantile_fraction=0.25")
+        if not 0 <= s.resample_probability <= 1:
+            raise ConfigError("scheduler.resample_probability", s.resample_probability,
+                              "must be in [0, 1]", "set scheduler.resample_probability=0.25")
+        self._params, self._seed = list(params), int(seed)
+        self._interval, self._fraction = float(s.perturbation_interval), s.quantile_fraction
+        self._resample = s.resample_probability
+        self._sign = 1.0 if objective.mode == "max" else -1.0
+        self._members: dict[str, _Member] = {}
+        self._configs: dict[str, dict[str, Any]] = {}  # trial -> flat searched values
+        self._exploits = 0
+        self._init_log(sweep_dir, objective, 1)
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickled empty: the log, replayed on first use, is what fills the population."""
+        return {**super().__getstate__(), "_members": {}, "_configs": {}, "_exploits": 0}
+
+    # Tune's hooks
+
+    def on_trial_add(self, tune_controller: Any, trial: Any) -> None:
+        from sweeps._ray.tune import set_trial_config
+
+        self._ensure_replayed()
+        tid = trial.trial_id
+        flat = self._searched(trial.config or {})
+        logged = self._configs.get(tid)
+        if logged is not None and self._members.get(tid, _Member()).generation and logged != flat:
+            # Exploited before an interruption that Tune's saved state did not see.
+            set_trial_config(trial, deep_merge(trial.config or {}, unflatten(logged)))
+        else:
+            self._configs[tid] = flat
+
+    def on_trial_result(self, tune_controller: Any, trial: Any, result: dict) -> str:
+        self._ensure_replayed()
+        tid = trial.trial_id
+        if tid in self._ended:
+            return TrialScheduler.STOP
+        result, error = self._screen(tid, result)
+        if error:
+            return self._fail(tid, result, error)
+        clock, value = result.get(CLOCK_KEY), result.get(self._objective.metric)
+        if clock is None or value is None:
+            return (TrialScheduler.STOP if clock is not None and clock >= self._objective.budget
+                    else TrialScheduler.CONTINUE)
+        checkpoint = result.get(CHECKPOINT_PATH_KEY)
+        fields: dict[str, Any] = {"epoch": clock, "value": value, "checkpoint": checkpoint}
+        member = self._observe(tid, fields)
+        if clock >= self._objective.budget:
+            self._record(tid, result, **fields, action=TrialScheduler.STOP)
+            return TrialScheduler.STOP
+        if clock - member.last_perturb < self._interval:
+            self._record(tid, result, **fields, action=TrialScheduler.CONTINUE)
+            return TrialScheduler.CONTINUE
+        member.last_perturb = clock
+        exploit = self._plan(tid, clock)
+        if exploit is None:
+            self._record(tid, result, **fields, action=TrialScheduler.CONTINUE, perturb=True)
+            return TrialScheduler.CONTINUE
+        self._record(tid, result, **fields, action=TrialScheduler.PAUSE, perturb=True,
+                     exploit=exploit)  # fsync'ed before Tune hears of it
+        self._apply(tid, exploit)
+        self._set_config(trial, exploit["config"])
+        log.info("pbt: trial %s (epoch %g) continues from %s's epoch %g checkpoint with %s",
+                 tid, clock, exploit["donor"], exploit["donor_epoch"], exploit["changed"])
+        return TrialScheduler.PAUSE
+
+    def on_trial_complete(self, tune_controller: Any, trial: Any, result: dict) -> None:
+        self._ensure_replayed()
+        result = result or trial.last_result
+        self._record(trial.trial_id, result, end=True,
+                     **self._complete_unseen(trial.trial_id, result))
+
+    def debug_string(self) -> str:
+        self._ensure_replayed()
+        return f"PopulationBasedTraining: {self._exploits} exploits"
+
+    # State
+
+    def _searched(self, config: dict[str, Any]) -> dict[str, Any]:
+        flat = flatten(config)
+        return {p.path: flat[p.path] for p in self._params if p.path in flat}
+
+    def _observe(self, tid: str, fields: dict[str, Any]) -> _Member:
+        member = self._members.setdefault(tid, _Member())
+        member.clock, member.value = float(fields["epoch"]), fields["value"]
+        member.score = self._sign * float(fields["value"])
+        member.checkpoint = fields.get("checkpoint") or member.checkpoint
+        return member
+
+    def _replay(self, record: dict[str, Any]) -> None:
+        if record.get("epoch") is None or record.get("value") is None:
+            return
+        member = self._observe(record["trial"], record)
+        if record.get("perturb"):
+            member.last_perturb = float(record["epoch"])
+        if record.get("exploit"):
+            self._apply(record["trial"], record["exploit"])
+
+    def _apply(self, tid: str, exploit: dict[str, Any]) -> None:
+        """The exploited trial now stands where its donor stood, with the explored values."""
+        member = self._members.setdefault(tid, _Member())
+        member.clock = member.last_perturb = float(exploit["donor_epoch"])
+        member.checkpoint = None  # its own run directory is replaced at restart
+        member.generation = int(exploit["generation"])
+        self._configs[tid] = dict(exploit["config"])
+        self._exploits += 1
+
+    def _plan(self, tid: str, clock: float) -> dict[str, Any] | None:
+        """The exploit of trial ``tid`` at ``clock``, its donor's checkpoint frozen; None when
+        it is not in the bottom quantile or no top trial has a checkpoint."""
+        from sweeps.execution.exploit import freeze_donor
+        from sweeps.layout import SweepLayout
+
+        scores = {t: m.score for t, m in self._members.items()
+                  if m.score is not None and t not in self._ended}
+        bottom, top = quantiles(scores, self._fraction)  # type: ignore[arg-type]
+        if tid not in bottom:
+            return None
+        donors = [t for t in top if self._members[t].checkpoint and t in self._configs]
+        if not donors:
+            log.info("pbt: no trial of the top quantile has a checkpoint; %s goes on", tid)
+            return None
+        generation = self._members[tid].generation + 1
+        rng = decision_rng(self._seed, tid, clock, generation)
+        donor = rng.choice(donors)
+        config, ops = explore(self._configs[donor], self._params, rng, self._resample)
+        source = self._members[donor]
+        try:
+            frozen = freeze_donor(SweepLayout(Path(self._log_dir)).train, tid, generation,
+                                  str(source.checkpoint), donor)
+        except OSError as exc:  # the donor's checkpoint is gone (deleted by hand?)
+            log.warning("pbt: cannot copy %s's checkpoint %s (%s); %s goes on", donor,
+                        source.checkpoint, exc, tid)
+            return None
+        old = self._configs.get(tid, {})
+        return {"generation": generation, "donor": donor, "donor_epoch": source.clock,
+                "donor_value": source.value, "checkpoint": source.checkpoint, "frozen": frozen,
+                "config": config, "ops": ops,
+                "changed": {k: [old.get(k), v] for k, v in config.items() if old.get(k) != v}}
+
+    def _set_config(self, trial: Any, flat: dict[str, Any]) -> None:
+        from sweeps._ray.tune import set_trial_config
+
+        set_trial_config(trial, deep_merge(trial.config or {}, unflatten(flat)))
