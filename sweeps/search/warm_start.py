@@ -1,0 +1,368 @@
+"""Earlier trials that seed this sweep's searcher (``search.warm_start``), read without Ray.
+
+    warm = load_warm_start(cfg.search.warm_start, params, {"val_acc": "max"}, tracking_uri)
+    warm.trials[0].params, warm.trials[0].metrics, warm.skipped   # {"lr": 0.01}, ..., {...}
+
+``source`` is, in this order: (1) a sweep directory (it has ``state/sweep.json`` or
+``state/scheduler.jsonl``): ``source`` as a path relative to ``cwd`` (``file:`` allowed), or for
+a bare name ``outputs/<name>`` (the default ``sweep.dir``); read from its files alone. (2) An
+explicit path (``file:``, ``./``, a ``/``) that exists but is no sweep directory: ``ConfigError``.
+A bare name that is some other directory (a data folder) falls through, so
+``warm_start=digits`` still finds the MLflow experiment. (3) The MLflow experiment of that name
+in ``tracking_uri`` (None: ``sqlite:///<cwd>/mlflow.db``, as ``sweeps.tracking.setup``): its
+trial runs (tag ``sweeps.role=trial``), not the parent sweep runs; a local store that does not
+exist is not opened (MLflow would create it). (4) Else ``ConfigError`` naming what was tried.
+
+In a sweep directory the sampled params come from ``tracking/journal.jsonl`` (``trial_start``:
+the flat, masked dict the MLflow run gets; the last wins, so a PBT trial restarted with new
+values counts with those), or, with tracking off, Tune's ``<trial id>/params.json``. Metrics
+and how a trial ended come from the decision log ``state/scheduler.jsonl``
+(``sweeps.search.schedulers``: every judged result and each end, tracking or not), then from the
+journal's ``metrics``/``trial_end``. Not read: ``summary.csv`` (primary metric only, at its best
+epoch, written only once the sweep ends) and ``train/<id>/trial.json`` (fixed params merged in,
+so a conditional param that was not sampled would look present).
+
+Metrics are FINAL values (the last reported value of each objective, MLflow's "latest"), not
+bests: Tune's searchers learn a trial from its last result, and with several objectives the
+final values are one point that existed where per-metric bests mix epochs. A trial counts only
+if it ended (completed, or stopped by the scheduler) with every objective finite (NaN/inf, the
+scheduler's NaN stand-in ``outcome.WORST`` and the sink's inf stand-in, the largest float, are
+not) and its params fit the current space (``screen``). Each skipped trial's first reason is
+counted in ``WarmStart.skipped``.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from sweeps.errors import ConfigError
+from sweeps.layout import SweepLayout
+from sweeps.protocol import SCHEDULER_LOG
+from sweeps.search.outcome import WORST
+from sweeps.search.space import Param, flatten
+from sweeps.tracking.journal import Journal
+
+__all__ = ["EarlierTrial", "WarmStart", "load_warm_start", "screen"]
+
+KEY = "search.warm_start"
+_OUTSIDE = object()  # a value that is not in the current space
+_TUNE_PARAMS = "params.json"  # Tune's copy of a trial's sampled config, in its trial directory
+
+
+@dataclass(frozen=True)
+class EarlierTrial:
+    """One usable earlier trial: its params in the current space's types (flat dotted keys,
+    only the current space's params) and the final value of each objective metric."""
+
+    params: dict[str, Any]
+    metrics: dict[str, float]
+    trial_id: str
+
+
+@dataclass(frozen=True)
+class WarmStart:
+    """The usable trials of ``source`` in the order they started, and why the others were not."""
+
+    source: str
+    trials: list[EarlierTrial]
+    skipped: dict[str, int] = field(default_factory=dict)
+
+    def describe(self) -> str:
+        """One line for the console.
+
+        Example:
+            >>> WarmStart("sweep dir outputs/d", [], {"lr outside the space": 2}).describe()
+            '0 earlier trials from sweep dir outputs/d (skipped: lr outside the space: 2)'
+        """
+        skipped = f" (skipped: {_counts(self.skipped)})" if self.skipped else ""
+        return f"{len(self.trials)} earlier trials from {self.source}{skipped}"
+
+
+@dataclass(frozen=True)
+class _Found:
+    """A trial as the source holds it: raw params/metrics and how it ended."""
+
+    trial_id: str
+    params: dict[str, Any] | None
+    metrics: dict[str, Any]
+    status: str  # "ended", "failed" or "unfinished"
+
+
+def _counts(skipped: dict[str, int]) -> str:
+    return ", ".join(f"{reason}: {n}" for reason, n in skipped.items())
+
+
+def _number(value: Any) -> float | int | None:
+    """``value`` as a finite number (numeric strings too), else None; a bool is not a number."""
+    for kind in (int, float) if isinstance(value, str) else ():
+        try:
+            value = kind(value.strip())
+            break
+        except ValueError:
+            continue
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        return None
+    return value
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Equal and both bools or both not (``True == 1`` in Python, not here)."""
+    return isinstance(a, bool) == isinstance(b, bool) and a == b
+
+
+def _choice(choices: tuple[Any, ...], raw: Any) -> Any:
+    """The choice ``raw`` stands for: equal, else by its text (MLflow keeps params as text),
+    else numerically ("64.0" -> 64)."""
+    for pick in (lambda c: _same(c, raw), lambda c: str(c) == str(raw),
+                 lambda c: not isinstance(c, bool) and isinstance(c, int | float)
+                 and _number(raw) is not None and c == _number(raw)):
+        found = [c for c in choices if pick(c)]
+        if found:
+            return found[0]
+    return _OUTSIDE
+
+
+def _convert(p: Param, raw: Any) -> Any:
+    """``raw`` in ``p``'s type when ``p``'s distribution can produce it, else ``_OUTSIDE``.
+    Bounds are inclusive, with a relative tolerance of 1e-9 (a value sampled at a log bound
+    may come back a rounding off it); such a value is moved onto the bound."""
+    if p.kind == "choice":
+        return _choice(p.choices, raw)
+    value = _number(raw)
+    if value is None or (p.kind == "int" and value != int(value)):
+        return _OUTSIDE
+    value = int(value) if p.kind == "int" else float(value)
+    low, high = p.low, p.high
+    for bound, outside in ((low, value < low), (high, value > high)):
+        if outside:
+            if not math.isclose(value, bound, rel_tol=1e-9):
+                return _OUTSIDE
+            value = int(bound) if p.kind == "int" else float(bound)
+    if p.step:
+        steps = (value - low) / p.step
+        if not math.isclose(steps, round(steps), abs_tol=1e-6):
+            return _OUTSIDE
+    return value
+
+
+def _holds(p: Param, values: dict[str, Any]) -> bool:
+    """Whether ``p``'s condition (``Param.when``; none: always) holds for these values."""
+    return all(parent in values and any(_same(values[parent], a) for a in allowed)
+               for parent, allowed in getattr(p, "when", ()) or ())
+
+
+def screen(trial_id: str, raw_params: dict[str, Any], raw_metrics: dict[str, Any],
+           params: list[Param], objectives: dict[str, str]) -> EarlierTrial | str:
+    """The trial in the current space, or the reason it cannot seed it.
+
+    Reasons, the first that applies: ``no <metric>``, ``<metric> not finite``,
+    ``<key> outside the space`` (not among the choices by value or text, off the bounds or the
+    step grid), ``missing <key>`` (a param the trial must have: unconditional, or whose
+    condition holds), ``<key> set where its condition fails``. Keys that are no param of the
+    current space are dropped (constants, or params of an older space).
+
+    Example:
+        >>> lr = Param("lr", "float", low=1e-4, high=0.1, log=True)
+        >>> screen("t1", {"lr": "0.01", "old": "x"}, {"val_acc": 0.9}, [lr], {"val_acc": "max"})
+        EarlierTrial(params={'lr': 0.01}, metrics={'val_acc': 0.9}, trial_id='t1')
+        >>> screen("t2", {"lr": "0.5"}, {"val_acc": 0.9}, [lr], {"val_acc": "max"})
+        'lr outside the space'
+    """
+    metrics: dict[str, float] = {}
+    for name in objectives:
+        if name not in raw_metrics:
+            return f"no {name}"
+        value = _number(raw_metrics[name])
+        if value is None or abs(value) >= WORST:  # WORST: the scheduler's NaN; max float: inf
+            return f"{name} not finite"
+        metrics[name] = float(value)
+    values = {p.path: _convert(p, raw_params[p.path]) for p in params if p.path in raw_params}
+    for p in params:
+        if values.get(p.path) is _OUTSIDE:
+            return f"{p.path} outside the space"
+    for p in params:
+        holds = _holds(p, values)
+        if holds and p.path not in values:
+            return f"missing {p.path}"
+        if not holds and p.path in values:
+            return f"{p.path} set where its condition fails"
+    return EarlierTrial(values, metrics, trial_id)
+
+
+def _is_sweep_dir(path: Path) -> bool:
+    layout = SweepLayout(path)
+    return layout.record.is_file() or (layout.state / f"{SCHEDULER_LOG}.jsonl").is_file()
+
+
+def _failed(status: str, tags: dict[str, Any]) -> bool:
+    """A trial run that failed on its own, not one closed because its sweep died (tag
+    ``sweeps.status=aborted``, ``sweeps.tracking.callback``): that one is unfinished."""
+    return status == "FAILED" and tags.get("sweeps.status") != "aborted"
+
+
+def _read_sweep_dir(root: Path) -> list[_Found]:
+    """Every trial the sweep directory knows of, in the order it started (see the module
+    docstring for which file says what)."""
+    layout = SweepLayout(root)
+    order: dict[str, None] = {}  # trial ids, first seen first
+    params: dict[str, dict[str, Any]] = {}
+    metrics: dict[str, dict[str, Any]] = {}
+    logged: dict[str, dict[str, Any]] = {}  # final values in the decision log
+    ended, failed = set(), set()
+    if layout.tracking_journal.is_file():  # Journal() would create tracking/ if absent
+        for r in Journal(layout.tracking).records():
+            trial = r.get("trial")
+            if trial is None:
+                continue
+            order.setdefault(trial)
+            if r.get("op") == "trial_start":
+                params[trial] = dict(r.get("params") or {})
+            elif r.get("op") == "metrics":
+                metrics.setdefault(trial, {}).update(r.get("values") or {})
+            elif r.get("op") == "trial_end" and r.get("status") == "FINISHED":
+                ended.add(trial)
+            elif r.get("op") == "trial_end" and _failed(r["status"], r.get("tags") or {}):
+                failed.add(trial)
+    if (layout.state / f"{SCHEDULER_LOG}.jsonl").is_file():
+        for r in Journal(layout.state, SCHEDULER_LOG).records():
+            trial = r.get("trial")
+            if trial is None:
+                continue
+            order.setdefault(trial)
+            logged.setdefault(trial, {}).update(r.get("metrics") or {})
+            if r.get("error"):
+                failed.add(trial)
+            elif r.get("end") or r.get("action") == "STOP":  # schedulers._ends
+                ended.add(trial)
+    found = []
+    for trial in order:
+        raw = params.get(trial)
+        if raw is None and (layout.trial_dir(trial) / _TUNE_PARAMS).is_file():
+            raw = flatten(json.loads((layout.trial_dir(trial) / _TUNE_PARAMS).read_text()))
+        status = "failed" if trial in failed else "ended" if trial in ended else "unfinished"
+        found.append(_Found(trial, raw, {**metrics.get(trial, {}), **logged.get(trial, {})},
+                            status))
+    return found
+
+
+def _absolute(uri: str, cwd: Path) -> str:
+    """``uri`` with a relative local store made absolute at ``cwd`` (``sweeps.tracking.setup``
+    does so for SQLite: ``sqlite:///mlflow.db`` is ``<cwd>/mlflow.db``)."""
+    for scheme in ("sqlite:///", "file://", "file:"):
+        if uri.startswith(scheme):
+            path = uri[len(scheme):]
+            return uri if path.startswith("/") else f"{scheme}{cwd / path}"
+    return uri
+
+
+def _local_store(uri: str) -> Path | None:
+    """The file or directory of a local store (SQLite, ``file:``), which MLflow would create."""
+    if uri.startswith("sqlite:///"):
+        return Path(uri[len("sqlite:///"):])
+    return Path(uri[len("file:"):].removeprefix("//")) if uri.startswith("file:") else None
+
+
+def _read_mlflow(uri: str, name: str) -> tuple[list[_Found] | None, str]:
+    """(the trial runs of experiment ``name``, in the order they started; or None and what was
+    found instead)."""
+    local = _local_store(uri)
+    if local is not None and not local.exists():
+        return None, f"no MLflow store at {local}"
+    try:
+        from mlflow import MlflowClient
+
+        client = MlflowClient(uri)
+        experiment = client.get_experiment_by_name(name)
+        if experiment is None:
+            names = [e.name for e in client.search_experiments()]
+            close = difflib.get_close_matches(name, names, n=3, cutoff=0.6)
+            near = f"; close names: {', '.join(repr(c) for c in close)}" if close else ""
+            return None, f"no experiment {name!r} in MLflow at {uri}{near}"
+        runs, token = [], None
+        while True:
+            page = client.search_runs([experiment.experiment_id],
+                                      filter_string="tags.`sweeps.role` = 'trial'",
+                                      order_by=["attributes.start_time ASC"], max_results=1000,
+                                      page_token=token)
+            runs.extend(page)
+            token = page.token
+            if not token:
+                break
+    except Exception as exc:  # an unreachable server, a store MLflow cannot read
+        line = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
+        return None, f"MLflow at {uri} could not be read ({line})"
+    return [_Found(r.data.tags.get("sweeps.trial_id", r.info.run_id), dict(r.data.params),
+                   dict(r.data.metrics), "ended" if r.info.status == "FINISHED" else
+                   "failed" if _failed(r.info.status, r.data.tags) else "unfinished")
+            for r in runs], f"MLflow experiment {name!r} at {uri}"
+
+
+def _screened(source: str, where: str, found: list[_Found], params: list[Param],
+              objectives: dict[str, str]) -> WarmStart:
+    trials, skipped = [], {}
+    for trial in found:
+        result: EarlierTrial | str = trial.status if trial.status != "ended" else (
+            "no params recorded" if trial.params is None
+            else screen(trial.trial_id, trial.params, trial.metrics, params, objectives))
+        if isinstance(result, str):
+            skipped[result] = skipped.get(result, 0) + 1
+        else:
+            trials.append(result)
+    if not trials:
+        held = f"skipped: {_counts(skipped)}" if skipped else "it holds no trials"
+        raise ConfigError(KEY, source, f"names {where}, but no earlier trial overlaps this "
+                          f"search space ({held})", "point it at a sweep of the same experiment "
+                          "(its sweep.dir or its MLflow experiment name), or drop "
+                          "search.warm_start")
+    return WarmStart(where, trials, skipped)
+
+
+def load_warm_start(source: str, params: list[Param], objectives: dict[str, str],
+                    tracking_uri: str | None, cwd: Path | None = None) -> WarmStart:
+    """The earlier trials ``source`` names that fit this space (module docstring: the lookup
+    order, the files read, what a trial's metrics are); raises ``ConfigError``.
+
+    Args:
+        source: ``search.warm_start``: a sweep directory, or an experiment name.
+        params: the current space (``parse_space``).
+        objectives: metric -> "min"/"max"; each must be finite in a trial that is used (the
+            directions are the caller's: nothing here ranks trials).
+        tracking_uri: the MLflow store; None: ``sqlite:///<cwd>/mlflow.db``.
+        cwd: what relative paths are relative to; None: the current directory.
+
+    Example:
+        >>> load_warm_start("nowhere", [], {"val_acc": "max"}, "sqlite:////no/mlflow.db")
+        Traceback (most recent call last):
+        ...
+        sweeps.errors.ConfigError: search.warm_start: 'nowhere' not found; tried ...
+    """
+    cwd = Path.cwd() if cwd is None else Path(cwd)
+    text = source[len("file://"):] if source.startswith("file://") else (
+        source[len("file:"):] if source.startswith("file:") else source)
+    explicit = source.startswith(("file:", ".", "~")) or "/" in text
+    path = cwd / Path(text).expanduser()
+    candidates = [path] if explicit else [path, cwd / "outputs" / text]
+    for directory in candidates:
+        if _is_sweep_dir(directory):
+            return _screened(source, f"sweep dir {directory}", _read_sweep_dir(directory),
+                             params, objectives)
+    not_sweep = ("is not a sweep directory (no state/sweep.json, no state/"
+                 f"{SCHEDULER_LOG}.jsonl)")
+    if explicit and path.exists():
+        raise ConfigError(KEY, source, f"names {path}, which {not_sweep}",
+                          "point it at the sweep.dir of an earlier sweep, e.g. "
+                          "outputs/<sweep name>, or at an MLflow experiment name")
+    uri = _absolute(tracking_uri or "sqlite:///mlflow.db", cwd)
+    found, where = _read_mlflow(uri, source)
+    if found is not None:
+        return _screened(source, where, found, params, objectives)
+    tried = [f"{d} ({not_sweep if d.exists() else 'does not exist'})" for d in candidates]
+    raise ConfigError(KEY, source, "not found", f"tried the sweep directory {' and '.join(tried)}"
+                      f", then {where}; set it to an earlier sweep's sweep.dir or to an MLflow "
+                      "experiment name in tracking.uri")
+
