@@ -24,7 +24,7 @@ from sweeps.errors import ConfigError
 __all__ = ["add_builtin_searchpath", "check_experiment", "check_overrides", "quote_search_space",
            "schema_keys", "searchpath_override"]
 
-FREE_FORM = ("experiment.params", "experiment.search_space")
+FREE_FORM = ("experiment.params", "experiment.search_space", "experiment.metrics", "search.sampler")
 GROUPS = ("search", "scheduler", "scaling")
 
 

@@ -48,7 +48,8 @@ def validate(cfg: SweepConfig) -> None:
     _require(bool(e.metric), "experiment.metric", e.metric, "must name a reported metric",
              "set experiment.metric=val_acc")
     _require(s.algorithm in SEARCH_ALGORITHMS, "search.algorithm", s.algorithm,
-             f"must be one of {', '.join(SEARCH_ALGORITHMS)}", "pick search=tpe or search=random")
+             f"must be one of {', '.join(SEARCH_ALGORITHMS)}",
+             "pick search=tpe, search=random, search=grid or search=optuna")
     _require(s.num_samples >= 1, "search.num_samples", s.num_samples, "must be >= 1",
              "set search.num_samples=8")
     _require(s.max_concurrent_trials is None or s.max_concurrent_trials >= 1,
@@ -57,7 +58,8 @@ def validate(cfg: SweepConfig) -> None:
     _require(s.n_startup_trials >= 0, "search.n_startup_trials", s.n_startup_trials,
              "must be >= 0", "set search.n_startup_trials=4")
     _require(sc.name in SCHEDULERS, "scheduler.name", sc.name,
-             f"must be one of {', '.join(SCHEDULERS)}", "pick scheduler=asha or scheduler=none")
+             f"must be one of {', '.join(SCHEDULERS)}",
+             "pick scheduler=asha, scheduler=none or scheduler=pbt")
     _require(sc.max_t >= 1, "scheduler.max_t", sc.max_t, "must be >= 1 (epochs per trial)",
              "set scheduler.max_t=9")
     if sc.name == "asha":
@@ -66,6 +68,17 @@ def validate(cfg: SweepConfig) -> None:
                  "set scheduler.grace_period=1")
         _require(sc.reduction_factor >= 2, "scheduler.reduction_factor", sc.reduction_factor,
                  "must be >= 2", "set scheduler.reduction_factor=3")
+    if sc.name == "pbt":
+        _require(1 <= sc.perturbation_interval <= sc.max_t, "scheduler.perturbation_interval",
+                 sc.perturbation_interval, f"must be between 1 and scheduler.max_t={sc.max_t}",
+                 "set scheduler.perturbation_interval=2")
+        _require(0 < sc.quantile_fraction <= 0.5, "scheduler.quantile_fraction",
+                 sc.quantile_fraction, "must be in (0, 0.5]",
+                 "set scheduler.quantile_fraction=0.25")
+        _require(0 <= sc.resample_probability <= 1, "scheduler.resample_probability",
+                 sc.resample_probability, "must be in [0, 1]",
+                 "set scheduler.resample_probability=0.25")
+    _check_objectives(cfg)
     _require(sk.num_workers >= 1, "scaling.num_workers", sk.num_workers,
              "must be >= 1 (Train workers per trial)", "set scaling.num_workers=2")
     _require(sk.cpus_per_worker is None or sk.cpus_per_worker > 0, "scaling.cpus_per_worker",
@@ -103,14 +116,37 @@ def validate(cfg: SweepConfig) -> None:
                          example="mypkg.models:load_from_checkpoint", arity=1)
 
 
+def _check_objectives(cfg: SweepConfig) -> None:
+    """``experiment.metrics`` (multi-objective): directions, the primary metric, and no
+    scheduler that judges a single metric."""
+    e, sc = cfg.experiment, cfg.scheduler
+    for name, direction in e.metrics.items():
+        _require(direction in MODES, f"experiment.metrics.{name}", direction,
+                 "must be 'min' or 'max'", f"write {name}: max (or min)")
+    if not e.metrics:
+        return
+    _require(e.metric in e.metrics, "experiment.metric", e.metric,
+             f"is not one of experiment.metrics ({', '.join(e.metrics)})",
+             "leave experiment.metric unset (the first of experiment.metrics is the primary) or "
+             "name one of them")
+    _require(e.metrics[e.metric] == e.mode, "experiment.mode", e.mode,
+             f"contradicts experiment.metrics.{e.metric}={e.metrics[e.metric]}",
+             "leave experiment.mode unset, or make the two agree")
+    if len(e.metrics) > 1:
+        _require(sc.name == "none", "scheduler.name", sc.name,
+                 f"judges trials by one metric, but experiment.metrics has {len(e.metrics)} "
+                 "objectives", "use scheduler=none with several objectives (every trial "
+                 "trains scheduler.max_t epochs), or keep one metric")
+
+
 def _check_space_keys(e: ExperimentSection) -> None:
     """Every searched key must be a key of ``params`` (or be listed in ``loop_defaults``):
     a misspelled key would otherwise be sampled, logged, and never read by the loop."""
-    from sweeps.search.space import flatten
+    from sweeps.search.space import flatten, flatten_space
 
     known = flatten(dict(e.params))
     prefixes = {k.rsplit(".", i)[0] for k in known for i in range(1, k.count(".") + 1)}
-    searched = flatten(dict(e.search_space))
+    searched = flatten_space(dict(e.search_space))
     for key in e.loop_defaults:
         _require(key in searched, "experiment.loop_defaults", key,
                  "is not a key of experiment.search_space",

@@ -57,7 +57,7 @@ def fit(prep: Prepared, interrupt: Interrupt | None = None) -> SweepResult:
     tracking: MLflowTracking | None = (start_tracking(prep, sweep_id, record.starts)
                                        if prep.tracking_uri else None)
     reaper = PlacementGroupReaper(sweep_id)
-    progress = ProgressLines(objective, cfg.search.num_samples, sweep_dir=str(prep.sweep_dir))
+    progress = ProgressLines(objective, prep.trials, sweep_dir=str(prep.sweep_dir))
     unread = UnreadKeysCheck([p.path for p in prep.params], layout.train)
     trial = trial_plan(cfg, prep.constants, prep.resources, prep.sweep_dir, sweep_id, ended)
     callbacks: list[Callback] = [reaper, progress, unread] + ([tracking] if tracking else [])
@@ -67,10 +67,10 @@ def fit(prep: Prepared, interrupt: Interrupt | None = None) -> SweepResult:
             tuner = restore_tuner(cfg, prep.params, trial, prep.sweep_dir, callbacks)
         else:
             tuner = build_tuner(cfg, prep.params, trial, prep.resources, prep.sweep_dir,
-                                callbacks)
+                                callbacks, prep.warm_start)
         results: ResultGrid = tuner.fit()
         ended_now = results.num_terminated + results.num_errors
-        if ended_now != cfg.search.num_samples:  # Tune returned early on Ctrl-C/SIGTERM
+        if ended_now != prep.trials:  # Tune returned early on Ctrl-C/SIGTERM
             raise _interrupted(prep, ended_now, interrupt)
     except BaseException as exc:
         if tracking:
@@ -99,12 +99,14 @@ def _start(prep: Prepared) -> tuple[SweepRecord, dict[str, dict[str, Any]]]:
     save_record(prep.sweep_dir, record)
     prep.layout.config(record.starts).write_text(OmegaConf.to_yaml(OmegaConf.structured(cfg)))
     ended = ended_trials(prep.sweep_dir) if prep.resuming else {}
-    print(f"sweep {cfg.sweep.name}: {cfg.search.num_samples} trials "
+    print(f"sweep {cfg.sweep.name}: {prep.trials} trials "
           f"({cfg.search.algorithm}, scheduler {cfg.scheduler.name}, max {cfg.scheduler.max_t} "
           f"epochs); {prep.resources.describe()}\n  dir {prep.sweep_dir}", flush=True)
+    if prep.warm_start is not None:
+        print(f"  warm start: {prep.warm_start.describe()}", flush=True)
     if prep.resuming:
         release_all(record.sweep_uid)  # flags and groups a driver that died left on a cluster
-        line, notes = resume_notes(prep.layout, cfg.search.num_samples, ended)
+        line, notes = resume_notes(prep.layout, prep.trials, ended)
         for note in notes:
             log.warning(note)
         print(f"  {line} (start {record.starts})", flush=True)
@@ -120,7 +122,7 @@ def _interrupted(prep: Prepared, ended: int, interrupt: Interrupt | None) -> Swe
     signum = interrupt.signum if interrupt else 2
     return SweepInterrupted(
         f"sweep {cfg.sweep.name} interrupted ({'SIGTERM' if signum == 15 else 'SIGINT'})"
-        f": {ended} of {cfg.search.num_samples} trials ended; its state is saved in "
+        f": {ended} of {prep.trials} trials ended; its state is saved in "
         f"{prep.sweep_dir}; run the same command again to resume it", signum)
 
 

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import sys
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sweeps.config.schema import SweepConfig
 from sweeps.config.validate import validate
@@ -24,7 +24,11 @@ from sweeps.execution.code_shipping import check_shipping, runtime_env
 from sweeps.execution.resources import ResourcePlan, local_cluster_totals, plan_resources
 from sweeps.layout import SweepLayout
 from sweeps.resume.state import ResumeInfo, check_tune_state, decide_resume
+from sweeps.search.checks import check_search, objectives_of, trial_count
 from sweeps.search.space import Param, parse_space
+
+if TYPE_CHECKING:
+    from sweeps.search.warm_start import WarmStart
 
 __all__ = ["Prepared", "prepare", "sweep_dir_of"]
 
@@ -40,10 +44,17 @@ class Prepared:
     sweep_dir: Path
     tracking_uri: str | None = None
     resume: ResumeInfo | None = None  # the sweep in sweep_dir this run continues
+    warnings: list[str] = field(default_factory=list)  # logged before the sweep starts
+    warm_start: WarmStart | None = None  # earlier trials that seed the searcher
 
     @property
     def layout(self) -> SweepLayout:
         return SweepLayout(self.sweep_dir)
+
+    @property
+    def trials(self) -> int:
+        """How many trials the sweep runs (``search.num_samples``, x the grid for a grid)."""
+        return trial_count(self.cfg, self.params)
 
     @property
     def resuming(self) -> bool:
@@ -112,11 +123,7 @@ def prepare(cfg: SweepConfig) -> Prepared:
     validate(cfg)
     check_shipping(cfg)  # code to ship exists and fits Ray's upload limit (before Ray starts)
     params, constants = parse_space(cfg.experiment.search_space)
-    if not params and cfg.search.algorithm == "tpe":
-        raise ConfigError("experiment.search_space", dict(cfg.experiment.search_space),
-                          "has no parameter to search",
-                          "add one, e.g. lr: tag(log, interval(1e-4, 1e-1)), or use "
-                          "search=random to repeat a fixed config")
+    warnings = check_search(cfg, params)
     sweep_dir = sweep_dir_of(cfg)
     _check_writable(sweep_dir)
     uri = None
@@ -129,6 +136,11 @@ def prepare(cfg: SweepConfig) -> Prepared:
     resume = decide_resume(cfg, params, sweep_dir, uri)
     if resume and resume.has_tune_state:
         check_tune_state(sweep_dir)
+    warm = None
+    if cfg.search.warm_start and not (resume and resume.has_tune_state):
+        from sweeps.search.warm_start import load_warm_start
+
+        warm = load_warm_start(cfg.search.warm_start, params, objectives_of(cfg), uri)
     joined = not _ray_connected() and bool(cfg.ray.address)
     try:
         cpus, gpus = _cluster_totals(cfg)
@@ -139,4 +151,4 @@ def prepare(cfg: SweepConfig) -> Prepared:
 
             ray.shutdown()
         raise
-    return Prepared(cfg, params, constants, resources, sweep_dir, uri, resume)
+    return Prepared(cfg, params, constants, resources, sweep_dir, uri, resume, warnings, warm)

@@ -81,6 +81,8 @@ def run_sweep(cfg: SweepConfig, prepared: Prepared | None = None) -> SweepResult
 
     prep = prepared or prepare(cfg)
     compat.check()  # a Ray whose internals changed fails here, in one line, before anything starts
+    for warning in prep.warnings:
+        log.warning(warning)
     res = prep.resources
     if res.max_concurrent_trials > res.trials_that_fit:
         log.warning("search.max_concurrent_trials=%d but only %d trial(s) fit at once; the "

@@ -3,10 +3,11 @@
     tuner = build_tuner(cfg, space, plan, sweep_dir, callbacks)
     results = tuner.fit()
 
-Search: Optuna TPE through Ray's ``OptunaSearch`` (seeded ``TPESampler``) or Tune's random
-``BasicVariantGenerator`` (seeded). Scheduler: ASHA (``sweeps.search.asha``) on the trial's clock
-(``sweeps_epoch``, see ``sweeps.execution.clock``; never Tune's ``training_iteration``, which
-restarts at 1 after a restore), or FIFO; both stop a trial at the budget ``scheduler.max_t``.
+Search: ``sweeps.search.searchers`` (Optuna through Ray's ``OptunaSearch``, or Tune's seeded
+``BasicVariantGenerator`` for random and grid search). Scheduler: ASHA (``sweeps.search.asha``)
+on the trial's clock (``sweeps_epoch``, see ``sweeps.execution.clock``; never Tune's
+``training_iteration``, which restarts at 1 after a restore), PBT (``sweeps.search.pbt``) or
+FIFO; all stop a trial at the budget ``scheduler.max_t``.
 """
 
 from __future__ import annotations
@@ -19,35 +20,17 @@ from sweeps.execution.resources import TRIAL_DRIVER_RESOURCES, ResourcePlan
 from sweeps.execution.trial_driver import TrialPlan, run_trial
 from sweeps.layout import SweepLayout
 from sweeps.search.outcome import Objective
-from sweeps.search.space import Param, to_tune_space
+from sweeps.search.searchers import make_search_alg, tune_param_space
+from sweeps.search.space import Param
 
 if TYPE_CHECKING:  # Ray stays off the --help and dry-run path
     from ray.tune import Callback, Tuner
-    from ray.tune.search import SearchAlgorithm, Searcher
 
     from sweeps.search.schedulers import ResumableASHA, ResumableFIFO
+    from sweeps.search.warm_start import WarmStart
 
 __all__ = ["build_tuner", "restore_tuner", "make_search_alg", "make_scheduler", "trial_plan",
            "objective_of"]
-
-
-def make_search_alg(cfg: SweepConfig, max_concurrent: int = 0) -> Searcher | SearchAlgorithm:
-    """OptunaSearch(TPE) or BasicVariantGenerator, seeded with ``sweep.seed``.
-
-    Tune ignores ``TuneConfig.max_concurrent_trials`` for a ``BasicVariantGenerator`` (it only
-    wraps ``Searcher``s), so random search gets the limit itself.
-    """
-    if cfg.search.algorithm == "random":
-        from ray.tune.search.basic_variant import BasicVariantGenerator
-
-        return BasicVariantGenerator(random_state=cfg.sweep.seed, max_concurrent=max_concurrent)
-    import optuna
-    from ray.tune.search.optuna import OptunaSearch
-
-    optuna.logging.set_verbosity(optuna.logging.WARNING)
-    sampler = optuna.samplers.TPESampler(seed=cfg.sweep.seed,
-                                         n_startup_trials=cfg.search.n_startup_trials)
-    return OptunaSearch(sampler=sampler)
 
 
 def make_scheduler(cfg: SweepConfig, sweep_dir: Path) -> ResumableASHA | ResumableFIFO | Any:
@@ -106,19 +89,21 @@ def _trainable(trial: TrialPlan) -> Any:
 
 
 def build_tuner(cfg: SweepConfig, params: list[Param], trial: TrialPlan, plan: ResourcePlan,
-                sweep_dir: Path, callbacks: list[Callback]) -> Tuner:
+                sweep_dir: Path, callbacks: list[Callback], warm: WarmStart | None = None
+                ) -> Tuner:
     """A ``tune.Tuner`` whose experiment directory is ``sweep_dir`` itself."""
     from ray import tune
 
+    generator = cfg.search.algorithm in ("random", "grid")  # limits its own concurrency
     return tune.Tuner(
         _trainable(trial),
-        param_space=to_tune_space(params),
+        param_space=tune_param_space(cfg, params),
         tune_config=tune.TuneConfig(
             metric=cfg.experiment.metric, mode=cfg.experiment.mode,
-            search_alg=make_search_alg(cfg, plan.max_concurrent_trials),
-            scheduler=make_scheduler(cfg, sweep_dir), num_samples=cfg.search.num_samples,
-            max_concurrent_trials=(plan.max_concurrent_trials
-                                   if cfg.search.algorithm != "random" else None),
+            search_alg=make_search_alg(cfg, plan.max_concurrent_trials, params, warm),
+            scheduler=make_scheduler(cfg, sweep_dir),
+            num_samples=1 if cfg.search.algorithm == "grid" else cfg.search.num_samples,
+            max_concurrent_trials=None if generator else plan.max_concurrent_trials,
             trial_dirname_creator=lambda t: t.trial_id,
             reuse_actors=False,
         ),
@@ -144,7 +129,7 @@ def restore_tuner(cfg: SweepConfig, params: list[Param], trial: TrialPlan, sweep
     alias_old_modules()  # a sweep pickled before the package layout
 
     tuner = tune.Tuner.restore(str(sweep_dir), _trainable(trial), resume_unfinished=True,
-                               resume_errored=True, param_space=to_tune_space(params))
+                               resume_errored=True, param_space=tune_param_space(cfg, params))
     replace_restored_config(tuner, make_scheduler(cfg, sweep_dir), callbacks,
                             verbose=1 if cfg.sweep.verbose else 0,
                             failure_config=tune.FailureConfig(max_failures=cfg.trial.max_retries))

@@ -63,9 +63,10 @@ class EpochBudget:
     expected: float
 
 
-def epoch_budget(cfg: SweepConfig) -> EpochBudget:
-    """Worst-case and expected epochs for ``cfg`` (they agree without ASHA)."""
-    s, n = cfg.scheduler, cfg.search.num_samples
+def epoch_budget(cfg: SweepConfig, trials: int | None = None) -> EpochBudget:
+    """Worst-case and expected epochs for ``cfg`` (they agree without ASHA) over ``trials``
+    trials (default ``search.num_samples``)."""
+    s, n = cfg.scheduler, cfg.search.num_samples if trials is None else trials
     if s.name != "asha":
         return EpochBudget([], n * s.max_t, float(n * s.max_t))
     rungs = asha_rungs(s.max_t, s.grace_period, s.reduction_factor)
@@ -91,29 +92,57 @@ def source_line(cfg: SweepConfig) -> str:
 
 def format_plan(prepared) -> str:  # prepared: sweeps.execution.runner.Prepared
     """The dry-run report as plain text."""
-    cfg = prepared.cfg
-    s, budget = cfg.scheduler, epoch_budget(cfg)
+    cfg, n = prepared.cfg, prepared.trials
+    s, budget = cfg.scheduler, epoch_budget(cfg, n)
     width = max((len(p.path) for p in prepared.params), default=0)
     lines = [f"plan for sweep {cfg.sweep.name} (dry run: Ray not started, nothing written)",
              f"  {source_line(cfg)}",
-             f"  trainable {cfg.experiment.trainable}, {cfg.experiment.mode}imize "
-             f"{cfg.experiment.metric}",
-             f"  search {cfg.search.algorithm}, {cfg.search.num_samples} trials, seed "
-             f"{cfg.sweep.seed}; {len(prepared.params)} parameter(s):"]
+             f"  trainable {cfg.experiment.trainable}, {_objectives(cfg)}",
+             f"  search {_search(cfg, prepared.params, n)}, seed {cfg.sweep.seed}; "
+             f"{len(prepared.params)} parameter(s):"]
     lines += [f"    {p.path:<{width}}  {p.describe()}" for p in prepared.params]
     if prepared.constants:
         lines.append("  constants: " + ", ".join(f"{k}={v!r}" for k, v in
                                                  prepared.constants.items()))
+    warm = prepared.warm_start
+    if warm is not None:
+        lines.append(f"  warm start: {warm.describe()}")
     if s.name == "asha":
         rungs = ", ".join(map(str, budget.rungs)) or "none below max_t"
         lines.append(f"  scheduler asha: rungs at epoch {rungs}; keeps the top "
                      f"1/{s.reduction_factor} at each; max {s.max_t} epochs")
+    elif s.name == "pbt":
+        lines.append(f"  scheduler pbt: every {s.perturbation_interval} epoch(s) the bottom "
+                     f"{s.quantile_fraction:.0%} copy a top trial's checkpoint and perturb its "
+                     f"values (resample p={s.resample_probability:g}); every trial trains "
+                     f"{s.max_t} epochs")
     else:
         lines.append(f"  scheduler none: every trial trains {s.max_t} epochs")
     lines.append(f"  trials: {prepared.resources.describe()}")
-    lines.append(f"  epochs of compute: worst case {budget.worst} "
-                 f"({cfg.search.num_samples} x {s.max_t})"
+    lines.append(f"  epochs of compute: worst case {budget.worst} ({n} x {s.max_t})"
                  + (f", ASHA expected ~{budget.expected:.1f}" if s.name == "asha" else ""))
     lines.append(f"  sweep dir {prepared.sweep_dir}")
     lines.append(f"  tracking {prepared.tracking_uri or 'off'}")
+    lines += [f"  warning: {w}" for w in prepared.warnings]
     return "\n".join(lines)
+
+
+def _objectives(cfg: SweepConfig) -> str:
+    """``maximize val_acc`` or, with several objectives, each one and the Pareto note."""
+    e = cfg.experiment
+    if len(e.metrics) > 1:
+        parts = ", ".join(f"{m}imize {name}" for name, m in e.metrics.items())
+        return f"{parts} (multi-objective: Pareto front; {e.metric} ranks checkpoints)"
+    return f"{e.mode}imize {e.metric}"
+
+
+def _search(cfg: SweepConfig, params: list, trials: int) -> str:
+    """``tpe (TPESampler), 8 trials`` / ``grid, 6 points x 1 = 6 trials``."""
+    algorithm = cfg.search.algorithm
+    if algorithm == "grid":
+        return f"grid, {trials} points = {trials} trials (each once)"
+    if algorithm in ("tpe", "optuna"):
+        from sweeps.search.samplers import sampler_name
+
+        return f"{algorithm} ({sampler_name(cfg)}), {trials} trials"
+    return f"{algorithm}, {trials} trials"

@@ -27,7 +27,7 @@ from sweeps.config.schema import SweepConfig
 from sweeps.errors import ConfigError, StateError
 from sweeps.files import write_atomic
 from sweeps.layout import SweepLayout
-from sweeps.search.space import Param, flatten
+from sweeps.search.space import Param, flatten, flatten_space
 
 __all__ = ["FORMAT_VERSION", "SweepRecord", "ResumeInfo", "StateError", "decide_resume",
            "identity_of", "new_record", "save_record", "load_record", "state_dir",
@@ -81,11 +81,18 @@ def identity_of(cfg: SweepConfig, params: list[Param]) -> dict[str, str]:
              "scheduler.name": sc.name, "scheduler.max_t": str(sc.max_t)}
     if s.algorithm == "tpe":
         ident["search.n_startup_trials"] = str(s.n_startup_trials)
+    if s.algorithm == "optuna":
+        ident["search.sampler"] = repr(sorted(dict(s.sampler).items()))
+    if e.metrics:
+        ident["experiment.metrics"] = repr(dict(e.metrics))
+    if sc.name == "pbt":
+        for knob in ("perturbation_interval", "quantile_fraction", "resample_probability"):
+            ident[f"scheduler.{knob}"] = str(getattr(sc, knob))
     if sc.name == "asha":
         ident["scheduler.grace_period"] = str(sc.grace_period)
         ident["scheduler.reduction_factor"] = str(sc.reduction_factor)
     searched = {p.path: p.describe() for p in params}
-    for key, value in flatten(dict(e.search_space)).items():
+    for key, value in flatten_space(dict(e.search_space)).items():
         ident[f"experiment.search_space.{key}"] = searched.get(key, repr(value))
     for key, value in flatten(dict(e.params)).items():
         ident[f"experiment.params.{key}"] = repr(value)

@@ -8,6 +8,9 @@
         dropout: interval(0.0, 0.5)          # float, uniform
         batch_size: tag(log, int(interval(16, 256)))
         momentum: 0.9                        # a plain value is a constant
+        beta1:                               # conditional: sampled only when optimizer=adam
+          when: {optimizer: adam}
+          sample: interval(0.8, 0.99)
 
 Expressions are parsed with Hydra's own ``OverridesParser``. Deliberate divergences:
 
@@ -17,6 +20,10 @@ Expressions are parsed with Hydra's own ``OverridesParser``. Deliberate divergen
 * ``shuffle(...)`` and other tags than ``log`` are rejected: they mean nothing to a sampler.
 * ``choice`` takes scalars only (Optuna's categorical rule); map a string to a structure in
   the trainable instead.
+* A ``{when: {parent: value or [values]}, sample: EXPR}`` entry is conditional
+  (``sweeps.search.conditions``): the trial has the key only when every named parent (a
+  ``choice`` of the same space) took one of the listed values; otherwise the key is absent from
+  the trial's config and its MLflow params (the loop falls back to ``experiment.params``).
 """
 
 from __future__ import annotations
@@ -27,7 +34,8 @@ from typing import Any
 
 from sweeps.errors import SearchSpaceError
 
-__all__ = ["Param", "parse_space", "flatten", "unflatten", "to_tune_space", "deep_merge"]
+__all__ = ["Param", "parse_space", "flatten", "flatten_space", "unflatten", "to_tune_space",
+           "deep_merge"]
 
 Scalar = str | int | float | bool | None
 
@@ -43,14 +51,37 @@ class Param:
     step: float | None = None
     log: bool = False
     choices: tuple[Scalar, ...] = ()
+    # Conditional: ((parent path, values it must take), ...); all must hold. () = always.
+    when: tuple[tuple[str, tuple[Scalar, ...]], ...] = ()
 
     def describe(self) -> str:
         """Human-readable distribution, e.g. ``float log-uniform [0.0001, 0.1]``."""
         if self.kind == "choice":
-            return f"choice of {list(self.choices)}"
-        dist = "log-uniform" if self.log else "uniform"
-        step = f" step {self.step:g}" if self.step else ""
-        return f"{self.kind} {dist} [{self.low:g}, {self.high:g}]{step}"
+            text = f"choice of {list(self.choices)}"
+        else:
+            dist = "log-uniform" if self.log else "uniform"
+            step = f" step {self.step:g}" if self.step else ""
+            text = f"{self.kind} {dist} [{self.low:g}, {self.high:g}]{step}"
+        return text + self.condition()
+
+    def condition(self) -> str:
+        """``" only when optimizer=sgd"`` for a conditional param, else ``""``."""
+        if not self.when:
+            return ""
+        parts = [f"{parent}={values[0]}" if len(values) == 1 else
+                 f"{parent} in {list(values)}" for parent, values in self.when]
+        return " only when " + " and ".join(parts)
+
+    def applies(self, values: dict[str, Any]) -> bool:
+        """Whether this param exists in a trial whose (flat) values are ``values``.
+
+        Example:
+            >>> p = Param("momentum", "float", 0.5, 0.9, when=(("opt", ("sgd",)),))
+            >>> p.applies({"opt": "sgd"}), p.applies({"opt": "adam"}), p.applies({})
+            (True, False, False)
+        """
+        return all(parent in values and values[parent] in allowed
+                   for parent, allowed in self.when)
 
 
 def flatten(tree: dict[str, Any], prefix: str = "") -> dict[str, Any]:
@@ -67,6 +98,25 @@ def flatten(tree: dict[str, Any], prefix: str = "") -> dict[str, Any]:
             out.update(flatten(value, f"{path}."))
         else:
             out[path] = value
+    return out
+
+
+def flatten_space(search_space: dict[str, Any]) -> dict[str, Any]:
+    """``flatten`` for a search space: a conditional entry (``{when: ..., sample: ...}``) stays
+    one leaf.
+
+    Example:
+        >>> flatten_space({"m": {"b": {"when": {"o": "x"}, "sample": "interval(0, 1)"}}})
+        {'m.b': {'when': {'o': 'x'}, 'sample': 'interval(0, 1)'}}
+    """
+    from sweeps.search.conditions import is_conditional
+
+    out: dict[str, Any] = {}
+    for key, value in search_space.items():
+        if isinstance(value, dict) and value and not is_conditional(value):
+            out.update({f"{key}.{k}": v for k, v in flatten_space(value).items()})
+        else:
+            out[key] = value
     return out
 
 
@@ -205,22 +255,39 @@ def parse_space(search_space: dict[str, Any]) -> tuple[list[Param], dict[str, An
         >>> params[0].kind, consts
         ('float', {'model.act': 'relu'})
     """
+    from sweeps.search.conditions import is_conditional, resolve_conditions
+
     params: list[Param] = []
     constants: dict[str, Any] = {}
-    flat = flatten(search_space)
+    flat = flatten_space(search_space)
     for path in flat:
         clash = next((p for p in flat if p != path and p.startswith(f"{path}.")), None)
         if clash:
             raise SearchSpaceError(f"experiment.search_space.{path}", flat[path],
                                    f"is both a value and the parent of {clash}",
                                    "keep only one of the two keys")
+    conditions: dict[str, Any] = {}
     for path, expr in flat.items():
+        if is_conditional(expr):
+            if set(expr) != {"when", "sample"}:
+                raise SearchSpaceError(f"experiment.search_space.{path}", expr,
+                                       "is a conditional entry with keys "
+                                       f"{sorted(map(str, expr))}",
+                                       "give it exactly `when: {parent: value}` and "
+                                       "`sample: EXPR`")
+            conditions[path] = expr["when"]
+            expr = expr["sample"]
         parsed = _parse_one(path, expr)
         if isinstance(parsed, Param):
             params.append(parsed)
+        elif path in conditions:
+            raise SearchSpaceError(f"experiment.search_space.{path}.sample", expr,
+                                   "is a constant under `when`, so there is nothing to sample",
+                                   f"write choice({expr}) for a single value, or move it out "
+                                   "of the conditional entry")
         else:
             constants[path] = parsed
-    return params, constants
+    return resolve_conditions(params, conditions), constants
 
 
 def to_tune_space(params: list[Param]) -> dict[str, Any]:

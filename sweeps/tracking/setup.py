@@ -98,6 +98,9 @@ def start_tracking(prep: Prepared, sweep_id: str, start: int = 1) -> MLflowTrack
     tracking = MLflowTracking(settings)
     config = OmegaConf.to_container(OmegaConf.structured(cfg))
     tags = {"sweeps.sweep_name": cfg.sweep.name, "sweeps.sweep_dir": str(prep.sweep_dir)}
+    if prep.warm_start is not None:  # where the searcher's earlier trials came from
+        tags["sweeps.warm_start.source"] = prep.warm_start.source
+        tags["sweeps.warm_start.trials"] = str(len(prep.warm_start.trials))
     commit = _git_commit()
     if commit:
         tags["mlflow.source.git.commit"] = commit

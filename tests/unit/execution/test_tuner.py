@@ -157,12 +157,14 @@ def test_build_tuner_wires_search_scheduler_and_run_config_without_ray(
     if algorithm == "random":
         assert isinstance(tc.search_alg, BasicVariantGenerator)
         assert tc.search_alg.max_concurrent == 3
-    else:
+        assert set(inner._param_space) == {p.path.split(".")[0] for p in params}
+    else:  # Optuna asks define-by-run: the searcher holds the space, the Tuner none
         assert isinstance(tc.search_alg, OptunaSearch)
+        assert [p.path for p in tc.search_alg._space.params] == [p.path for p in params]
+        assert inner._param_space == {}
     assert isinstance(tc.scheduler, ResumableASHA) and tc.scheduler._halving.max_t == 6
     assert tc.reuse_actors is False
     assert tc.trial_dirname_creator(SimpleNamespace(trial_id="ab12_00001")) == "ab12_00001"
     assert (rc.name, rc.storage_path) == ("my_sweep", str(tmp_path / "outputs"))
     assert rc.callbacks == callbacks
     assert rc.failure_config.max_failures == 2
-    assert set(inner._param_space) == {p.path.split(".")[0] for p in params}

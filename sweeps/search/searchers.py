@@ -1,0 +1,113 @@
+"""The Tune search algorithm of a sweep and the ``param_space`` that goes with it.
+
+    alg = make_search_alg(cfg, max_concurrent, params, warm_start)
+    tune.Tuner(..., param_space=tune_param_space(cfg, params),
+               tune_config=tune.TuneConfig(search_alg=alg))
+
+* ``search=random``: Tune's ``BasicVariantGenerator`` over the space's Tune domains, seeded.
+* ``search=grid``: the same generator walking ``grid_search`` lists (``sweeps.search.grid``).
+* ``search=tpe`` / ``search=optuna``: Ray's ``OptunaSearch`` with the sampler of
+  ``sweeps.search.samplers`` and the space as a define-by-run function
+  (``sweeps.search.optuna_space``), so conditional params are asked only where they apply; the
+  Tuner's ``param_space`` is then empty. Several objectives (``experiment.metrics``) become
+  Optuna's ``directions``.
+
+Warm start (``search.warm_start``): the earlier trials go into the Optuna study as finished
+trials before the first suggestion, through an ``InMemoryStorage`` handed to ``OptunaSearch``
+(which loads the study of that name). Divergence from Ray's own ``points_to_evaluate`` +
+``evaluated_rewards``: that path refuses a define-by-run space and has no multi-objective form;
+this one takes both, and the earlier trials are not run again.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from sweeps.config.schema import SweepConfig
+from sweeps.search.checks import objectives_of
+from sweeps.search.space import Param, parse_space, to_tune_space
+
+if TYPE_CHECKING:
+    import optuna
+    from ray.tune.search import SearchAlgorithm, Searcher
+
+    from sweeps.search.warm_start import WarmStart
+
+__all__ = ["make_search_alg", "tune_param_space", "seeded_storage", "STUDY_NAME"]
+
+STUDY_NAME = "optuna"  # the name OptunaSearch gives its study (and loads from a storage)
+
+
+def make_search_alg(cfg: SweepConfig, max_concurrent: int = 0, params: list[Param] | None = None,
+                    warm: WarmStart | None = None) -> Searcher | SearchAlgorithm:
+    """The search algorithm ``cfg.search`` names, seeded with ``sweep.seed``.
+
+    Tune ignores ``TuneConfig.max_concurrent_trials`` for a ``BasicVariantGenerator`` (it only
+    wraps ``Searcher``s), so random and grid search get the limit themselves.
+    """
+    if params is None:
+        params = parse_space(cfg.experiment.search_space)[0]
+    if cfg.search.algorithm in ("random", "grid"):
+        from ray.tune.search.basic_variant import BasicVariantGenerator
+
+        return BasicVariantGenerator(random_state=cfg.sweep.seed, max_concurrent=max_concurrent)
+    from ray.tune.search.optuna import OptunaSearch
+
+    from sweeps.search.optuna_space import DefineByRun
+    from sweeps.search.samplers import build_sampler
+
+    objectives = objectives_of(cfg)
+    several = len(objectives) > 1
+    return OptunaSearch(
+        space=DefineByRun(params),
+        metric=list(objectives) if several else cfg.experiment.metric,
+        mode=list(objectives.values()) if several else cfg.experiment.mode,
+        sampler=build_sampler(cfg), study_name=STUDY_NAME,
+        storage=seeded_storage(objectives, params, warm) if warm and warm.trials else None)
+
+
+def tune_param_space(cfg: SweepConfig, params: list[Param]) -> dict[str, Any]:
+    """The Tuner's ``param_space`` for this search (empty when Optuna asks define-by-run).
+
+    Example:
+        >>> tune_param_space(compose("digits"), parse_space({"x": "choice(1, 2)"})[0])
+        {}
+    """
+    if cfg.search.algorithm == "grid":
+        from sweeps.search.grid import to_grid_space
+
+        return to_grid_space(params)
+    if cfg.search.algorithm == "random":
+        return to_tune_space(params)
+    return {}
+
+
+def seeded_storage(objectives: dict[str, str], params: list[Param],
+                   warm: WarmStart) -> optuna.storages.InMemoryStorage:
+    """An in-memory Optuna storage whose study ``STUDY_NAME`` holds ``warm``'s trials as
+    finished ones, in ``params``' Optuna names and distributions.
+
+    Example:
+        >>> from sweeps.search.warm_start import EarlierTrial, WarmStart
+        >>> warm = WarmStart("example", [EarlierTrial({"x": 1}, {"val_acc": 0.9}, "t0")], {})
+        >>> storage = seeded_storage({"val_acc": "max"}, [Param("x", "choice", choices=(1, 2))],
+        ...                          warm)
+        >>> import optuna
+        >>> optuna.load_study(study_name=STUDY_NAME, storage=storage).best_trial.params
+        {'x': 1}
+    """
+    import optuna
+
+    from sweeps.search.optuna_space import optuna_params
+
+    storage = optuna.storages.InMemoryStorage()
+    study = optuna.create_study(
+        storage=storage, study_name=STUDY_NAME,
+        directions=["minimize" if d == "min" else "maximize" for d in objectives.values()])
+    for trial in warm.trials:
+        names, dists = optuna_params(trial.params, params)
+        values = [float(trial.metrics[m]) for m in objectives]
+        study.add_trial(optuna.trial.create_trial(
+            params=names, distributions=dists, values=values,
+            user_attrs={"warm_start": warm.source, "trial_id": trial.trial_id}))
+    return storage
