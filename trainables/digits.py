@@ -8,6 +8,8 @@ its own equal-size shard of the train split (DDP averages the gradients) and eva
 of the validation split; the shards' counts are summed across workers, so ``val_acc`` and
 ``val_loss`` are exact over the whole validation split. The CNN uses GroupNorm, not BatchNorm,
 so every rank holds identical weights and rank 0's checkpoint reproduces the reported accuracy.
+Every report also carries ``n_params``, the model's trainable parameter count (an int, the same on
+every rank), the size objective of ``+experiment=digits_multiobjective``.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from torch import nn
 from sweeps.execution.session import TrialSession
 
 __all__ = ["load_split", "shard", "build_mlp", "build_cnn", "train_mlp", "train_cnn", "evaluate",
-           "train_epoch"]
+           "train_epoch", "count_params"]
 
 NUM_CLASSES = 10
 
@@ -87,6 +89,16 @@ def build_cnn(channels: int = 32, blocks: int = 2, dropout: float = 0.1) -> nn.M
     )
 
 
+def count_params(model: nn.Module) -> int:
+    """Trainable parameters of ``model`` (a DDP wrapper counts as the module it wraps).
+
+    Example:
+        >>> count_params(build_mlp(hidden=16, depth=1))  # 64*16+16 + 16*10+10
+        1210
+    """
+    return sum(p.numel() for p in model.parameters() if p.requires_grad)
+
+
 @torch.no_grad()
 def evaluate(model: nn.Module, x: torch.Tensor, y: torch.Tensor) -> tuple[float, float, float]:
     """(summed loss, correct, count) of ``model`` on ``x``/``y`` in eval mode."""
@@ -133,6 +145,7 @@ def _fit(session: TrialSession, model: nn.Module) -> None:
     x_tr, y_tr = torch.from_numpy(x_tr[tr]).to(device), torch.from_numpy(y_tr[tr]).to(device)
     x_va, y_va = torch.from_numpy(x_va[va]).to(device), torch.from_numpy(y_va[va]).to(device)
     batch = int(params.get("batch_size", 64))
+    n_params = count_params(model)
     for epoch in session.epochs(model, optimizer):
         model.train()
         gen = torch.Generator().manual_seed(session.seed * 10_000 + epoch * 100 + session.rank)
@@ -142,7 +155,7 @@ def _fit(session: TrialSession, model: nn.Module) -> None:
             [*evaluate(model, x_va, y_va), train_loss])
         session.report(epoch, {
             "val_acc": correct / count, "val_loss": loss_sum / count,
-            "train_loss": tl / (len(order) * session.world_size),
+            "train_loss": tl / (len(order) * session.world_size), "n_params": n_params,
         }, model, optimizer)
 
 

@@ -3,9 +3,10 @@
     result = run_sweep(cfg, prepared)
     print_result(result, cfg)          # in python -m sweeps, after a sweep that ran to its end
 
-The trial table, each failed trial with the user's part of its traceback, searched keys the loop
-never read, then the best trial: its value, its config as Hydra overrides, the command that
-reruns it alone, its checkpoint, the summary files, the plots and where MLflow has it.
+The trial table, the Pareto front (multi-objective sweeps), each failed trial with the user's
+part of its traceback, searched keys the loop never read, then the best trial (by the primary
+metric): its value, its config as Hydra overrides, the command that reruns it alone, its
+checkpoint, the summary files, the plots and where MLflow has it.
 """
 
 from __future__ import annotations
@@ -42,11 +43,16 @@ def print_result(result: SweepResult, cfg: SweepConfig) -> None:
         >>> print_result(run_sweep(cfg), cfg)  # doctest: +SKIP
         best trial 9a6685fe: val_acc=0.9777 at epoch 9 ...
     """
-    from sweeps.report.summary import best_overrides, format_table, loop_traceback
+    from sweeps.report.summary import best_overrides, format_table, loop_traceback, pareto_json
 
     layout = result.layout
     metric = cfg.experiment.metric
     print("\n" + format_table(result.summary.table))
+    front = result.summary.pareto
+    if front is not None:
+        from sweeps.report.pareto import format_pareto
+
+        print("\n" + format_pareto(result.summary.table, front))
     if result.failed:
         print(f"\n{len(result.failed)} trial(s) failed:")
         for trial_id, reason in result.failed.items():
@@ -73,7 +79,8 @@ def print_result(result: SweepResult, cfg: SweepConfig) -> None:
           f"{cfg.experiment.name} search=random search.num_samples=1 scheduler=none "
           f"sweep.name={cfg.sweep.name}_best {overrides}"
           f"\n  checkpoint: {checkpoint}"
-          f"\n  summary: {layout.summary_csv} (and .parquet)")
+          f"\n  summary: {layout.summary_csv} (and .parquet)"
+          + (f"\n  pareto front: {pareto_json(result.sweep_dir)}" if front is not None else ""))
     if result.plots:
         print(f"  plots: {', '.join(str(p) for p in result.plots)}")
     elif result.plots_note:

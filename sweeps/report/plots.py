@@ -8,6 +8,8 @@
   parameters on a log axis, choices as evenly spaced categories) and the metric, coloured by
   the metric.
 * ``metric_vs_params.png``: the metric against each parameter, one panel each.
+* ``pareto.png`` (multi-objective sweeps, given the front): every trial by its objectives, the
+  front highlighted (``sweeps.report.pareto.pareto_plot``).
 
 Uses matplotlib's object API (no pyplot global state), safe next to the sweep's threads.
 """
@@ -16,7 +18,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -24,6 +26,9 @@ import pandas as pd
 from sweeps.errors import SweepError
 from sweeps.protocol import CLOCK_KEY
 from sweeps.search.space import Param
+
+if TYPE_CHECKING:
+    from sweeps.report.pareto import ParetoFront
 
 __all__ = ["NotEnoughTrials", "plot_sweep", "histories_of"]
 
@@ -158,8 +163,16 @@ def metric_vs_params(table: pd.DataFrame, params: list[Param], metric: str,
 
 
 def plot_sweep(table: pd.DataFrame, histories: dict[str, pd.DataFrame], params: list[Param],
-               metric: str, best_id: str | None, out_dir: Path) -> list[Path]:
-    """Write the three plots; ``NotEnoughTrials`` when fewer than 2 trials reported."""
+               metric: str, best_id: str | None, out_dir: Path,
+               pareto: ParetoFront | None = None) -> list[Path]:
+    """Write the three plots, and ``pareto.png`` when given a multi-objective sweep's front
+    (``Summary.pareto``); ``NotEnoughTrials`` when fewer than 2 trials reported.
+
+    Example:
+        >>> plot_sweep(summary.table, histories_of(results), params, "val_acc",  # doctest: +SKIP
+        ...            summary.best["trial_id"], sweep_dir / "plots", summary.pareto)[-1].name
+        'pareto.png'
+    """
     reported = 0 if table.empty or metric not in table else int(table[metric].notna().sum())
     if reported < 2:
         raise NotEnoughTrials(f"plots need at least 2 trials that reported {metric}; this "
@@ -171,4 +184,8 @@ def plot_sweep(table: pd.DataFrame, histories: dict[str, pd.DataFrame], params: 
         paths.append(parallel_coordinates(table, params, metric,
                                           out_dir / "parallel_coordinates.png"))
         paths.append(metric_vs_params(table, params, metric, out_dir / "metric_vs_params.png"))
+    if pareto is not None and len(pareto.objectives) >= 2:
+        from sweeps.report.pareto import pareto_plot
+
+        paths.append(pareto_plot(table, pareto.objectives, out_dir / "pareto.png"))
     return paths

@@ -8,6 +8,12 @@ A trial's status is ``completed``, ``stopped`` (ended early by the scheduler) or
 (NaN/inf values are skipped; a trial with no other value scores NaN, last in the table), and its
 checkpoint is the one saved at the best epoch whose checkpoint Train kept (it keeps the best
 ``checkpoint.keep`` by the same metric; of equal scores, the latest).
+
+Multi-objective (``experiment.metrics`` with two or more entries, passed as ``metrics``): the
+table gets a column per other objective, valued at the same report as the score (the one where
+the primary metric was best; see ``sweeps.report.pareto`` for why), and a boolean ``pareto``
+column; ``Summary.pareto`` is the front and ``write_summary`` adds ``pareto.json``. With zero
+or one entry nothing changes.
 """
 
 from __future__ import annotations
@@ -18,16 +24,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from sweeps.layout import SweepLayout
 from sweeps.protocol import CHECKPOINT_PATH_KEY as CHECKPOINT_KEY
 from sweeps.protocol import CLOCK_KEY
+from sweeps.report.pareto import ParetoFront, front_of, pareto_records
 from sweeps.search.outcome import Objective, Verdict
 from sweeps.search.space import flatten
 
 __all__ = ["Summary", "summarize", "format_table", "write_summary", "best_overrides",
-           "loop_traceback"]
+           "loop_traceback", "pareto_json"]
 
 
 @dataclass
@@ -38,6 +46,7 @@ class Summary:
     table: pd.DataFrame
     best: dict[str, Any] | None
     failed: dict[str, str] = field(default_factory=dict)
+    pareto: ParetoFront | None = None  # multi-objective sweeps only
 
 
 def _error_line(error: Any) -> str:
@@ -45,9 +54,24 @@ def _error_line(error: Any) -> str:
     return lines[-1][:300] if lines else type(error).__name__
 
 
+def _value_at(history: pd.DataFrame, pick: Any, metric: str) -> float | int:
+    """``metric`` in the report ``pick``: NaN when absent or not finite; an int stays an int."""
+    if metric not in history:
+        return math.nan
+    value = pd.to_numeric(pd.Series([history.loc[pick, metric]]), errors="coerce").iloc[0]
+    if pd.isna(value) or not math.isfinite(float(value)):
+        return math.nan
+    integral = pd.api.types.is_integer_dtype(history[metric]) or (
+        isinstance(value, int | np.integer) and not isinstance(value, bool))
+    return int(value) if integral else float(value)
+
+
 def _trial_row(result: Any, objective: Objective, verdicts: dict[str, Verdict],
-               param_paths: list[str]) -> tuple[dict[str, Any], dict[str, Any] | None, str | None]:
-    """(table row, best checkpoint of the trial, why it failed) for one Tune ``Result``."""
+               param_paths: list[str], extra: list[str] | None = None,
+               ) -> tuple[dict[str, Any], dict[str, Any] | None, str | None]:
+    """(table row, best checkpoint of the trial, why it failed) for one Tune ``Result``;
+    ``extra``: the other objectives, valued at the report where ``objective.metric`` was best."""
+    missing = dict.fromkeys(extra or [], math.nan)
     metric, mode = objective.metric, objective.mode
     history = result.metrics_dataframe
     trial_id = (result.metrics or {}).get("trial_id") or Path(result.path).name
@@ -65,17 +89,19 @@ def _trial_row(result: Any, objective: Objective, verdicts: dict[str, Verdict],
     status = objective.outcome(clock, verdict, bool(result.error))
     if history is None or history.empty or metric not in history:
         failure = failure or (f"never reported {metric}" if history is not None else None)
-        row.update({metric: math.nan, "epochs": epochs,
+        row.update({metric: math.nan, **missing, "epochs": epochs,
                     "status": "error" if failure or result.error else "empty"})
         return row, None, failure
     values = pd.to_numeric(history[metric], errors="coerce").replace([math.inf, -math.inf],
                                                                        math.nan)
     history = history.assign(**{metric: values}).dropna(subset=[metric])
     if history.empty:  # every value was NaN/inf: the trial counts as the worst
-        row.update({metric: math.nan, "epochs": epochs, "status": status})
+        row.update({metric: math.nan, **missing, "epochs": epochs, "status": status})
         return row, None, failure
     pick = history[metric].idxmax() if mode == "max" else history[metric].idxmin()
-    row.update({metric: float(history.loc[pick, metric]), "epochs": epochs, "status": status})
+    row.update({metric: float(history.loc[pick, metric]),
+                **{m: _value_at(history, pick, m) for m in missing},
+                "epochs": epochs, "status": status})
     pick_clock = history.loc[pick, clock_col] if clock_col else len(history)
     no_checkpoint = {"trial_id": trial_id, "metric": metric, "value": row[metric],
                      "epoch": int(math.ceil(float(pick_clock))), "checkpoint": None,
@@ -106,12 +132,23 @@ def _kept(path: Any) -> bool:
 
 
 def summarize(results: Any, objective: Objective, param_paths: list[str],
-              verdicts: dict[str, Verdict] | None = None) -> Summary:
+              verdicts: dict[str, Verdict] | None = None,
+              metrics: dict[str, str] | None = None) -> Summary:
     """Build the summary from a Tune ``ResultGrid`` (or any iterable of ``Result``) and the
-    scheduler's verdicts (``sweeps.search.outcome.read_verdicts``)."""
+    scheduler's verdicts (``sweeps.search.outcome.read_verdicts``); ``metrics``: the
+    experiment's objectives (``experiment.metrics``), a Pareto front when two or more.
+
+    Example:
+        >>> summary = summarize(results, objective, ["lr"], verdicts,  # doctest: +SKIP
+        ...                     {"val_acc": "max", "n_params": "min"})
+        >>> summary.pareto.members  # doctest: +SKIP
+        ('9a6685fe', '1c2d3e4f')
+    """
+    objectives = dict(metrics or {}) if len(metrics or {}) >= 2 else {}
+    extra = [m for m in objectives if m != objective.metric]
     rows, bests, failed = [], [], {}
     for result in results:
-        row, best, failure = _trial_row(result, objective, verdicts or {}, param_paths)
+        row, best, failure = _trial_row(result, objective, verdicts or {}, param_paths, extra)
         rows.append(row)
         if best is not None:
             bests.append(best)
@@ -122,13 +159,18 @@ def summarize(results: Any, objective: Objective, param_paths: list[str],
         table = table.sort_values(objective.metric, ascending=(objective.mode == "min"),
                                   na_position="last")
         table = table.reset_index(drop=True)
+    front = None
+    if objectives:
+        front = front_of(table, objectives, param_paths)
+        if not table.empty:
+            table["pareto"] = table["trial_id"].astype(str).isin(front.members)
     best = None
     # The best checkpointed epoch; a sweep whose loop saves no checkpoint still has a best trial.
     candidates = [b for b in bests if b["checkpoint"]] or bests
     if candidates:
         pick = max if objective.mode == "max" else min
         best = pick(candidates, key=lambda b: b["value"])
-    return Summary(table=table, best=best, failed=failed)
+    return Summary(table=table, best=best, failed=failed, pareto=front)
 
 
 def loop_traceback(error_text: str, limit: int = 20) -> list[str]:
@@ -160,13 +202,33 @@ def format_table(table: pd.DataFrame) -> str:
     return table.to_string(index=False, float_format=lambda v: f"{v:.4g}")
 
 
+def pareto_json(sweep_dir: Path) -> Path:
+    """Where ``write_summary`` puts a multi-objective sweep's front: beside ``summary.csv``.
+
+    Example:
+        >>> pareto_json(Path("outputs/digits_mo")).name
+        'pareto.json'
+    """
+    return SweepLayout(sweep_dir).summary_csv.with_name("pareto.json")
+
+
 def write_summary(summary: Summary, sweep_dir: Path) -> None:
-    """``summary.csv``, ``summary.parquet`` and ``best.json`` in the sweep directory."""
+    """``summary.csv``, ``summary.parquet`` and ``best.json`` in the sweep directory, and
+    ``pareto.json`` (objectives, front size, each member's values and params) for a
+    multi-objective sweep."""
     layout = SweepLayout(sweep_dir)
     summary.table.to_csv(layout.summary_csv, index=False)
     mixed = [c for c in summary.table if summary.table[c].dtype == object]
     summary.table.astype({c: str for c in mixed}).to_parquet(layout.summary_parquet, index=False)
     layout.best.write_text(json.dumps(summary.best, indent=2, default=str) + "\n")
+    front, path = summary.pareto, pareto_json(sweep_dir)
+    if front is None:
+        path.unlink(missing_ok=True)  # a stale front must not outlive a single-objective rerun
+        return
+    path.write_text(json.dumps({
+        "objectives": front.objectives, "size": len(front.members),
+        "trials": len(front.trial_ids), "members": pareto_records(summary.table, front),
+    }, indent=2, default=str) + "\n")
 
 
 def best_overrides(config: dict[str, Any]) -> str:

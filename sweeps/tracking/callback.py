@@ -18,6 +18,9 @@ failure), with tags ``sweeps.status=stopped`` and ``sweeps.stop_reason`` and its
 suffixed ``stopped@<epoch>`` so the runs table reads right at a glance; one that raised, or never
 reported the metric, is FAILED with the reason in ``sweeps.error``. At the sweep's end the best
 trial's run is tagged ``sweeps.best=true``, named ``<trial> best``, and holds the logged model.
+A multi-objective sweep's front (``finish(..., pareto=...)``) tags every trial run
+``sweeps.pareto=true|false`` (a journaled ``trial_tags`` record) and the parent with
+``sweeps.pareto_size``/``_objectives``/``_trials``; ``pareto.json`` is logged beside the summary.
 Metric steps are the loop's own epoch (or the report count, see ``sweeps.execution.clock``),
 never Tune's iteration counter.
 """
@@ -29,7 +32,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ray.tune import Callback
 
@@ -38,7 +41,10 @@ from sweeps.search.space import flatten
 from sweeps.tracking.journal import Journal
 from sweeps.tracking.masking import mask_params, mask_tree
 
-__all__ = ["TrackingSettings", "MLflowTracking", "TrackingWriter", "NOT_METRICS"]
+if TYPE_CHECKING:
+    from sweeps.report.pareto import ParetoFront
+
+__all__ = ["TrackingSettings", "MLflowTracking", "TrackingWriter", "NOT_METRICS", "apply_record"]
 
 log = logging.getLogger(__name__)
 
@@ -69,6 +75,33 @@ class TrackingSettings:
     @property
     def sweep_dir(self) -> Path:
         return Path(self.state_dir).parent
+
+
+def apply_record(sink: Any, record: dict[str, Any]) -> None:
+    """Apply one journal record: ``sink.apply``, or for ``trial_tags`` (tags on ended trial
+    runs, e.g. ``sweeps.pareto``) set them here when the sink has no ``_op_trial_tags``. The
+    sweep's writer and ``python -m sweeps.sync`` both apply records through here.
+
+    Example:
+        >>> apply_record(sink, {"op": "trial_tags", "tags": {"t1": {"sweeps.pareto": "true"}},
+        ...                     "ts": 1})  # doctest: +SKIP
+    """
+    if record.get("op") != "trial_tags" or hasattr(sink, "_op_trial_tags"):
+        sink.apply(record)
+        return
+    from sweeps.tracking.mlflow_sink import PARAM_LIMIT, TransientTrackingError, _is_transient
+
+    try:
+        for trial_id, tags in record["tags"].items():
+            run_id = sink.run_id(trial_id)
+            if run_id is None:  # never started in MLflow (e.g. a trial Tune never ran)
+                continue
+            for key, value in tags.items():
+                sink.client.set_tag(run_id, key, str(value)[:PARAM_LIMIT])
+    except Exception as exc:  # the same split as MLflowSink.apply: retry only the unreachable
+        if _is_transient(exc):
+            raise TransientTrackingError(str(exc).splitlines()[0][:300]) from exc
+        raise
 
 
 class TrackingWriter:
@@ -121,7 +154,7 @@ class TrackingWriter:
             return False
         for index, record in self.journal.pending():
             try:
-                self.sink.apply(record)
+                apply_record(self.sink, record)
             except TransientTrackingError as exc:
                 self.failures += 1
                 if self.failures == 1 or self.failures % 10 == 0:
@@ -233,20 +266,34 @@ class MLflowTracking(Callback):
         error = getattr(trial, "error_msg", None) or "trial raised an error"
         self._failed(trial.trial_id, str(error).strip().splitlines()[-1])
 
-    def log_artifacts(self, paths: list[str], artifact_path: str) -> None:
+    def log_artifacts(self, paths: list[str], artifact_path: str | None) -> None:
         """Journal files to attach to the parent run (e.g. the plots)."""
         self.record({"op": "artifacts", "paths": paths, "artifact_path": artifact_path})
 
     def finish(self, summary_csv: Path | None, best: dict[str, Any] | None,
-               status: str = "FINISHED") -> int:
-        """Journal the sweep's end, wait for delivery; return records still unsent."""
+               status: str = "FINISHED", pareto: ParetoFront | None = None) -> int:
+        """Journal the sweep's end (``pareto``: a multi-objective sweep's ``Summary.pareto``,
+        tagged on the runs), wait for delivery; return records still unsent."""
         tags = {}
         if best:
             tags = {"sweeps.best_trial_id": best["trial_id"],
                     f"sweeps.best_{best['metric']}": f"{best['value']:.6g}"}
+        if pareto is not None:
+            tags.update(self._pareto(pareto, summary_csv))
         self.record({"op": "sweep_end", "summary_csv": str(summary_csv) if summary_csv else None,
                      "best": best, "status": status, "tags": tags})
         return self._close(self.settings.flush_timeout_s)
+
+    def _pareto(self, front: ParetoFront, summary_csv: Path | None) -> dict[str, str]:
+        """Journal the trial runs' Pareto tags and ``pareto.json``; return the parent's tags."""
+        from sweeps.report.pareto import pareto_tags
+
+        trial_tags, parent_tags = pareto_tags(front)
+        self.record({"op": "trial_tags", "tags": trial_tags})
+        front_file = summary_csv.with_name("pareto.json") if summary_csv else None
+        if front_file is not None and front_file.exists():
+            self.log_artifacts([str(front_file)], None)
+        return parent_tags
 
     def _close(self, timeout_s: float) -> int:
         """Wait up to ``timeout_s`` for delivery, stop the writer; return records unsent."""

@@ -11,7 +11,15 @@ from sweeps.execution.checkpoint import (
     load_model,
     save_checkpoint,
 )
-from trainables.digits import build_cnn, build_mlp, evaluate, load_split, shard
+from trainables.digits import (
+    _fit,
+    build_cnn,
+    build_mlp,
+    count_params,
+    evaluate,
+    load_split,
+    shard,
+)
 
 
 def test_split_is_fixed_and_disjoint() -> None:
@@ -63,3 +71,46 @@ def test_checkpoint_roundtrip_rebuilds_the_same_model(tmp_path) -> None:
 def test_load_checkpoint_on_a_non_checkpoint_says_so(tmp_path) -> None:
     with pytest.raises(FileNotFoundError, match="not a sweeps checkpoint"):
         load_checkpoint(tmp_path)
+
+
+@pytest.mark.parametrize(("model", "expected"), [
+    (build_mlp(hidden=16, depth=1), 64 * 16 + 16 + 16 * 10 + 10),
+    (build_mlp(hidden=8, depth=2), 64 * 8 + 8 + 8 * 8 + 8 + 8 * 10 + 10),
+    (build_mlp(hidden=512, depth=4), 826_378),
+    (build_cnn(channels=8, blocks=1), 9 * 8 + 2 * 8 + 2 * (9 * 64 + 2 * 8) + 8 * 10 + 10),
+])
+def test_count_params_counts_trainable_parameters(model: torch.nn.Module, expected: int) -> None:
+    assert count_params(model) == expected
+
+
+def test_count_params_skips_frozen_ones() -> None:
+    model = build_mlp(hidden=16, depth=1)
+    model[1].weight.requires_grad_(False)
+    assert count_params(model) == 16 + 16 * 10 + 10
+
+
+class _Session:
+    """What ``_fit`` reads of a ``TrialSession``: one worker, two epochs, reports kept."""
+
+    params = {"lr": 0.05, "batch_size": 256}
+    device, rank, world_size, seed = torch.device("cpu"), 0, 1, 0
+
+    def __init__(self) -> None:
+        self.reports: list[dict] = []
+
+    def epochs(self, model: torch.nn.Module, optimizer: torch.optim.Optimizer) -> range:
+        return range(1, 3)
+
+    def all_reduce_sum(self, values: list[float]) -> list[float]:
+        return values
+
+    def report(self, epoch: int, metrics: dict, model: torch.nn.Module, optimizer) -> None:
+        self.reports.append(metrics)
+
+
+def test_every_report_carries_n_params_as_an_int() -> None:
+    session, model = _Session(), build_mlp(hidden=16, depth=1)
+    _fit(session, model)
+    assert [r["n_params"] for r in session.reports] == [1210, 1210]
+    assert all(type(r["n_params"]) is int for r in session.reports)
+    assert {"val_acc", "val_loss", "train_loss"} <= set(session.reports[0])

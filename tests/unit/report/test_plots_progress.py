@@ -44,6 +44,19 @@ def test_three_non_empty_pngs(tmp_path) -> None:
         assert p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and p.stat().st_size > 10_000
 
 
+def test_a_multi_objective_sweep_also_gets_a_pareto_png(tmp_path) -> None:
+    from sweeps.report.pareto import front_of
+
+    table, histories = _sweep(6)
+    table["n_params"] = table["hidden"] * 100 * table["depth"]
+    front = front_of(table, {"val_acc": "max", "n_params": "min"}, ["lr", "hidden", "depth"])
+    paths = plot_sweep(table, histories, PARAMS, "val_acc", "t0", tmp_path / "plots", front)
+    assert [p.name for p in paths] == ["learning_curves.png", "parallel_coordinates.png",
+                                       "metric_vs_params.png", "pareto.png"]
+    assert paths[-1].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert paths[-1].stat().st_size > 10_000
+
+
 @pytest.mark.parametrize("n", [0, 1])
 def test_zero_or_one_trial_gives_a_clear_message_and_no_files(tmp_path, n: int) -> None:
     table, histories = _sweep(n)

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import json
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
+import pytest
 
 from sweeps.report.summary import summarize
 from sweeps.search.outcome import Objective
@@ -64,3 +67,92 @@ def test_all_nan_metrics_score_nan_without_crashing(tmp_path) -> None:
     summary = summarize([Finished(history, str(tmp_path / "t1"), metrics={"trial_id": "t1"})],
                         Objective("score", "max", 3), [])
     assert summary.best is None and pd.isna(summary.table.iloc[0]["score"])
+
+
+# -- multi-objective: the Pareto column, section and file ----------------------------------
+
+def _trial(tmp_path: Path, tid: str, acc: list[float], size: list, loss: list[float],
+           lr: float) -> Finished:
+    history = pd.DataFrame({"epoch": range(1, len(acc) + 1), "val_acc": acc, "n_params": size,
+                            "val_loss": loss, "trial_id": tid})
+    return Finished(history, str(tmp_path / tid), config={"lr": lr}, metrics={"trial_id": tid})
+
+
+def _multi(tmp_path: Path) -> list[Finished]:
+    return [
+        # best val_acc at epoch 2: its val_loss there (0.4) is taken, not its best (0.1)
+        _trial(tmp_path, "big", [0.90, 0.97, 0.95], [80000] * 3, [0.5, 0.4, 0.1], 0.1),
+        _trial(tmp_path, "small", [0.70, 0.80, 0.85], [600] * 3, [0.9, 0.8, 0.7], 0.2),
+        _trial(tmp_path, "worse", [0.60, 0.75, 0.70], [5000] * 3, [0.9, 0.8, 0.7], 0.3),
+        _trial(tmp_path, "no_size", [0.99, 0.99, 0.99], [None] * 3, [0.1] * 3, 0.4),
+    ]
+
+
+MULTI = {"val_acc": "max", "n_params": "min"}
+
+
+def test_multi_objective_summary_has_a_pareto_column_and_front(tmp_path) -> None:
+    summary = summarize(_multi(tmp_path), Objective("val_acc", "max", 3), ["lr"], None, MULTI)
+    table = summary.table.set_index("trial_id")
+    assert list(summary.table.columns) == ["trial_id", "lr", "val_acc", "n_params", "epochs",
+                                           "status", "pareto"]
+    assert table["pareto"].to_dict() == {"no_size": False, "big": True, "small": True,
+                                         "worse": False}
+    assert summary.table["pareto"].dtype == bool
+    assert (table.loc["big", "val_acc"], table.loc["big", "n_params"]) == (0.97, 80000)
+    assert math.isnan(table.loc["no_size", "n_params"])
+    assert summary.pareto.members == ("big", "small") and summary.pareto.params == ("lr",)
+    assert summary.best["trial_id"] == "no_size"  # the primary still picks the best trial
+
+
+def test_every_objective_is_read_at_the_report_where_the_primary_was_best(tmp_path) -> None:
+    three = {**MULTI, "val_loss": "min"}
+    summary = summarize(_multi(tmp_path), Objective("val_acc", "max", 3), ["lr"], None, three)
+    table = summary.table.set_index("trial_id")
+    assert table.loc["big", "val_loss"] == 0.4  # epoch 2's, where val_acc peaked
+    assert table.loc["small", "val_loss"] == 0.7
+
+
+def test_written_summary_of_a_multi_objective_sweep_has_the_front(tmp_path) -> None:
+    from sweeps.report.summary import pareto_json, write_summary
+
+    summary = summarize(_multi(tmp_path), Objective("val_acc", "max", 3), ["lr"], None, MULTI)
+    write_summary(summary, tmp_path)
+    written = pd.read_csv(tmp_path / "summary.csv").set_index("trial_id")
+    assert written["pareto"].to_dict()["big"] and not written["pareto"].to_dict()["worse"]
+    assert pd.read_parquet(tmp_path / "summary.parquet")["pareto"].sum() == 2
+    front = json.loads(pareto_json(tmp_path).read_text())
+    assert front["objectives"] == MULTI and (front["size"], front["trials"]) == (2, 4)
+    assert front["members"][0] == {"trial_id": "big", "values": {"val_acc": 0.97,
+                                                                "n_params": 80000},
+                                   "params": {"lr": 0.1}}
+    # the same directory summarized single-objective: no stale front is left behind
+    write_summary(summarize(_multi(tmp_path), Objective("val_acc", "max", 3), ["lr"]), tmp_path)
+    assert not pareto_json(tmp_path).exists()
+
+
+@pytest.mark.parametrize("metrics", [None, {}, {"val_acc": "max"}])
+def test_zero_or_one_objective_changes_nothing(tmp_path, metrics) -> None:
+    plain = summarize(_multi(tmp_path), Objective("val_acc", "max", 3), ["lr"])
+    summary = summarize(_multi(tmp_path), Objective("val_acc", "max", 3), ["lr"], None, metrics)
+    assert summary.pareto is None and "pareto" not in summary.table
+    pd.testing.assert_frame_equal(summary.table, plain.table)
+    assert list(summary.table.columns) == ["trial_id", "lr", "val_acc", "epochs", "status"]
+
+
+def test_console_prints_the_pareto_section(tmp_path, capsys) -> None:
+    from sweeps import compose
+    from sweeps.execution.runner import SweepResult
+    from sweeps.report.console import print_result
+
+    cfg = compose("digits_multiobjective")
+    summary = summarize(_multi(tmp_path), Objective("val_acc", "max", 3), ["lr"], None, MULTI)
+    print_result(SweepResult(tmp_path, summary, None, {}), cfg)
+    out = capsys.readouterr().out
+    section = out[out.index("Pareto front"):].splitlines()
+    assert section[0] == "Pareto front (val_acc max, n_params min): 2 of 4 trials"
+    assert [ln.split()[0] for ln in section[2:4]] == ["big", "small"]
+    assert "pareto front: " + str(tmp_path / "pareto.json") in out
+    single = summarize(_multi(tmp_path), Objective("val_acc", "max", 3), ["lr"])
+    print_result(SweepResult(tmp_path, single, None, {}), compose("digits"))
+    assert "Pareto" not in capsys.readouterr().out
