@@ -150,7 +150,7 @@ def _finish(prep: Prepared, objective: Objective, results: ResultGrid,
     from sweeps.tracking.setup import finish_tracking
 
     summary = summarize(results, objective, [p.path for p in prep.params],
-                        verdicts(prep.sweep_dir))
+                        verdicts(prep.sweep_dir), prep.cfg.experiment.metrics)
     if summary.best:
         loader = prep.cfg.experiment.model_loader
         summary.best.update(model_form=model_form(summary.best["checkpoint"], loader),
@@ -174,7 +174,7 @@ def _plots(prep: Prepared, objective: Objective, summary: Summary,
     best_id = summary.best["trial_id"] if summary.best else None
     try:
         return plot_sweep(summary.table, histories_of(results), prep.params, objective.metric,
-                          best_id, prep.layout.plots), None
+                          best_id, prep.layout.plots, summary.pareto), None
     except NotEnoughTrials as exc:
         return None, str(exc)
     except Exception as exc:  # a plotting bug must not hide a finished sweep

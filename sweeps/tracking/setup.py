@@ -112,7 +112,7 @@ def start_tracking(prep: Prepared, sweep_id: str, start: int = 1) -> MLflowTrack
 def finish_tracking(tracking: MLflowTracking, prep: Prepared, summary: Summary) -> int:
     """Sweep end in MLflow; never lets a tracking failure hide the finished sweep."""
     try:
-        unsent = tracking.finish(prep.layout.summary_csv, summary.best)
+        unsent = tracking.finish(prep.layout.summary_csv, summary.best, pareto=summary.pareto)
     except Exception as exc:
         log.error("MLflow: could not record the sweep's end (%s); the journal in %s keeps "
                   "it for `python -m sweeps.sync %s`", exc, prep.layout.tracking,
