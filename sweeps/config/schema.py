@@ -107,6 +107,10 @@ class SchedulerSection:
     perturbation_interval: int = 2
     quantile_fraction: float = 0.25
     resample_probability: float = 0.25  # explore: draw afresh from the space instead of x0.8/1.2
+    # search_space keys explore perturbs; the others are copied from the donor unchanged (a
+    # param that shapes the model must be, or the donor's checkpoint cannot load). null: the
+    # float params (learning rates, regularization)
+    mutate: list[str] | None = None
 
 
 @dataclass

@@ -28,7 +28,34 @@ from typing import Any
 
 from sweeps.protocol import checkpoint_dir_name
 
-__all__ = ["TrialSession"]
+__all__ = ["TrialSession", "load_optimizer_state"]
+
+# torch.optim param-group entries that are the trial's choice, not training state
+HYPERPARAMETERS = frozenset({"lr", "weight_decay", "momentum", "dampening", "nesterov", "betas",
+                             "eps", "alpha", "amsgrad"})
+
+
+def load_optimizer_state(optimizer: Any, state: dict[str, Any]) -> None:
+    """``optimizer.load_state_dict(state)`` keeping the optimizer's own hyperparameters.
+
+    They are this trial's config, not the checkpoint's: after a PBT exploit the checkpoint is
+    the donor's and the config the explored one (Ray's PBT examples reset
+    ``param_group["lr"]`` the same way). The moments and step counts are the checkpoint's.
+
+    Example:
+        >>> import torch
+        >>> w = [torch.nn.Parameter(torch.zeros(1))]
+        >>> donor = torch.optim.SGD(w, lr=0.5, momentum=0.9).state_dict()
+        >>> mine = torch.optim.SGD(w, lr=0.1, momentum=0.8)
+        >>> load_optimizer_state(mine, donor)
+        >>> mine.param_groups[0]["lr"], mine.param_groups[0]["momentum"]
+        (0.1, 0.8)
+    """
+    chosen = [{k: v for k, v in group.items() if k in HYPERPARAMETERS}
+              for group in optimizer.param_groups]
+    optimizer.load_state_dict(state)
+    for group, values in zip(optimizer.param_groups, chosen, strict=False):
+        group.update(values)
 
 
 class TrialSession:
@@ -94,7 +121,7 @@ class TrialSession:
         with checkpoint.as_directory() as directory:
             payload = load_checkpoint(directory)
         _unwrap(model).load_state_dict(payload["model_state"])
-        optimizer.load_state_dict(payload["optimizer_state"])
+        load_optimizer_state(optimizer, payload["optimizer_state"])
         self._restored_metrics = dict(payload.get("metrics") or {})
         return int(payload["epoch"])
 

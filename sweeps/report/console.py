@@ -48,6 +48,11 @@ def print_result(result: SweepResult, cfg: SweepConfig) -> None:
     layout = result.layout
     metric = cfg.experiment.metric
     print("\n" + format_table(result.summary.table))
+    from sweeps.report.exploits import exploits_of, format_exploits
+
+    pbt = format_exploits(exploits_of(result.sweep_dir))
+    if pbt:
+        print("\n" + "\n".join(pbt))
     front = result.summary.pareto
     if front is not None:
         from sweeps.report.pareto import format_pareto

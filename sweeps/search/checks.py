@@ -19,7 +19,7 @@ from sweeps.config.schema import SweepConfig
 from sweeps.errors import ConfigError
 from sweeps.search.space import Param
 
-__all__ = ["check_search", "objectives_of", "trial_count"]
+__all__ = ["check_search", "objectives_of", "trial_count", "mutated"]
 
 
 def objectives_of(cfg: SweepConfig) -> dict[str, str]:
@@ -57,6 +57,8 @@ def check_search(cfg: SweepConfig, params: list[Param]) -> list[str]:
         []
     """
     algorithm = cfg.search.algorithm
+    if cfg.scheduler.name == "pbt":
+        _check_pbt(cfg, params)
     if cfg.search.warm_start and algorithm not in ("tpe", "optuna"):
         raise ConfigError("search.warm_start", cfg.search.warm_start,
                           f"seeds an Optuna searcher, and search={algorithm} has none",
@@ -91,3 +93,42 @@ def check_search(cfg: SweepConfig, params: list[Param]) -> list[str]:
     from sweeps.search.samplers import check_sampler
 
     return check_sampler(cfg, params, objectives_of(cfg))
+
+
+def _check_pbt(cfg: SweepConfig, params: list[Param]) -> None:
+    """PBT perturbs searched values: ``scheduler.mutate`` must name searched params, and the
+    space must be unconditional (a perturbed parent would add or drop its children)."""
+    import difflib
+
+    searched = [p.path for p in params]
+    conditional = next((p for p in params if p.when), None)
+    if conditional:
+        raise ConfigError("scheduler.name", "pbt", f"cannot perturb the conditional space of "
+                          f"{conditional.path} (a changed parent adds or drops it)",
+                          "use scheduler=asha or none with a conditional space, or make "
+                          f"{conditional.path} unconditional")
+    for key in cfg.scheduler.mutate or []:
+        if key not in searched:
+            close = difflib.get_close_matches(key, searched, n=1)
+            hint = f"did you mean {close[0]}? " if close else ""
+            raise ConfigError("scheduler.mutate", key, "is not a key of experiment.search_space",
+                              f"{hint}name searched keys: {', '.join(searched) or 'none'}")
+    if not mutated(params, cfg.scheduler.mutate):
+        raise ConfigError("scheduler.mutate", cfg.scheduler.mutate,
+                          "leaves PBT nothing to perturb (no float param is searched)",
+                          f"name the keys to perturb, e.g. scheduler.mutate=[{searched[0]}]"
+                          if searched else "add a float param to experiment.search_space")
+
+
+def mutated(params: list[Param], mutate: list[str] | None) -> list[Param]:
+    """The params PBT's explore perturbs (``sweeps.search.pbt``): those ``mutate`` names, or
+    (None) the float ones.
+
+    Example:
+        >>> ps = [Param("lr", "float", low=0.01, high=0.1), Param("h", "int", low=8, high=64)]
+        >>> [p.path for p in mutated(ps, None)], [p.path for p in mutated(ps, ["h"])]
+        (['lr'], ['h'])
+    """
+    if mutate is None:
+        return [p for p in params if p.kind == "float"]
+    return [p for p in params if p.path in mutate]

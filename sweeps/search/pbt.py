@@ -34,8 +34,9 @@ a neighbouring choice. Deliberate divergences from Ray's ``PopulationBasedTraini
 * only donors with a checkpoint are drawn (Ray draws first, then skips the exploit);
 * a trial is never paused only to let another trial run (Ray's ``PAUSE`` for fairness when a
   trial is pending); every restart costs a worker-group start;
-* every searched param is perturbed: a param that changes the model's shape (a layer width)
-  makes the donor's checkpoint unloadable; search only optimizer-like params under PBT.
+* only the params of ``scheduler.mutate`` are perturbed (default: the float params); the
+  others keep the donor's values, since a param that shapes the model (a layer width) would make
+  the donor's checkpoint unloadable. Ray perturbs what ``hyperparam_mutations`` names.
 
 Like ``ResumableFIFO``, a trial is stopped when its clock reaches the budget (``max_t``), and
 results are screened (a NaN metric is judged the worst; a trial that never reports the metric
@@ -56,6 +57,7 @@ from ray.tune.schedulers import FIFOScheduler, TrialScheduler
 from sweeps.config.schema import SchedulerSection
 from sweeps.errors import ConfigError
 from sweeps.protocol import CHECKPOINT_PATH_KEY, CLOCK_KEY
+from sweeps.search.checks import mutated
 from sweeps.search.outcome import Objective
 from sweeps.search.schedulers import _Logged
 from sweeps.search.space import Param, deep_merge, flatten, unflatten
@@ -175,6 +177,7 @@ class ResumablePBT(_Logged, FIFOScheduler):
             raise ConfigError("scheduler.resample_probability", s.resample_probability,
                               "must be in [0, 1]", "set scheduler.resample_probability=0.25")
         self._params, self._seed = list(params), int(seed)
+        self._mutated = mutated(params, s.mutate)  # the rest are copied from the donor
         self._interval, self._fraction = float(s.perturbation_interval), s.quantile_fraction
         self._resample = s.resample_probability
         self._sign = 1.0 if objective.mode == "max" else -1.0
@@ -295,7 +298,7 @@ class ResumablePBT(_Logged, FIFOScheduler):
         generation = self._members[tid].generation + 1
         rng = decision_rng(self._seed, tid, clock, generation)
         donor = rng.choice(donors)
-        config, ops = explore(self._configs[donor], self._params, rng, self._resample)
+        config, ops = explore(self._configs[donor], self._mutated, rng, self._resample)
         source = self._members[donor]
         try:
             frozen = freeze_donor(SweepLayout(Path(self._log_dir)).train, tid, generation,

@@ -190,6 +190,9 @@ class MLflowTracking(Callback):
         self._journal: Journal | None = None
         self._writer: TrackingWriter | None = None
         self._open: set[str] = set()  # trials started and not yet ended
+        self._rebase: set[str] = set()  # restarted by a PBT exploit, next result not yet seen
+        self._last_step: dict[str, int] = {}  # trial -> last MLflow step sent
+        self._step_offset: dict[str, int] = {}  # trial -> added to its clock's step (PBT)
 
     def __getstate__(self) -> dict[str, Any]:
         return {"settings": self.settings, "_journal": None, "_writer": None, "_open": set()}
@@ -226,15 +229,35 @@ class MLflowTracking(Callback):
 
     def on_trial_start(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
         self._open.add(trial.trial_id)
-        self.record({"op": "trial_start", "trial": trial.trial_id,
-                     "params": mask_params(flatten(trial.config or {}))})
+        params = mask_params(flatten(trial.config or {}))
+        tags = self._exploit_tags(trial.trial_id) if self.settings.scheduler == "pbt" else {}
+        if tags:  # restarted by a PBT exploit: MLflow keeps each param's first value, so the
+            # new values and the history go into tags; its clock may now be behind MLflow's
+            # steps, so its next steps continue after the last one sent
+            params = {}
+            self._rebase.add(trial.trial_id)
+        self.record({"op": "trial_start", "trial": trial.trial_id, "params": params})
+        if tags:
+            self.record({"op": "trial_tags", "tags": {trial.trial_id: tags}})
+
+    def _exploit_tags(self, trial_id: str) -> dict[str, str]:
+        from sweeps.report.exploits import exploit_tags, exploits_of
+
+        return exploit_tags(exploits_of(self.settings.sweep_dir), trial_id)
 
     def on_trial_result(self, iteration: int, trials: list, trial: Any, result: dict,
                         **info: Any) -> None:
         values = {k: v for k, v in result.items() if k not in NOT_METRICS}
-        step = result.get(STEP_KEY, result.get("training_iteration", 0))
-        self.record({"op": "metrics", "trial": trial.trial_id, "step": int(step),
-                     "values": values})
+        tid = trial.trial_id
+        step = int(result.get(STEP_KEY, result.get("training_iteration", 0)))
+        if tid in self._rebase:
+            self._rebase.discard(tid)
+            last = self._last_step.get(tid)
+            if last is not None and step + self._step_offset.get(tid, 0) <= last:
+                self._step_offset[tid] = last + 1 - step
+        step += self._step_offset.get(tid, 0)
+        self._last_step[tid] = max(step, self._last_step.get(tid, step))
+        self.record({"op": "metrics", "trial": tid, "step": step, "values": values})
 
     def on_trial_complete(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
         from sweeps.search.outcome import Objective

@@ -58,8 +58,8 @@ def pbt_sweep(tmp_path_factory, ray_cluster):
         "search.num_samples=4", f"scheduler.max_t={MAX_T}",
         "scheduler.perturbation_interval=1", "scheduler.quantile_fraction=0.5",
         "scaling.num_workers=1", "ray.num_cpus=2", "sweep.seed=0",
-        # Only values a checkpoint can be continued with: hidden/depth change the model's shape
-        "~experiment.search_space.hidden", "~experiment.search_space.depth",
+        # hidden/depth stay searched: scheduler.mutate's default perturbs only the floats and
+        # copies the rest from the donor, so its checkpoint fits the model
         f"sweep.dir={root / 'sweep'}", f"tracking.uri=sqlite:///{root / 'mlflow.db'}",
     ])
     result = run_sweep(cfg)
@@ -103,3 +103,33 @@ def test_no_placement_group_left(pbt_sweep) -> None:
     _, pg_table = pbt_sweep
     states = [pg["state"] for pg in pg_table.values()]
     assert "CREATED" not in states and "PENDING" not in states, pg_table
+
+
+def test_mlflow_shows_every_exploit_and_keeps_every_report(pbt_sweep) -> None:
+    from mlflow import MlflowClient
+
+    from sweeps.report.exploits import exploits_of
+
+    result, _ = pbt_sweep
+    exploits = exploits_of(result.sweep_dir)
+    assert exploits
+    client = MlflowClient(result.tracking_uri)
+    experiment = client.get_experiment_by_name("digits")
+    runs = {r.data.tags["sweeps.trial_id"]: r for r in client.search_runs(
+        [experiment.experiment_id]) if r.data.tags.get("sweeps.role") == "trial"}
+    for trial_id in {e.trial for e in exploits}:
+        mine = [e for e in exploits if e.trial == trial_id]
+        tags = runs[trial_id].data.tags
+        assert tags["sweeps.pbt.exploits"] == str(len(mine))
+        for e in mine:
+            assert tags[f"sweeps.pbt.exploit.{e.generation}"] == e.describe()
+            assert e.donor in e.describe()
+        for key, (_, new) in mine[-1].changed.items():
+            assert tags[f"sweeps.pbt.value.{key}"] == str(new)
+        # Every result Tune saw is in MLflow, the post-exploit ones after the earlier steps
+        history = client.get_metric_history(runs[trial_id].info.run_id, "val_acc")
+        steps = [m.step for m in history]
+        assert len(steps) == len(set(steps))
+        trial = next(r for r in result.results if r.metrics.get("trial_id") == trial_id)
+        seen = trial.metrics_dataframe["val_acc"].dropna()
+        assert len(history) == len(seen), (steps, list(seen))
