@@ -3,6 +3,7 @@
     python -m sweeps +experiment=digits sweep.dry_run=true     # dry_run: the plan
 
 ``progress`` is the live view; ``summary`` the end-of-sweep table (``summary.csv``,
-``best.json``); ``console`` prints it; ``plots`` draws it; ``best`` loads the best model
+``best.json``), with ``pareto`` (a multi-objective sweep's front) and ``exploits`` (what PBT
+did); ``console`` prints it; ``plots`` draws it; ``best`` loads the best model
 (``sweeps.load_best``); ``dry_run`` prints the plan and starts nothing.
 """
