@@ -28,13 +28,14 @@ KEYS = ("when", "sample")
 
 
 def is_conditional(node: Any) -> bool:
-    """Whether a search-space node is a conditional entry (a mapping with a ``when`` key).
+    """Whether a search-space node is a conditional entry (a mapping with a ``when`` or a
+    ``sample`` key; ``parse_space`` then requires exactly both).
 
     Example:
         >>> is_conditional({"when": {"opt": "sgd"}, "sample": "interval(0, 1)"}), is_conditional(1)
         (True, False)
     """
-    return isinstance(node, dict) and "when" in node
+    return isinstance(node, dict) and ("when" in node or "sample" in node)
 
 
 def resolve_conditions(params: list[Any], conditions: dict[str, Any]) -> list[Any]:
@@ -57,6 +58,8 @@ def resolve_conditions(params: list[Any], conditions: dict[str, Any]) -> list[An
 
 
 def _parse_when(path: str, when: Any, by_path: dict[str, Any]) -> tuple[tuple[str, tuple], ...]:
+    from sweeps.search.space import same_value
+
     key = f"experiment.search_space.{path}.when"
     if not isinstance(when, dict) or not when:
         raise SearchSpaceError(key, when, "must map a parent parameter to its value(s)",
@@ -75,11 +78,14 @@ def _parse_when(path: str, when: Any, by_path: dict[str, Any]) -> tuple[tuple[st
                                    f"on one of its choices ({searched})")
         parent_param = by_path[parent]
         if parent_param.kind != "choice":
-            raise SearchSpaceError(where, values, f"names {parent}, a {parent_param.kind} range; "
+            article = "an" if parent_param.kind == "int" else "a"
+            raise SearchSpaceError(where, values, f"names {parent}, {article} "
+                                   f"{parent_param.kind} range; "
                                    "a condition needs a choice parent",
                                    f"write {parent}: choice(...) with the values to branch on")
         wanted = tuple(values) if isinstance(values, list | tuple) else (values,)
-        unknown = [v for v in wanted if v not in parent_param.choices]
+        unknown = [v for v in wanted
+                   if not any(same_value(v, c) for c in parent_param.choices)]
         if not wanted or unknown:
             raise SearchSpaceError(where, values, f"is not among {parent}'s choices "
                                    f"{list(parent_param.choices)}",

@@ -45,7 +45,9 @@ def grid_values(p: Param) -> list[Any]:
     if p.kind == "choice":
         return list(p.choices)
     if not p.step:
-        what = f"{'int(' if p.kind == 'int' else ''}interval({p.low:g}, {p.high:g})"
+        what = f"interval({p.low:g}, {p.high:g})"
+        what = f"int({what})" if p.kind == "int" else what
+        what = f"tag(log, {what})" if p.log else what
         raise SearchSpaceError(key, p.describe(), "is a continuous interval; grid needs "
                                "discrete values",
                                f"write range({p.low:g}, {p.high:g}, STEP) or choice(...) "
@@ -53,8 +55,19 @@ def grid_values(p: Param) -> list[Any]:
     count = round((p.high - p.low) / p.step) + 1
     if p.kind == "int":
         return [int(p.low + i * p.step) for i in range(count)]
-    digits = max(0, -math.floor(math.log10(abs(p.step)))) + 6
-    return [round(p.low + i * p.step, digits) for i in range(count)]
+    # Rounded to the decimals low and step are written with: no float noise of low + i * step
+    # (0.30000000000000004, 5.6e-17 for 0), every digit a config gives kept.
+    digits = max(_decimals(p.low), _decimals(p.step))
+    inner = [round(p.low + i * p.step, digits) for i in range(1, count - 1)]
+    return [float(p.low), *inner, float(p.high)] if count > 1 else [float(p.low)]
+
+
+def _decimals(x: float) -> int:
+    """Digits after the point in ``x``'s shortest form (15 for an exponent form)."""
+    text = f"{x:.15g}"
+    if "e" in text:
+        return 15
+    return len(text.partition(".")[2])
 
 
 def grid_size(params: list[Param]) -> int:

@@ -96,8 +96,9 @@ def _instantiate(spec: dict[str, Any], key: str, seed: int,
                   if isinstance(v, dict) and "_target_" in v else v) for k, v in spec.items()}
     if "seed" in signature.parameters and "seed" not in kwargs:
         kwargs["seed"] = seed
-    if "warn_independent_sampling" in signature.parameters:  # the plan says it once instead
-        kwargs.setdefault("warn_independent_sampling", warn)
+    if "warn_independent_sampling" in signature.parameters and name != "TPESampler":
+        kwargs.setdefault("warn_independent_sampling", warn)  # the plan says it once instead
+        # (TPE's is deprecated in Optuna 4.9, and TPE only warns when multivariate)
     accepted = [p for p in signature.parameters if p not in ("self", "args", "kwargs")]
     for arg in kwargs:
         if arg not in signature.parameters:
@@ -127,8 +128,6 @@ def check_sampler(cfg: SweepConfig, params: list[Param], objectives: dict[str, s
     """
     import optuna
 
-    from sweeps.search.optuna_space import DefineByRun
-
     sampler = build_sampler(cfg, warn=True)
     name = type(sampler).__name__
     directions = ["minimize" if m == "min" else "maximize" for m in objectives.values()]
@@ -137,17 +136,15 @@ def check_sampler(cfg: SweepConfig, params: list[Param], objectives: dict[str, s
     optuna_log.addHandler(notes)
     optuna.logging.disable_default_handler()  # the throwaway study's chatter stays unseen
     try:
-        study = optuna.create_study(directions=directions, sampler=sampler)
-        space = DefineByRun(params)
-        for i in range(rounds):
-            trial = study.ask()
-            space(trial)
-            study.tell(trial, [float(i)] * len(directions))
+        _probe(sampler, params, directions, rounds)
     except Exception as exc:
         several = len(objectives) > 1
-        fix = (f"for {len(objectives)} objectives use one of "
-               f"{', '.join(f'{MODULE}.{n}' for n in MULTI_OBJECTIVE)}" if several else
-               f"pick another sampler, e.g. {MODULE}.TPESampler")
+        if several and _probe_ok(build_sampler(cfg), params, rounds):  # fine with one objective
+            fix = (f"for {len(objectives)} objectives use one of "
+                   f"{', '.join(f'{MODULE}.{n}' for n in MULTI_OBJECTIVE)}")
+        else:
+            fix = (f"pick another sampler, e.g. {MODULE}.TPESampler, or give the space what "
+                   f"{name} needs")
         raise ConfigError(f"{KEY}._target_" if cfg.search.algorithm == "optuna" else
                           "search.algorithm", f"{MODULE}.{name}",
                           f"cannot sample this sweep ({type(exc).__name__}: "
@@ -160,6 +157,31 @@ def check_sampler(cfg: SweepConfig, params: list[Param], objectives: dict[str, s
                 f"{', '.join(sorted(notes.independent))} at random (Optuna's independent "
                 "sampler: categorical or conditional params)"]
     return []
+
+
+def _probe(sampler: Any, params: list[Param], directions: list[str], rounds: int) -> None:
+    """``rounds`` trials of a throwaway study (fewer if the sampler stops it: brute force over
+    a small space)."""
+    import optuna
+
+    from sweeps.search.optuna_space import DefineByRun
+
+    space = DefineByRun(params)
+
+    def objective(trial: optuna.Trial) -> list[float]:
+        space(trial)
+        return [float(trial.number)] * len(directions)
+
+    optuna.create_study(directions=directions, sampler=sampler).optimize(
+        objective, n_trials=rounds, catch=())
+
+
+def _probe_ok(sampler: Any, params: list[Param], rounds: int) -> bool:
+    try:
+        _probe(sampler, params, ["maximize"], rounds)
+        return True
+    except Exception:
+        return False
 
 
 class _Notes(logging.Handler):

@@ -80,7 +80,7 @@ class Param:
             >>> p.applies({"opt": "sgd"}), p.applies({"opt": "adam"}), p.applies({})
             (True, False, False)
         """
-        return all(parent in values and values[parent] in allowed
+        return all(parent in values and any(same_value(values[parent], v) for v in allowed)
                    for parent, allowed in self.when)
 
 
@@ -99,6 +99,16 @@ def flatten(tree: dict[str, Any], prefix: str = "") -> dict[str, Any]:
         else:
             out[path] = value
     return out
+
+
+def same_value(a: Any, b: Any) -> bool:
+    """``a == b`` without Python's ``True == 1`` (YAML's ``true`` is not the choice ``1``).
+
+    Example:
+        >>> same_value(1, 1.0), same_value(True, 1), same_value(False, 0)
+        (True, False, False)
+    """
+    return isinstance(a, bool) == isinstance(b, bool) and a == b
 
 
 def flatten_space(search_space: dict[str, Any]) -> dict[str, Any]:

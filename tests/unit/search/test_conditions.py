@@ -114,7 +114,7 @@ def test_describe_names_the_condition(param: Param, text: str) -> None:
 @pytest.mark.parametrize(
     ("node", "expected"),
     [({"when": {"o": "x"}, "sample": "interval(0, 1)"}, True), ({"when": {}}, True),
-     ({"sample": "interval(0, 1)"}, False), ({"a": 1}, False), ("interval(0, 1)", False),
+     ({"sample": "interval(0, 1)"}, True), ({"a": 1}, False), ("interval(0, 1)", False),
      (1, False), (None, False), (["when"], False)],
 )
 def test_is_conditional(node: Any, expected: bool) -> None:
@@ -204,20 +204,12 @@ def test_bad_condition_names_key_and_rule(space: dict, key: str, fragment: str) 
     assert isinstance(info.value, ValueError)
 
 
-BOOL_INT = ("BUG: sweeps/search/conditions.py _parse_when (`v not in parent_param.choices`) and "
-            "space.py Param.applies (`values[parent] in allowed`) compare with ==, so True == 1 "
-            "and False == 0: a bool branch value passes for an int choice and vice versa, and "
-            "a condition on 0 also holds for False; warm_start._holds (via _same) disagrees")
-
-
-@pytest.mark.xfail(strict=True, reason=BOOL_INT)
 @pytest.mark.parametrize(("parent", "value"), [("choice(1, 2)", True), ("choice(true, false)", 1)])
 def test_bool_branch_value_is_not_an_int_choice(parent: str, value: Any) -> None:
     with pytest.raises(SearchSpaceError, match="is not among x's choices"):
         parse_space({"x": parent, "m": _cond({"x": value})})
 
 
-@pytest.mark.xfail(strict=True, reason=BOOL_INT)
 def test_condition_on_zero_does_not_hold_for_false() -> None:
     params, _ = parse_space({"x": "choice(0, false)", "m": _cond({"x": 0})})
     assert [p.path for p in params] == ["x", "m"]

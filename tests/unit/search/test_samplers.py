@@ -340,21 +340,12 @@ def test_check_sampler_leaves_optunas_log_handler_on(target: str,
     assert set(optuna.logging._get_library_root_logger().handlers) == before  # collector gone
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: sweeps/search/samplers.py check_sampler runs 4 "
-                   "ask/tell rounds; BruteForceSampler.after_trial calls study.stop() once a "
-                   "discrete space of fewer than 4 points is exhausted, which raises "
-                   "RuntimeError outside study.optimize, so a valid brute-force sweep over "
-                   "choice(a, b) is refused")
 @pytest.mark.parametrize("space", [{"c": "choice(a, b)"}, {"n": "range(1, 3)"}])
 def test_brute_force_over_a_small_discrete_space_is_accepted(space: dict) -> None:
     cfg = _optuna("optuna.samplers.BruteForceSampler")
     assert check_sampler(cfg, parse_space(space)[0], ONE) == []
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: sweeps/search/samplers.py check_sampler's fix "
-                   "blames the objective count whenever there are several, even for a sampler "
-                   "that supports them: BruteForceSampler over interval(0, 1) with 2 objectives "
-                   "says 'for 2 objectives use one of ...' instead of naming the interval")
 def test_multi_objective_fix_does_not_blame_objectives_for_a_space_error() -> None:
     with pytest.raises(ConfigError) as info:
         check_sampler(_optuna("optuna.samplers.BruteForceSampler"), SPACE, TWO)
