@@ -151,4 +151,10 @@ def prepare(cfg: SweepConfig) -> Prepared:
 
             ray.shutdown()
         raise
+    at_once = min(resources.trials_that_fit, resources.max_concurrent_trials)
+    if cfg.scheduler.name == "pbt" and at_once < 2 <= cfg.search.num_samples:
+        warnings.append("scheduler=pbt: only 1 trial runs at once here, and PBT ranks the "
+                        "trials that run together, so no trial will be exploited; lower "
+                        "scaling.num_workers (e.g. scaling.num_workers=1) or "
+                        "scaling.cpus_per_worker, or use a bigger cluster")
     return Prepared(cfg, params, constants, resources, sweep_dir, uri, resume, warnings, warm)
