@@ -1,27 +1,55 @@
-"""python -m bench.search_efficiency [--trials 12] [--epochs 9] [--seed 0] [--no-hydra]
+"""python -m bench.search_efficiency [--seeds 0 1 2] [--trials 6] [--epochs 6] [--workers 1]
+[--contenders ...] [--hydra] [--keep] [--no-lock]
 
-Search efficiency on the built-in digits MLP (``+experiment=digits``: its search space, 2-worker
-trials), same budget of trials for every contender:
+Search efficiency on the built-in CNN experiment (``+experiment=digits_cnn``: its search space
+of lr, channels, blocks and weight_decay), every contender with the same budget of
+``--trials`` trials x ``--epochs`` epochs (``scheduler.max_t``), ``--workers`` Train workers per
+trial (``scaling.num_workers``; 1 lets two trials run at once on 2 CPUs) and each of
+``--seeds`` (``sweep.seed``):
 
 1. **random, full budget** (the baseline): ``search=random scheduler=none``, every trial trains
-   all ``--epochs``. Its best ``val_acc`` is the target.
-2. **sweeps (TPE + ASHA)**: the default ``search=tpe scheduler=asha``.
-3. **Hydra's Optuna sweeper** (TPE, no pruning, basic launcher: one process per trial, no Ray),
-   from its own virtual environment (hydra-optuna-sweeper needs optuna<3), created on first use
-   under ``bench/.venv-hydra-optuna``. It trains the same network on the same data with the same
-   global batch, epoch for epoch (``bench/hydra_optuna/app.py``).
+   every epoch;
+2. **TPE + ASHA** (the default): ``search=tpe scheduler=asha``;
+3. **CMA-ES**: ``search=optuna search.sampler._target_=optuna.samplers.CmaEsSampler
+   scheduler=none`` (it samples the choice param ``channels`` at random);
+4. **PBT**: ``search=random scheduler=pbt scheduler.perturbation_interval=2
+   scheduler.quantile_fraction=0.25``; ``scheduler.mutate`` is left at its default (the float
+   params, lr and weight_decay).
 
-For each: epochs trained and wall seconds until a reported ``val_acc`` first reaches the target
-(reports in time order; the sweeps runs read them off ``state/scheduler.jsonl``), the totals,
-and both as ratios to the whole random search's epochs and seconds (the budget it spent to
-find the target; the row of random shows when its own best came). Writes
-``bench/results/search_efficiency.json``.
+**Target rule:** the target is the median, over the seeds, of the random contender's best
+reported ``val_acc`` (so random itself misses it on about half the seeds). For each contender
+and seed: the epochs trained and the wall seconds (from the call of ``run_sweep``, Ray's start
+included) until a reported ``val_acc`` first reaches the target, and the totals. Reports are
+read off ``state/scheduler.jsonl`` in time order; "epochs trained" counts reports, not the
+largest epoch (after a PBT exploit a trial's clock jumps to its donor's epoch, and a trial's
+closing record repeating its last report is not counted again). A seed that never reaches the
+target counts as not reached (an infinite value for the median), so a median is "not
+reached" when at least half the seeds missed. Per contender: the MEDIAN over seeds of
+epochs-to-target and of seconds-to-target, and each as a ratio to random's median of the same
+run (below 1: fewer epochs or seconds than random needed).
+
+Each sweep runs in its own process under ``flock /tmp/sweeps-ray.lock`` (one Ray instance on
+the machine at a time; other Ray users can interleave between sweeps; ``--no-lock`` when the
+caller already holds the lock), with its own ``sweep.dir`` and one SQLite MLflow file shared
+by all sweeps, under a temporary directory (``--keep`` keeps it). Default sizes: 3 seeds x 4
+contenders = 12 sweeps of 6 trials x 6 epochs, 1 worker per trial: about 20 minutes on 2 CPUs.
+Writes ``bench/results/search_efficiency.json`` (sizes, target, per-contender medians under
+``rows``, every seed under ``per_seed``) and prints the markdown table.
+
+``--hydra`` adds the earlier comparison on the digits MLP (``+experiment=digits``), which
+``python -m bench`` runs through ``measure()``, with **Hydra's Optuna sweeper** (TPE, no
+pruning, basic launcher: one process per trial, no Ray) from its own virtual environment
+(hydra-optuna-sweeper needs optuna<3), created on first use under ``bench/.venv-hydra-optuna``.
+It trains the same MLP on the same data with the same global batch, epoch for epoch
+(``bench/hydra_optuna/app.py``), against random (full budget) and TPE+ASHA on the first seed;
+its ratios are to the whole random search's epochs and seconds. It goes under ``mlp_hydra``.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import subprocess
 import sys
@@ -207,17 +235,245 @@ def format_table(result: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def main() -> None:
+# The CNN comparison (the module docstring): one sweep per contender and seed, each in its own
+# process under the machine's Ray lock.
+
+EXPERIMENT = "digits_cnn"
+LOCK = "/tmp/sweeps-ray.lock"
+BASELINE = "random"
+# key -> (row name, the sweep's overrides); the row names of measure() kept for the same sweeps
+CONTENDERS: dict[str, tuple[str, list[str]]] = {
+    "tpe_asha": ("sweeps TPE+ASHA", ["search=tpe", "scheduler=asha"]),
+    "cmaes": ("CMA-ES", ["search=optuna",
+                         "search.sampler._target_=optuna.samplers.CmaEsSampler",
+                         "scheduler=none"]),
+    "random": ("random (full budget)", ["search=random", "scheduler=none"]),
+    "pbt": ("PBT", ["search=random", "scheduler=pbt", "scheduler.perturbation_interval=2",
+                    "scheduler.quantile_fraction=0.25"]),
+}
+DEFAULTS = {"seeds": [0, 1, 2], "trials": 6, "epochs": 6, "workers": 1}
+
+
+def sweep_overrides(contender: str, seed: int, trials: int, epochs: int, workers: int,
+                    storage: str | Path) -> list[str]:
+    """The Hydra overrides of one sweep of ``contender`` (its own dir, the shared MLflow file)."""
+    return [*CONTENDERS[contender][1], f"search.num_samples={trials}",
+            f"scheduler.max_t={epochs}", f"scaling.num_workers={workers}", f"sweep.seed={seed}",
+            f"sweep.dir={Path(storage) / f'{contender}-s{seed}'}",
+            f"tracking.uri=sqlite:///{Path(storage) / 'mlflow.db'}"]
+
+
+def _sweep_child(overrides: list[str], out: str) -> None:
+    """In the sweep's own process: run it (Ray started and stopped by ``run_sweep``) and write
+    when it started and ended to ``out``."""
+    from sweeps import compose, run_sweep
+
+    cfg = compose(EXPERIMENT, overrides)
+    start = time.time()
+    run_sweep(cfg)
+    Path(out).write_text(json.dumps({"start": start, "end": time.time()}))
+
+
+def run_one(contender: str, seed: int, trials: int, epochs: int, workers: int,
+            storage: str | Path, lock: str | None = LOCK) -> dict[str, Any]:
+    """One sweep in a new process (under ``flock lock`` unless ``lock`` is None); its timing
+    and its records from ``state/scheduler.jsonl``."""
+    from sweeps.search.schedulers import decision_log
+
+    overrides = sweep_overrides(contender, seed, trials, epochs, workers, storage)
+    out = Path(storage) / f"{contender}-s{seed}.timing.json"
+    log = Path(storage) / f"{contender}-s{seed}.log"
+    cmd = [sys.executable, "-m", "bench.search_efficiency", "_sweep", str(out), *overrides]
+    if lock:
+        cmd = ["flock", lock, *cmd]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)}
+    with log.open("w") as f:
+        proc = subprocess.run(cmd, cwd=ROOT, env=env, stdout=f, stderr=subprocess.STDOUT)
+    if proc.returncode != 0:
+        tail = "\n".join(log.read_text(errors="replace").splitlines()[-40:])
+        raise RuntimeError(f"sweep {contender} seed {seed} failed ({proc.returncode}); "
+                           f"{' '.join(overrides)}:\n{tail}")
+    timing = json.loads(out.read_text())
+    return {**timing, "records": list(decision_log(Path(storage) / f"{contender}-s{seed}")
+                                      .records())}
+
+
+def reports_of(records: list[dict[str, Any]], start: float) -> list[Report]:
+    """Every report of a decision log, in time order, each epoch trained counted once.
+
+    A record with an ``epoch`` and a ``value`` is a report (PBT's PAUSE records included); a
+    trial's closing record (``end``) counts only when it is not the repeat of that trial's
+    last report. The same (trial, epoch) may come twice from PBT (an exploited trial continues
+    from its donor's epoch, maybe an earlier one): both count, each was trained.
+    """
+    out: list[Report] = []
+    last: dict[str, Any] = {}
+    for r in records:
+        if r.get("value") is None or r.get("epoch") is None or "t" not in r:
+            continue
+        trial, epoch = str(r["trial"]), float(r["epoch"])
+        if r.get("end") and last.get(trial) == epoch:
+            continue
+        last[trial] = epoch
+        out.append((r["t"] - start, trial, int(epoch), float(r["value"])))
+    return sorted(out, key=lambda rep: rep[0])
+
+
+def _median(values: list[float | None]) -> float | None:
+    """Median with None (not reached) as +infinity; None when the median is infinite."""
+    import statistics
+
+    if not values:
+        return None
+    med = statistics.median(math.inf if v is None else v for v in values)
+    return None if math.isinf(med) else med
+
+
+def summarize(runs: dict[str, dict[int, dict[str, Any]]], *, trials: int, epochs: int,
+              workers: int) -> dict[str, Any]:
+    """The result: the target (median over seeds of random's best), per contender and seed
+    what ``reach`` says, and per contender the medians and their ratios to random's."""
+    seeds = sorted(next(iter(runs.values())))
+    reports = {c: {s: reports_of(run["records"], run["start"]) for s, run in by_seed.items()}
+               for c, by_seed in runs.items()}
+    bests = [max(r[3] for r in reports[BASELINE][s]) for s in seeds]
+    target = _median(bests)
+    assert target is not None
+    per_seed: dict[str, dict[str, Any]] = {}
+    for c, by_seed in runs.items():
+        per_seed[CONTENDERS[c][0]] = rows = {}
+        for s in seeds:
+            row = reach(reports[c][s], target)
+            row["seconds_total"] = by_seed[s]["end"] - by_seed[s]["start"]  # run_sweep's wall
+            row["exploits"] = sum(1 for r in by_seed[s]["records"] if r.get("exploit"))
+            rows[str(s)] = row
+    summary: dict[str, dict[str, Any]] = {}
+    for name, rows in per_seed.items():
+        seed_rows = list(rows.values())
+        summary[name] = {
+            "reached": sum(r["epochs_to_target"] is not None for r in seed_rows),
+            "seeds": len(seed_rows),
+            "epochs_to_target": _median([r["epochs_to_target"] for r in seed_rows]),
+            "seconds_to_target": _median([r["seconds_to_target"] for r in seed_rows]),
+            "epochs_total": _median([r["epochs_total"] for r in seed_rows]),
+            "seconds_total": _median([r["seconds_total"] for r in seed_rows]),
+            "best": _median([r["best"] for r in seed_rows]),
+            "exploits": sum(r["exploits"] for r in seed_rows)}
+    base = summary[CONTENDERS[BASELINE][0]]
+    for row in summary.values():
+        for key, ratio in (("epochs_to_target", "epochs_ratio"),
+                           ("seconds_to_target", "seconds_ratio")):
+            row[ratio] = (row[key] / base[key] if row[key] is not None and base[key]
+                          else None)
+    return {"experiment": EXPERIMENT, "seeds": seeds, "trials": trials, "epochs": epochs,
+            "workers": workers, "sweeps": len(runs) * len(seeds),
+            "target_rule": "median over seeds of the random contender's best val_acc",
+            "random_best_per_seed": dict(zip(map(str, seeds), bests, strict=True)),
+            "target_val_acc": target, "rows": summary, "per_seed": per_seed}
+
+
+def compare(seeds: list[int], trials: int, epochs: int, workers: int,
+            contenders: list[str] | None = None, lock: str | None = LOCK,
+            storage: str | Path | None = None, progress: Any = None) -> dict[str, Any]:
+    """Every contender (random always) on every seed, one locked sweep process each; the
+    summary. ``storage``: where the sweeps go (default: a temporary directory, removed)."""
+    names = [c for c in CONTENDERS if c in (contenders or CONTENDERS) or c == BASELINE]
+    with tempfile.TemporaryDirectory() as tmp:
+        where = Path(storage or tmp)
+        where.mkdir(parents=True, exist_ok=True)
+        runs: dict[str, dict[int, dict[str, Any]]] = {c: {} for c in names}
+        start = time.time()
+        for seed in seeds:  # seed by seed: a cut run still has whole seeds
+            for c in names:
+                runs[c][seed] = run_one(c, seed, trials, epochs, workers, where, lock)
+                if progress:
+                    progress(f"{c} seed {seed}: {runs[c][seed]['end'] - runs[c][seed]['start']:.0f}"
+                             f" s ({time.time() - start:.0f} s in all)")
+        result = summarize(runs, trials=trials, epochs=epochs, workers=workers)
+    result["wall_s"] = time.time() - start
+    return result
+
+
+def format_markdown(result: dict[str, Any]) -> str:
+    """The summary table (medians over seeds, ratios to random's) and the per-seed table."""
+    def num(value: Any, fmt: str) -> str:
+        return "not reached" if value is None else format(value, fmt)
+
+    seeds = result["seeds"]
+    lines = [f"digits_cnn, {result['trials']} trials x {result['epochs']} epochs, "
+             f"{result['workers']} worker(s) per trial, seeds {', '.join(map(str, seeds))}; "
+             f"target val_acc {result['target_val_acc']:.4f} (median over seeds of random's "
+             f"best: {', '.join(f'{v:.4f}' for v in result['random_best_per_seed'].values())})",
+             "",
+             "| contender | reached | epochs to target (median) | ratio | s to target (median) "
+             "| ratio | epochs trained | sweep s | best val_acc |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for name, r in result["rows"].items():
+        lines.append(f"| {name} | {r['reached']}/{r['seeds']} | "
+                     f"{num(r['epochs_to_target'], 'g')} | {num(r['epochs_ratio'], '.2f')} | "
+                     f"{num(r['seconds_to_target'], '.0f')} | {num(r['seconds_ratio'], '.2f')} | "
+                     f"{r['epochs_total']:g} | {r['seconds_total']:.0f} | {r['best']:.4f} |")
+    lines += ["", "| contender | seed | epochs to target | s to target | epochs trained "
+              "| sweep s | best val_acc | PBT exploits |", "|---|---|---|---|---|---|---|---|"]
+    for name, rows in result["per_seed"].items():
+        for seed, r in rows.items():
+            lines.append(f"| {name} | {seed} | {num(r['epochs_to_target'], 'd')} | "
+                         f"{num(r['seconds_to_target'], '.0f')} | {r['epochs_total']} | "
+                         f"{r['seconds_total']:.0f} | {r['best']:.4f} | {r['exploits']} |")
+    return "\n".join(lines)
+
+
+def _legacy_child(out: str, trials: int, epochs: int, seed: int) -> None:
+    """In its own (locked) process: ``measure()`` with the Hydra sweeper, to ``out``."""
+    Path(out).write_text(json.dumps(measure(trials, epochs, seed, hydra=True)))
+
+
+def run_legacy(trials: int, epochs: int, seed: int, lock: str | None = LOCK) -> dict[str, Any]:
+    """The MLP comparison with Hydra's Optuna sweeper (``measure``), in a locked process."""
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "legacy.json"
+        cmd = [sys.executable, "-m", "bench.search_efficiency", "_legacy", str(out),
+               str(trials), str(epochs), str(seed)]
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+            p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)}
+        subprocess.run(["flock", lock, *cmd] if lock else cmd, cwd=ROOT, env=env, check=True)
+        return json.loads(out.read_text())
+
+
+def main(argv: list[str] | None = None) -> None:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["_sweep"]:  # one sweep, in the process run_one starts
+        return _sweep_child(argv[2:], argv[1])
+    if argv[:1] == ["_legacy"]:
+        return _legacy_child(argv[1], *map(int, argv[2:5]))
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--trials", type=int, default=12)
-    parser.add_argument("--epochs", type=int, default=9)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--no-hydra", action="store_true", help="leave the Hydra baseline out")
-    args = parser.parse_args()
-    result = measure(args.trials, args.epochs, args.seed, hydra=not args.no_hydra)
+    parser.add_argument("--seeds", type=int, nargs="+", default=DEFAULTS["seeds"])
+    parser.add_argument("--seed", type=int, help="one seed (same as --seeds N)")
+    parser.add_argument("--trials", type=int, default=DEFAULTS["trials"])
+    parser.add_argument("--epochs", type=int, default=DEFAULTS["epochs"])
+    parser.add_argument("--workers", type=int, default=DEFAULTS["workers"],
+                        help="Train workers per trial (scaling.num_workers)")
+    parser.add_argument("--contenders", nargs="+", choices=list(CONTENDERS),
+                        default=list(CONTENDERS), help="random always runs (the baseline)")
+    parser.add_argument("--hydra", action="store_true",
+                        help="also the MLP comparison with Hydra's Optuna sweeper (first seed)")
+    parser.add_argument("--keep", metavar="DIR", help="put the sweeps in DIR and keep them")
+    parser.add_argument("--no-lock", action="store_true",
+                        help=f"do not take {LOCK} per sweep (the caller holds it)")
+    args = parser.parse_args(argv)
+    seeds = [args.seed] if args.seed is not None else args.seeds
+    lock = None if args.no_lock else LOCK
+    result = compare(seeds, args.trials, args.epochs, args.workers, args.contenders, lock,
+                     args.keep, progress=lambda line: print(line, flush=True))
+    if args.hydra:
+        result["mlp_hydra"] = run_legacy(args.trials, args.epochs, seeds[0], lock)
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / "search_efficiency.json").write_text(json.dumps(result, indent=2) + "\n")
-    print(format_table(result))
+    print(format_markdown(result))
+    if args.hydra:
+        print("\nMLP, with Hydra's Optuna sweeper\n" + format_table(result["mlp_hydra"]))
+    print(f"\n({result['sweeps']} sweeps: {result['wall_s']:.0f} s)")
 
 
 if __name__ == "__main__":

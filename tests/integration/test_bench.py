@@ -42,3 +42,71 @@ def test_bench_quick_runs_every_benchmark(monkeypatch) -> None:
     assert 1 <= rows["random (full budget)"]["epochs_to_target"] <= full_budget
     assert 1 <= rows["sweeps TPE+ASHA"]["epochs_total"] <= full_budget
     assert not ray.is_initialized()
+
+
+def _log(*reports: tuple) -> list[dict]:
+    """Decision-log records from (t, trial, epoch, value[, extra fields])."""
+    return [{"trial": r[1], "epoch": r[2], "value": r[3], "t": 100.0 + r[0],
+             **(r[4] if len(r) > 4 else {})} for r in reports]
+
+
+def test_search_efficiency_counts_reports_and_takes_medians_over_seeds() -> None:
+    """Ray-free: what ``python -m bench.search_efficiency`` makes of the sweeps' decision logs.
+
+    Epochs trained are reports (a closing record repeating the last report is not one; PBT's
+    PAUSE record and the epochs an exploited trial trains again are); the target is the median
+    of random's bests; a seed that misses it is infinite for the median.
+    """
+    from bench.search_efficiency import CONTENDERS, reports_of, summarize
+
+    end = {"end": True}
+    pause = {"action": "PAUSE", "exploit": {"donor": "b", "donor_epoch": 1}}
+    pbt = _log((1, "a", 1, 0.5), (2, "b", 1, 0.6), (3, "a", 2, 0.55, pause),
+               (4, "b", 2, 0.7), (5, "a", 2, 0.8), (6, "a", 3, 0.85), (6.5, "a", 3, 0.85, end))
+    reports = reports_of(pbt, start=100.0)
+    assert [(r[1], r[2]) for r in reports] == [("a", 1), ("b", 1), ("a", 2), ("b", 2),
+                                               ("a", 2), ("a", 3)]
+
+    def run(*reports: tuple, records: list[dict] | None = None) -> dict:
+        return {"start": 100.0, "end": 110.0, "records": records or _log(*reports)}
+
+    runs = {  # random's bests 0.9, 0.8, 0.7: the target is 0.8
+        "random": {0: run((1, "a", 1, 0.9)), 1: run((1, "a", 1, 0.5), (3, "a", 2, 0.8)),
+                   2: run((2, "a", 1, 0.7))},
+        "tpe_asha": {0: run((1, "a", 1, 0.85)), 1: run((1, "a", 1, 0.6)),
+                     2: run((1, "a", 1, 0.6))},
+        "pbt": {0: run(records=pbt), 1: run(records=pbt), 2: run((9, "a", 1, 0.95))},
+    }
+    result = summarize(runs, trials=2, epochs=3, workers=1)
+    assert result["target_val_acc"] == 0.8
+    random, tpe, pbt_row = (result["rows"][CONTENDERS[c][0]] for c in ("random", "tpe_asha",
+                                                                       "pbt"))
+    assert (random["reached"], random["epochs_to_target"], random["seconds_to_target"]) == (2, 2, 3)
+    assert (tpe["reached"], tpe["epochs_to_target"], tpe["epochs_ratio"]) == (1, None, None)
+    assert (pbt_row["reached"], pbt_row["epochs_to_target"], pbt_row["seconds_to_target"]) == (
+        3, 5, 5)
+    assert (pbt_row["epochs_ratio"], pbt_row["seconds_ratio"], pbt_row["exploits"]) == (
+        2.5, 5 / 3, 2)
+    assert result["per_seed"][CONTENDERS["pbt"][0]]["0"]["epochs_total"] == 6
+    assert random["seconds_total"] == 10.0
+
+
+def test_search_efficiency_runs_each_sweep_in_its_own_process(tmp_path) -> None:
+    """``compare`` at tiny size: random (always) and PBT, one seed, each sweep a process of its
+    own (no lock taken: run the suite under ``flock /tmp/sweeps-ray.lock``); no Ray left here."""
+    import ray
+
+    from bench.search_efficiency import CONTENDERS, compare, format_markdown
+
+    result = compare([0], trials=2, epochs=2, workers=1, contenders=["pbt"], lock=None,
+                     storage=tmp_path / "sweeps")
+    names = [CONTENDERS[c][0] for c in ("random", "pbt")]
+    assert list(result["rows"]) == list(result["per_seed"]) == names
+    random, pbt = (result["per_seed"][name]["0"] for name in names)
+    assert random["epochs_total"] == pbt["epochs_total"] == 4  # every trial, every epoch
+    assert random["best"] == result["target_val_acc"]
+    assert 1 <= random["epochs_to_target"] <= 4
+    assert result["rows"][names[0]]["epochs_ratio"] == 1.0
+    assert (tmp_path / "sweeps" / "pbt-s0" / "state" / "scheduler.jsonl").is_file()
+    assert "| PBT | 0 |" in format_markdown(result)
+    assert not ray.is_initialized()
