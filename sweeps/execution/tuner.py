@@ -129,7 +129,8 @@ def restore_tuner(cfg: SweepConfig, params: list[Param], trial: TrialPlan, sweep
     alias_old_modules()  # a sweep pickled before the package layout
 
     tuner = tune.Tuner.restore(str(sweep_dir), _trainable(trial), resume_unfinished=True,
-                               resume_errored=True, param_space=tune_param_space(cfg, params))
+                               resume_errored=True,
+                               param_space=tune_param_space(cfg, params, restoring=True))
     replace_restored_config(tuner, make_scheduler(cfg, sweep_dir), callbacks,
                             verbose=1 if cfg.sweep.verbose else 0,
                             failure_config=tune.FailureConfig(max_failures=cfg.trial.max_retries))

@@ -86,8 +86,11 @@ def identity_of(cfg: SweepConfig, params: list[Param]) -> dict[str, str]:
     if e.metrics:
         ident["experiment.metrics"] = repr(dict(e.metrics))
     if sc.name == "pbt":
-        for knob in ("perturbation_interval", "quantile_fraction", "resample_probability"):
+        for knob in ("perturbation_interval", "quantile_fraction", "resample_probability",
+                     "mutate"):
             ident[f"scheduler.{knob}"] = str(getattr(sc, knob))
+    if s.algorithm == "grid":
+        del ident["search.num_samples"]  # does not apply to a grid
     if sc.name == "asha":
         ident["scheduler.grace_period"] = str(sc.grace_period)
         ident["scheduler.reduction_factor"] = str(sc.reduction_factor)

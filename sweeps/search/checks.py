@@ -118,6 +118,12 @@ def _check_pbt(cfg: SweepConfig, params: list[Param]) -> None:
                           "leaves PBT nothing to perturb (no float param is searched)",
                           f"name the keys to perturb, e.g. scheduler.mutate=[{searched[0]}]"
                           if searched else "add a float param to experiment.search_space")
+    if cfg.search.algorithm not in ("random", "grid"):
+        raise ConfigError("search.algorithm", cfg.search.algorithm,
+                          "would learn from PBT trials whose weights and values PBT changed "
+                          "after it suggested them",
+                          "use search=random (PBT's own initial population) or search=grid "
+                          "with scheduler=pbt")
 
 
 def mutated(params: list[Param], mutate: list[str] | None) -> list[Param]:

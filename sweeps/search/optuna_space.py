@@ -7,7 +7,8 @@ Every Optuna-backed search (``search=tpe``, ``search=optuna``) asks Optuna for v
 condition holds, so a trial where it does not has no such key at all. Names are the dotted
 paths with ``/`` for ``.``, the separator Ray's ``OptunaSearch`` nests its results by
 (``model.hidden`` is asked as ``model/hidden`` and reaches the loop as ``{"model": {"hidden":
-...}}``), the same names Ray gave a static space, so a sweep started before this module resumes.
+...}}``), the same names Ray gave a static space; a sweep started before this module resumes
+with its pickled searcher (``sweeps.search.searchers.tune_param_space``).
 
 Bounds are inclusive, as in ``sweeps.search.space``: ``range(1, 3)`` is ``IntDistribution(1, 3)``.
 """

@@ -33,7 +33,9 @@ a neighbouring choice. Deliberate divergences from Ray's ``PopulationBasedTraini
   broken by trial id (Ray: by the order trials were added, which a resumed sweep changes);
 * only donors with a checkpoint are drawn (Ray draws first, then skips the exploit);
 * a trial is never paused only to let another trial run (Ray's ``PAUSE`` for fairness when a
-  trial is pending); every restart costs a worker-group start;
+  trial is pending); every restart costs a worker-group start. Of the waiting trials, the one
+  with the lowest clock runs next, as in Ray (``FIFOScheduler`` would start every new trial
+  before an exploited one resumes);
 * only the params of ``scheduler.mutate`` are perturbed (default: the float params); the
   others keep the donor's values, since a param that shapes the model (a layer width) would make
   the donor's checkpoint unloadable. Ray perturbs what ``hyperparam_mutations`` names.
@@ -52,6 +54,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ray.tune.experiment import Trial as TrialStatus  # its PENDING/PAUSED status names
 from ray.tune.schedulers import FIFOScheduler, TrialScheduler
 
 from sweeps.config.schema import SchedulerSection
@@ -312,6 +315,17 @@ class ResumablePBT(_Logged, FIFOScheduler):
                 "donor_value": source.value, "checkpoint": source.checkpoint, "frozen": frozen,
                 "config": config, "ops": ops,
                 "changed": {k: [old.get(k), v] for k, v in config.items() if old.get(k) != v}}
+
+    def choose_trial_to_run(self, tune_controller: Any) -> Any:
+        """The waiting trial (pending or paused) with the lowest clock, as Ray's PBT: an
+        exploited trial goes on before new ones start, so the population stays together.
+        (Ray's ``FIFOScheduler`` starts every pending trial before any paused one.)"""
+        waiting = [t for t in tune_controller.get_trials()
+                   if t.status in (TrialStatus.PENDING, TrialStatus.PAUSED)]
+        if not waiting:
+            return None
+        return min(waiting, key=lambda t: (self._members[t.trial_id].clock
+                                           if t.trial_id in self._members else 0.0))
 
     def _set_config(self, trial: Any, flat: dict[str, Any]) -> None:
         from sweeps._ray.tune import set_trial_config

@@ -35,6 +35,7 @@ __all__ = ["build_sampler", "check_sampler", "sampler_name", "MODULE"]
 
 MODULE = "optuna.samplers"
 KEY = "search.sampler"
+UNBUILDABLE = ("GridSampler", "PartialFixedSampler")  # need Python objects, not config values
 MULTI_OBJECTIVE = ("TPESampler", "NSGAIISampler", "NSGAIIISampler", "GPSampler", "QMCSampler",
                    "RandomSampler")
 
@@ -75,7 +76,7 @@ def _instantiate(spec: dict[str, Any], key: str, seed: int,
     names = sorted(n for n, v in vars(optuna.samplers).items()
                    if isinstance(v, type) and issubclass(v, optuna.samplers.BaseSampler)
                    and not inspect.isabstract(v) and not n.startswith("Base"))
-    choices = ", ".join(f"{MODULE}.{n}" for n in names)
+    choices = ", ".join(f"{MODULE}.{n}" for n in names if n not in UNBUILDABLE)
     if not isinstance(target, str) or not target:
         raise ConfigError(f"{key}._target_", target, "is missing",
                           f"name the sampler, e.g. {key}._target_={MODULE}.CmaEsSampler")

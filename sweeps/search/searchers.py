@@ -66,8 +66,13 @@ def make_search_alg(cfg: SweepConfig, max_concurrent: int = 0, params: list[Para
         storage=seeded_storage(objectives, params, warm) if warm and warm.trials else None)
 
 
-def tune_param_space(cfg: SweepConfig, params: list[Param]) -> dict[str, Any]:
+def tune_param_space(cfg: SweepConfig, params: list[Param],
+                     restoring: bool = False) -> dict[str, Any] | None:
     """The Tuner's ``param_space`` for this search (empty when Optuna asks define-by-run).
+
+    ``restoring``: for ``Tuner.restore``, where an Optuna search passes None (Tune keeps the
+    pickled one, which the searcher ignores): a sweep started before the define-by-run space
+    pickled a static one, and Ray refuses a restore whose keys differ.
 
     Example:
         >>> tune_param_space(compose("digits"), parse_space({"x": "choice(1, 2)"})[0])
@@ -79,7 +84,7 @@ def tune_param_space(cfg: SweepConfig, params: list[Param]) -> dict[str, Any]:
         return to_grid_space(params)
     if cfg.search.algorithm == "random":
         return to_tune_space(params)
-    return {}
+    return None if restoring else {}
 
 
 def seeded_storage(objectives: dict[str, str], params: list[Param],

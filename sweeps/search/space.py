@@ -278,6 +278,10 @@ def parse_space(search_space: dict[str, Any]) -> tuple[list[Param], dict[str, An
                                    "keep only one of the two keys")
     conditions: dict[str, Any] = {}
     for path, expr in flat.items():
+        if isinstance(expr, str) and expr.lstrip().startswith("{"):
+            # a conditional entry given on the command line arrives as one quoted string
+            mapping = _parse_one(path, expr)
+            expr = mapping if is_conditional(mapping) else expr
         if is_conditional(expr):
             if set(expr) != {"when", "sample"}:
                 raise SearchSpaceError(f"experiment.search_space.{path}", expr,

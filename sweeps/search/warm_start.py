@@ -147,13 +147,15 @@ def _convert(p: Param, raw: Any) -> Any:
         steps = (value - low) / p.step
         if not math.isclose(steps, round(steps), abs_tol=1e-6):
             return _OUTSIDE
+        # onto the grid exactly: Optuna's own containment check allows only 1e-8
+        value = low + round(steps) * p.step
+        value = int(round(value)) if p.kind == "int" else min(float(value), float(high))
     return value
 
 
 def _holds(p: Param, values: dict[str, Any]) -> bool:
     """Whether ``p``'s condition (``Param.when``; none: always) holds for these values."""
-    return all(parent in values and any(_same(values[parent], a) for a in allowed)
-               for parent, allowed in getattr(p, "when", ()) or ())
+    return p.applies(values)
 
 
 def screen(trial_id: str, raw_params: dict[str, Any], raw_metrics: dict[str, Any],

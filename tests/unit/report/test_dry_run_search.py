@@ -69,7 +69,7 @@ def _plan(tmp_path: Path, overrides: list[str]) -> str:
          # objectives in the order written; digits.yaml's own metric stays the primary
          ["minimize val_loss, maximize val_acc (multi-objective: Pareto front; val_acc ranks "
           "checkpoints)"], []),
-        (["scheduler=pbt"],
+        (["scheduler=pbt", "search=random"],
          ["  scheduler pbt: every 2 epoch(s) the bottom 25% copy a top trial's checkpoint and "
           "perturb its values (resample p=0.25); every trial trains 9 epochs",
           "worst case 72 (8 x 9)"], ["ASHA", "Pareto"]),
