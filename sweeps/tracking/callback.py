@@ -44,7 +44,7 @@ from sweeps.tracking.masking import mask_params, mask_tree
 if TYPE_CHECKING:
     from sweeps.report.pareto import ParetoFront
 
-__all__ = ["TrackingSettings", "MLflowTracking", "TrackingWriter", "NOT_METRICS", "apply_record"]
+__all__ = ["TrackingSettings", "MLflowTracking", "TrackingWriter", "NOT_METRICS"]
 
 log = logging.getLogger(__name__)
 
@@ -75,33 +75,6 @@ class TrackingSettings:
     @property
     def sweep_dir(self) -> Path:
         return Path(self.state_dir).parent
-
-
-def apply_record(sink: Any, record: dict[str, Any]) -> None:
-    """Apply one journal record: ``sink.apply``, or for ``trial_tags`` (tags on ended trial
-    runs, e.g. ``sweeps.pareto``) set them here when the sink has no ``_op_trial_tags``. The
-    sweep's writer and ``python -m sweeps.sync`` both apply records through here.
-
-    Example:
-        >>> apply_record(sink, {"op": "trial_tags", "tags": {"t1": {"sweeps.pareto": "true"}},
-        ...                     "ts": 1})  # doctest: +SKIP
-    """
-    if record.get("op") != "trial_tags" or hasattr(sink, "_op_trial_tags"):
-        sink.apply(record)
-        return
-    from sweeps.tracking.mlflow_sink import PARAM_LIMIT, TransientTrackingError, _is_transient
-
-    try:
-        for trial_id, tags in record["tags"].items():
-            run_id = sink.run_id(trial_id)
-            if run_id is None:  # never started in MLflow (e.g. a trial Tune never ran)
-                continue
-            for key, value in tags.items():
-                sink.client.set_tag(run_id, key, str(value)[:PARAM_LIMIT])
-    except Exception as exc:  # the same split as MLflowSink.apply: retry only the unreachable
-        if _is_transient(exc):
-            raise TransientTrackingError(str(exc).splitlines()[0][:300]) from exc
-        raise
 
 
 class TrackingWriter:
@@ -154,7 +127,7 @@ class TrackingWriter:
             return False
         for index, record in self.journal.pending():
             try:
-                apply_record(self.sink, record)
+                self.sink.apply(record)
             except TransientTrackingError as exc:
                 self.failures += 1
                 if self.failures == 1 or self.failures % 10 == 0:
@@ -190,9 +163,6 @@ class MLflowTracking(Callback):
         self._journal: Journal | None = None
         self._writer: TrackingWriter | None = None
         self._open: set[str] = set()  # trials started and not yet ended
-        self._rebase: set[str] = set()  # restarted by a PBT exploit, next result not yet seen
-        self._last_step: dict[str, int] = {}  # trial -> last MLflow step sent
-        self._step_offset: dict[str, int] = {}  # trial -> added to its clock's step (PBT)
 
     def __getstate__(self) -> dict[str, Any]:
         return {"settings": self.settings, "_journal": None, "_writer": None, "_open": set()}
@@ -233,10 +203,10 @@ class MLflowTracking(Callback):
         tags = self._exploit_tags(trial.trial_id) if self.settings.scheduler == "pbt" else {}
         if tags:  # restarted by a PBT exploit: MLflow keeps each param's first value, so the
             # new values and the history go into tags; its clock may now be behind MLflow's
-            # steps, so its next steps continue after the last one sent
+            # steps, so the sink puts its next steps after the logged ones ("rebase")
             params = {}
-            self._rebase.add(trial.trial_id)
-        self.record({"op": "trial_start", "trial": trial.trial_id, "params": params})
+        self.record({"op": "trial_start", "trial": trial.trial_id, "params": params,
+                     **({"rebase": True} if tags else {})})
         if tags:
             self.record({"op": "trial_tags", "tags": {trial.trial_id: tags}})
 
@@ -248,16 +218,9 @@ class MLflowTracking(Callback):
     def on_trial_result(self, iteration: int, trials: list, trial: Any, result: dict,
                         **info: Any) -> None:
         values = {k: v for k, v in result.items() if k not in NOT_METRICS}
-        tid = trial.trial_id
-        step = int(result.get(STEP_KEY, result.get("training_iteration", 0)))
-        if tid in self._rebase:
-            self._rebase.discard(tid)
-            last = self._last_step.get(tid)
-            if last is not None and step + self._step_offset.get(tid, 0) <= last:
-                self._step_offset[tid] = last + 1 - step
-        step += self._step_offset.get(tid, 0)
-        self._last_step[tid] = max(step, self._last_step.get(tid, step))
-        self.record({"op": "metrics", "trial": tid, "step": step, "values": values})
+        step = result.get(STEP_KEY, result.get("training_iteration", 0))
+        self.record({"op": "metrics", "trial": trial.trial_id, "step": int(step),
+                     "values": values})
 
     def on_trial_complete(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
         from sweeps.search.outcome import Objective

@@ -171,11 +171,38 @@ class MLflowSink:
         elif self.state.setdefault("ended", {}).pop(trial, None) is not None:
             self._reopen(self.run_id(trial))  # a trial of an interrupted sweep continues
             self._save()
+        if r.get("rebase"):  # restarted by a PBT exploit: next steps go after the logged ones
+            self.state.setdefault("rebase", {})[trial] = True
+            self._save()
         self._log_params(self.run_id(trial), r["params"])
+
+    def _op_trial_tags(self, r: dict[str, Any]) -> None:
+        """Tags on trial runs, e.g. ``sweeps.pareto`` at the end, ``sweeps.pbt.*`` after an
+        exploit (a trial never started in MLflow has no run to tag)."""
+        for trial, tags in r["tags"].items():
+            run = self.run_id(trial)
+            for key, value in tags.items() if run is not None else ():
+                self.client.set_tag(run, key, str(value)[:PARAM_LIMIT])
+
+    def _step_of(self, trial: str, step: int, logged: dict[str, int]) -> int:
+        """The MLflow step of a trial's report: its own step, shifted past what MLflow has
+        once a PBT exploit restarted the trial on a donor's (lower) clock. The shift is kept
+        in this sink's state, so a resumed sweep goes on with it."""
+        offsets = self.state.setdefault("step_offsets", {})
+        offset = offsets.get(trial, 0)
+        if self.state.setdefault("rebase", {}).pop(trial, None):
+            last = max(logged.values(), default=None)
+            if last is not None and step + offset <= last:
+                offset = offsets[trial] = last + 1 - step
+        return step + offset
 
     def _op_metrics(self, r: dict[str, Any]) -> None:
         from mlflow.entities import Metric
 
+        steps = self.state.setdefault("steps", {}).setdefault(r["trial"], {})
+        if not isinstance(steps, dict):  # an older sweep's map: one last step per trial
+            steps = self.state["steps"][r["trial"]] = {k: steps for k in r["values"]}
+        step = self._step_of(r["trial"], int(r["step"]), steps)
         metrics = []
         for key, value in r["values"].items():
             if isinstance(value, bool) or not isinstance(value, int | float):
@@ -184,15 +211,11 @@ class MLflowSink:
                 continue
             if not math.isfinite(value) and not math.isnan(value):
                 value = math.copysign(1.7976931348623157e308, value)
-            metrics.append(Metric(key, float(value), int(r["ts"]), int(r["step"])))
+            metrics.append(Metric(key, float(value), int(r["ts"]), step))
         # A resumed trial reports again an epoch MLflow already has (re-run after its last
         # checkpoint, or re-sent after a crash): keep the first point of each metric at each
         # step, never a second one. Per key, so a loop that reports a training loss and then
         # its validation metrics at the same epoch keeps both.
-        steps = self.state.setdefault("steps", {}).setdefault(r["trial"], {})
-        if not isinstance(steps, dict):  # an older sweep's map: one last step per trial
-            steps = self.state["steps"][r["trial"]] = {m.key: steps for m in metrics}
-        step = int(r["step"])
         metrics = [m for m in metrics if steps.get(m.key) is None or step > steps[m.key]]
         if not metrics:
             return
