@@ -33,9 +33,7 @@ a neighbouring choice. Deliberate divergences from Ray's ``PopulationBasedTraini
   broken by trial id (Ray: by the order trials were added, which a resumed sweep changes);
 * only donors with a checkpoint are drawn (Ray draws first, then skips the exploit);
 * a trial is never paused only to let another trial run (Ray's ``PAUSE`` for fairness when a
-  trial is pending); every restart costs a worker-group start. Of the waiting trials, the one
-  with the lowest clock runs next, as in Ray (``FIFOScheduler`` would start every new trial
-  before an exploited one resumes);
+  trial is pending); every restart costs a worker-group start;
 * only the params of ``scheduler.mutate`` are perturbed (default: the float params); the
   others keep the donor's values, since a param that shapes the model (a layer width) would make
   the donor's checkpoint unloadable. Ray perturbs what ``hyperparam_mutations`` names.
@@ -54,7 +52,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ray.tune.experiment import Trial as TrialStatus  # its PENDING/PAUSED status names
 from ray.tune.schedulers import FIFOScheduler, TrialScheduler
 
 from sweeps.config.schema import SchedulerSection
@@ -81,26 +78,17 @@ def decision_rng(seed: int, trial_id: str, clock: float, generation: int) -> ran
     return random.Random(f"{seed}/{trial_id}/{clock:g}/{generation}")
 
 
-def _on_grid(p: Param, value: float) -> float | int:
-    """``value`` clipped to ``p``'s bounds, on its step grid, an int for an int param."""
-    lo, hi = float(p.low), float(p.high)  # type: ignore[arg-type]
-    value = min(max(value, lo), hi)
-    if p.step:
-        value = min(lo + round((value - lo) / p.step) * p.step, hi)
-    return int(round(value)) if p.kind == "int" else float(value)
-
-
 def _draw(p: Param, rng: random.Random) -> Any:
     """A fresh value from ``p``'s distribution (bounds inclusive)."""
     if p.kind == "choice":
         return rng.choice(p.choices)
     lo, hi = float(p.low), float(p.high)  # type: ignore[arg-type]
     if p.log:
-        return _on_grid(p, math.exp(rng.uniform(math.log(lo), math.log(hi))))
+        return p.snap(math.exp(rng.uniform(math.log(lo), math.log(hi))))
     if p.kind == "int":
         step = int(p.step or 1)
         return int(lo) + step * rng.randint(0, int(round((hi - lo) / step)))
-    return _on_grid(p, rng.uniform(lo, hi))
+    return p.snap(rng.uniform(lo, hi))
 
 
 def explore(config: dict[str, Any], params: list[Param], rng: random.Random,
@@ -130,7 +118,7 @@ def explore(config: dict[str, Any], params: list[Param], rng: random.Random,
             out[p.path], ops[p.path] = _draw(p, rng), "resample"
         else:
             factor = rng.choice(FACTORS)
-            out[p.path], ops[p.path] = _on_grid(p, value * factor), f"* {factor}"
+            out[p.path], ops[p.path] = p.snap(value * factor), f"* {factor}"
     return out, ops
 
 
@@ -315,17 +303,6 @@ class ResumablePBT(_Logged, FIFOScheduler):
                 "donor_value": source.value, "checkpoint": source.checkpoint, "frozen": frozen,
                 "config": config, "ops": ops,
                 "changed": {k: [old.get(k), v] for k, v in config.items() if old.get(k) != v}}
-
-    def choose_trial_to_run(self, tune_controller: Any) -> Any:
-        """The waiting trial (pending or paused) with the lowest clock, as Ray's PBT: an
-        exploited trial goes on before new ones start, so the population stays together.
-        (Ray's ``FIFOScheduler`` starts every pending trial before any paused one.)"""
-        waiting = [t for t in tune_controller.get_trials()
-                   if t.status in (TrialStatus.PENDING, TrialStatus.PAUSED)]
-        if not waiting:
-            return None
-        return min(waiting, key=lambda t: (self._members[t.trial_id].clock
-                                           if t.trial_id in self._members else 0.0))
 
     def _set_config(self, trial: Any, flat: dict[str, Any]) -> None:
         from sweeps._ray.tune import set_trial_config

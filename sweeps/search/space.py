@@ -72,6 +72,21 @@ class Param:
                  f"{parent} in {list(values)}" for parent, values in self.when]
         return " only when " + " and ".join(parts)
 
+    def snap(self, value: float) -> float | int:
+        """``value`` clipped to the bounds, on the step grid, an int for an int param.
+
+        Example:
+            >>> Param("d", "int", low=1, high=9, step=2).snap(4.2)
+            5
+            >>> Param("x", "float", low=0, high=1).snap(3)
+            1.0
+        """
+        lo, hi = float(self.low), float(self.high)  # type: ignore[arg-type]
+        value = min(max(value, lo), hi)
+        if self.step:
+            value = min(lo + round((value - lo) / self.step) * self.step, hi)
+        return int(round(value)) if self.kind == "int" else float(value)
+
     def applies(self, values: dict[str, Any]) -> bool:
         """Whether this param exists in a trial whose (flat) values are ``values``.
 

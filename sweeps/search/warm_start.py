@@ -44,7 +44,7 @@ from sweeps.errors import ConfigError
 from sweeps.layout import SweepLayout
 from sweeps.protocol import SCHEDULER_LOG
 from sweeps.search.outcome import WORST
-from sweeps.search.space import Param, flatten
+from sweeps.search.space import Param, flatten, same_value
 from sweeps.tracking.journal import Journal
 
 __all__ = ["EarlierTrial", "WarmStart", "load_warm_start", "screen"]
@@ -110,15 +110,10 @@ def _number(value: Any) -> float | int | None:
     return value
 
 
-def _same(a: Any, b: Any) -> bool:
-    """Equal and both bools or both not (``True == 1`` in Python, not here)."""
-    return isinstance(a, bool) == isinstance(b, bool) and a == b
-
-
 def _choice(choices: tuple[Any, ...], raw: Any) -> Any:
     """The choice ``raw`` stands for: equal, else by its text (MLflow keeps params as text),
     else numerically ("64.0" -> 64)."""
-    for pick in (lambda c: _same(c, raw), lambda c: str(c) == str(raw),
+    for pick in (lambda c: same_value(c, raw), lambda c: str(c) == str(raw),
                  lambda c: not isinstance(c, bool) and isinstance(c, int | float)
                  and _number(raw) is not None and c == _number(raw)):
         found = [c for c in choices if pick(c)]
@@ -143,19 +138,10 @@ def _convert(p: Param, raw: Any) -> Any:
             if not math.isclose(value, bound, rel_tol=1e-9):
                 return _OUTSIDE
             value = int(bound) if p.kind == "int" else float(bound)
-    if p.step:
-        steps = (value - low) / p.step
-        if not math.isclose(steps, round(steps), abs_tol=1e-6):
-            return _OUTSIDE
-        # onto the grid exactly: Optuna's own containment check allows only 1e-8
-        value = low + round(steps) * p.step
-        value = int(round(value)) if p.kind == "int" else min(float(value), float(high))
-    return value
-
-
-def _holds(p: Param, values: dict[str, Any]) -> bool:
-    """Whether ``p``'s condition (``Param.when``; none: always) holds for these values."""
-    return p.applies(values)
+    if p.step and not math.isclose((value - low) / p.step, round((value - low) / p.step),
+                                   abs_tol=1e-6):
+        return _OUTSIDE
+    return p.snap(value)  # onto the grid exactly: Optuna's containment check allows 1e-8
 
 
 def screen(trial_id: str, raw_params: dict[str, Any], raw_metrics: dict[str, Any],
@@ -188,7 +174,7 @@ def screen(trial_id: str, raw_params: dict[str, Any], raw_metrics: dict[str, Any
         if values.get(p.path) is _OUTSIDE:
             return f"{p.path} outside the space"
     for p in params:
-        holds = _holds(p, values)
+        holds = p.applies(values)
         if holds and p.path not in values:
             return f"missing {p.path}"
         if not holds and p.path in values:
@@ -250,16 +236,6 @@ def _read_sweep_dir(root: Path) -> list[_Found]:
         found.append(_Found(trial, raw, {**metrics.get(trial, {}), **logged.get(trial, {})},
                             status))
     return found
-
-
-def _absolute(uri: str, cwd: Path) -> str:
-    """``uri`` with a relative local store made absolute at ``cwd`` (``sweeps.tracking.setup``
-    does so for SQLite: ``sqlite:///mlflow.db`` is ``<cwd>/mlflow.db``)."""
-    for scheme in ("sqlite:///", "file://", "file:"):
-        if uri.startswith(scheme):
-            path = uri[len(scheme):]
-            return uri if path.startswith("/") else f"{scheme}{cwd / path}"
-    return uri
 
 
 def _local_store(uri: str) -> Path | None:
@@ -359,7 +335,9 @@ def load_warm_start(source: str, params: list[Param], objectives: dict[str, str]
         raise ConfigError(KEY, source, f"names {path}, which {not_sweep}",
                           "point it at the sweep.dir of an earlier sweep, e.g. "
                           "outputs/<sweep name>, or at an MLflow experiment name")
-    uri = _absolute(tracking_uri or "sqlite:///mlflow.db", cwd)
+    from sweeps.tracking.setup import absolute_uri
+
+    uri = absolute_uri(tracking_uri or "sqlite:///mlflow.db", cwd)
     found, where = _read_mlflow(uri, source)
     if found is not None:
         return _screened(source, where, found, params, objectives)

@@ -45,9 +45,21 @@ def quiet_http_retries() -> None:
 
 def tracking_uri(cfg: SweepConfig) -> str:
     """The tracking URI; relative SQLite paths are made absolute (cwd-independent)."""
-    uri = cfg.tracking.uri or "sqlite:///mlflow.db"
-    if uri.startswith("sqlite:///") and not uri.startswith("sqlite:////"):
-        uri = "sqlite:///" + str(Path(uri[len("sqlite:///"):]).absolute())
+    return absolute_uri(cfg.tracking.uri or "sqlite:///mlflow.db")
+
+
+def absolute_uri(uri: str, cwd: Path | None = None) -> str:
+    """``uri`` with a relative local store (SQLite, ``file:``) made absolute at ``cwd``
+    (default: the current directory); any other URI unchanged.
+
+    Example:
+        >>> absolute_uri("sqlite:///mlflow.db", Path("/w")), absolute_uri("http://h:5000")
+        ('sqlite:////w/mlflow.db', 'http://h:5000')
+    """
+    for scheme in ("sqlite:///", "file://", "file:"):
+        if uri.startswith(scheme):
+            path = uri[len(scheme):]
+            return uri if path.startswith("/") else f"{scheme}{(cwd or Path.cwd()) / path}"
     return uri
 
 
