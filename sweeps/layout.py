@@ -100,6 +100,10 @@ class SweepLayout:
         return self.root / "summary.csv"
 
     @property
+    def pareto_json(self) -> Path:  # a multi-objective sweep's front (sweeps.report.pareto)
+        return self.root / "pareto.json"
+
+    @property
     def summary_parquet(self) -> Path:
         return self.root / "summary.parquet"
 

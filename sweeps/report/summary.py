@@ -209,7 +209,7 @@ def pareto_json(sweep_dir: Path) -> Path:
         >>> pareto_json(Path("outputs/digits_mo")).name
         'pareto.json'
     """
-    return SweepLayout(sweep_dir).summary_csv.with_name("pareto.json")
+    return SweepLayout(sweep_dir).pareto_json
 
 
 def write_summary(summary: Summary, sweep_dir: Path) -> None:

@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 
 from ray.tune import Callback
 
+from sweeps.layout import SweepLayout
 from sweeps.protocol import CLOCK_KEY, STEP_KEY
 from sweeps.search.space import flatten
 from sweeps.tracking.journal import Journal
@@ -265,19 +266,19 @@ class MLflowTracking(Callback):
             tags = {"sweeps.best_trial_id": best["trial_id"],
                     f"sweeps.best_{best['metric']}": f"{best['value']:.6g}"}
         if pareto is not None:
-            tags.update(self._pareto(pareto, summary_csv))
+            tags.update(self._pareto(pareto))
         self.record({"op": "sweep_end", "summary_csv": str(summary_csv) if summary_csv else None,
                      "best": best, "status": status, "tags": tags})
         return self._close(self.settings.flush_timeout_s)
 
-    def _pareto(self, front: ParetoFront, summary_csv: Path | None) -> dict[str, str]:
+    def _pareto(self, front: ParetoFront) -> dict[str, str]:
         """Journal the trial runs' Pareto tags and ``pareto.json``; return the parent's tags."""
         from sweeps.report.pareto import pareto_tags
 
         trial_tags, parent_tags = pareto_tags(front)
         self.record({"op": "trial_tags", "tags": trial_tags})
-        front_file = summary_csv.with_name("pareto.json") if summary_csv else None
-        if front_file is not None and front_file.exists():
+        front_file = SweepLayout(self.settings.sweep_dir).pareto_json
+        if front_file.exists():
             self.log_artifacts([str(front_file)], None)
         return parent_tags
 
