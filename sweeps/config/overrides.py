@@ -26,6 +26,8 @@ __all__ = ["add_builtin_searchpath", "check_experiment", "check_overrides", "quo
 
 FREE_FORM = ("experiment.params", "experiment.search_space", "experiment.metrics", "search.sampler")
 GROUPS = ("search", "scheduler", "scaling")
+# Free-form entries a command line may add without Hydra's "+" (quote_search_space adds "++")
+ADDABLE = ("experiment.search_space.", "search.sampler.")
 
 
 def schema_keys(cls: type = SweepConfig, prefix: str = "") -> list[str]:
@@ -46,22 +48,26 @@ def schema_keys(cls: type = SweepConfig, prefix: str = "") -> list[str]:
 
 
 def quote_search_space(args: list[str]) -> list[str]:
-    """Quote search-space values so Hydra stores them instead of sweeping over them.
+    """Quote search-space values so Hydra stores them instead of sweeping over them, and let
+    a search-space or sampler entry be added without Hydra's ``+``.
 
     Without this, ``experiment.search_space.lr=interval(0.1,0.5)`` on the command line is a
-    Hydra sweep of its own and fails with "requires --multirun".
+    Hydra sweep of its own and fails with "requires --multirun", and a key the space does not
+    have yet fails with Hydra's "Key 'lr' is not in struct". ``++`` adds or overrides.
 
     Example:
         >>> quote_search_space(["experiment.search_space.lr=interval(0.1,0.5)"])
-        ["experiment.search_space.lr='interval(0.1,0.5)'"]
+        ["++experiment.search_space.lr='interval(0.1,0.5)'"]
     """
     out = []
     for arg in args:
         key, sep, value = arg.partition("=")
+        if sep and key.startswith(ADDABLE):
+            key = f"++{key}"  # add or override: the entry may not be in the space yet
         if (sep and key.lstrip("+~").startswith("experiment.search_space.") and value
                 and value[0] not in "'\"" and "'" not in value):
-            arg = f"{key}='{value}'"
-        out.append(arg)
+            value = f"'{value}'"
+        out.append(f"{key}={value}" if sep else arg)
     return out
 
 

@@ -50,6 +50,9 @@ def validate(cfg: SweepConfig) -> None:
     _require(s.algorithm in SEARCH_ALGORITHMS, "search.algorithm", s.algorithm,
              f"must be one of {', '.join(SEARCH_ALGORITHMS)}",
              "pick search=tpe, search=random, search=grid or search=optuna")
+    _require(s.algorithm == "optuna" or not s.sampler, "search.sampler", dict(s.sampler),
+             f"is set, but search={s.algorithm} does not use it",
+             "add search=optuna to run that sampler, or drop search.sampler")
     _require(s.num_samples >= 1, "search.num_samples", s.num_samples, "must be >= 1",
              "set search.num_samples=8")
     _require(s.max_concurrent_trials is None or s.max_concurrent_trials >= 1,

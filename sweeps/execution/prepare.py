@@ -152,9 +152,11 @@ def prepare(cfg: SweepConfig) -> Prepared:
             ray.shutdown()
         raise
     at_once = min(resources.trials_that_fit, resources.max_concurrent_trials)
-    if cfg.scheduler.name == "pbt" and at_once < 2 <= cfg.search.num_samples:
-        warnings.append("scheduler=pbt: only 1 trial runs at once here, and PBT ranks the "
-                        "trials that run together, so no trial will be exploited; lower "
-                        "scaling.num_workers (e.g. scaling.num_workers=1) or "
-                        "scaling.cpus_per_worker, or use a bigger cluster")
+    trials = trial_count(cfg, params)
+    if cfg.scheduler.name == "pbt" and at_once < trials:
+        warnings.append(f"scheduler=pbt: {at_once} of {trials} trials run at once here, and PBT "
+                        "ranks the trials that run together: trials that finish before the "
+                        "next start are never compared (with 1 at once, nothing is exploited); "
+                        "lower scaling.num_workers or scaling.cpus_per_worker, or "
+                        "search.num_samples, so the population runs together")
     return Prepared(cfg, params, constants, resources, sweep_dir, uri, resume, warnings, warm)

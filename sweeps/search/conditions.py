@@ -71,11 +71,11 @@ def _parse_when(path: str, when: Any, by_path: dict[str, Any]) -> tuple[tuple[st
             raise SearchSpaceError(where, values, "makes the parameter depend on itself",
                                    "name another parameter of the search space")
         if parent not in by_path:
-            searched = ", ".join(p for p, q in by_path.items() if q.kind == "choice") or "none"
+            choices = [p for p, q in by_path.items() if q.kind == "choice"]
+            other = f", or branch on one of its choices: {', '.join(choices)}" if choices else ""
             raise SearchSpaceError(where, values, f"names {parent}, which is not a searched "
                                    "parameter of experiment.search_space",
-                                   f"add {parent}: choice(...) to the search space, or branch "
-                                   f"on one of its choices ({searched})")
+                                   f"add {parent}: choice(...) to the search space{other}")
         parent_param = by_path[parent]
         if parent_param.kind != "choice":
             article = "an" if parent_param.kind == "int" else "a"

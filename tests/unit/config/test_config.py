@@ -85,6 +85,8 @@ BAD = [
     (["search.algorithm=hyperband"], "search.algorithm", "search=random, search=grid"),
     # issue 16: grid, samplers, multi-objective, conditional spaces, PBT, warm start
     (["search=grid"], "experiment.search_space.lr", "grid needs discrete values"),
+    (["+search.sampler._target_=optuna.samplers.CmaEsSampler"], "search.sampler",
+     "add search=optuna"),
     (["search=optuna", "search.sampler._target_=os.system"], "search.sampler._target_",
      "outside optuna.samplers"),
     (["search=optuna", "search.sampler._target_=optuna.samplers.CmaEs"],
@@ -160,10 +162,12 @@ def test_missing_experiment_lists_the_choices() -> None:
 @pytest.mark.parametrize(
     ("arg", "quoted"),
     [("experiment.search_space.lr=interval(0.1,0.5)",
-      "experiment.search_space.lr='interval(0.1,0.5)'"),
+      "++experiment.search_space.lr='interval(0.1,0.5)'"),
      ("+experiment.search_space.m.w=choice(1,2)", "+experiment.search_space.m.w='choice(1,2)'"),
      ("experiment.search_space.lr='interval(0.1,0.5)'",
-      "experiment.search_space.lr='interval(0.1,0.5)'"),
+      "++experiment.search_space.lr='interval(0.1,0.5)'"),
+     ("~experiment.search_space.lr", "~experiment.search_space.lr"),
+     ("search.sampler.sigma0=0.5", "++search.sampler.sigma0=0.5"),
      ("search.num_samples=3", "search.num_samples=3")],
 )
 def test_search_space_values_are_quoted_for_hydra(arg: str, quoted: str) -> None:

@@ -146,8 +146,9 @@ KEY = "experiment.search_space"
         ({"m": _cond({"opt": "sgd"}), "o": "choice(1, 2)", "x": "interval(0, 1)"},
          f"{KEY}.m.when.opt", "names opt, which is not a searched parameter"),
         ({"m": _cond({"opt": "sgd"}), "o": "choice(1, 2)"}, f"{KEY}.m.when.opt",
-         "branch on one of its choices (o)"),
-        ({"m": _cond({"opt": "sgd"})}, f"{KEY}.m.when.opt", "its choices (none)"),
+         "or branch on one of its choices: o"),
+        ({"m": _cond({"opt": "sgd"})}, f"{KEY}.m.when.opt",
+         "add opt: choice(...) to the search space"),
         # a constant is no searched parameter
         ({"m": _cond({"opt": "sgd"}), "opt": "sgd"}, f"{KEY}.m.when.opt",
          "which is not a searched parameter"),
@@ -193,7 +194,7 @@ KEY = "experiment.search_space"
         ({"model": {"b": _cond({"model.kind": "rnn"}), "kind": "choice(mlp, cnn)"}},
          f"{KEY}.model.b.when.model.kind", "is not among model.kind's choices"),
         ({"model": {"b": _cond({"kind": "mlp"}), "kind": "choice(mlp, cnn)"}},
-         f"{KEY}.model.b.when.kind", "(model.kind)"),  # parents are named by full path
+         f"{KEY}.model.b.when.kind", "its choices: model.kind"),  # parents are named by full path
     ],
 )
 def test_bad_condition_names_key_and_rule(space: dict, key: str, fragment: str) -> None:
