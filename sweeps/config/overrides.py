@@ -24,7 +24,8 @@ from sweeps.errors import ConfigError
 __all__ = ["add_builtin_searchpath", "check_experiment", "check_overrides", "quote_search_space",
            "schema_keys", "searchpath_override"]
 
-FREE_FORM = ("experiment.params", "experiment.search_space", "experiment.metrics", "search.sampler")
+FREE_FORM = ("experiment.params", "experiment.search_space", "experiment.metrics",
+             "experiment.datasets", "search.sampler")
 GROUPS = ("search", "scheduler", "scaling")
 # Free-form entries a command line may add without Hydra's "+" (quote_search_space adds "++")
 ADDABLE = ("experiment.search_space.", "search.sampler.")

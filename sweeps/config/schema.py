@@ -76,6 +76,15 @@ class ExperimentSection:
     # "module:function" turning a checkpoint directory into a torch.nn.Module, so the best
     # checkpoint of a loop with its own checkpoint format is registered as a model in MLflow
     model_loader: str | None = None
+    # Ray Datasets the driver builds once per sweep and hands to every trial's TorchTrainer
+    # (``datasets=``; workers read ray.train.get_dataset_shard(NAME)). Each entry is
+    # "module:function" (called with no arguments), {function: "module:function", <its
+    # keyword arguments>}, or a path/URI of parquet, csv, json or npy files (read with ray.data)
+    datasets: dict[str, Any] = field(default_factory=dict)
+    # Which of them each worker gets a split of (Ray Train's DataConfig.datasets_to_split);
+    # null: all. The others reach every worker whole (e.g. a validation set evaluated exactly:
+    # Ray splits into equal parts and drops up to num_workers - 1 rows of each split dataset).
+    datasets_to_split: list[str] | None = None
 
 
 @dataclass

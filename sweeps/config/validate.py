@@ -114,9 +114,65 @@ def validate(cfg: SweepConfig) -> None:
         raise ConfigError("experiment.trainable", e.trainable,
                           "takes no config argument, so the trial's params cannot reach it",
                           "write it as `def train_func(config): ...` (Ray Train's form)")
+    if e.datasets:
+        from sweeps.execution.datasets import check_datasets
+
+        check_datasets(dict(e.datasets))
+    for name in e.datasets_to_split or []:
+        _require(name in e.datasets, "experiment.datasets_to_split", name,
+                 f"is not one of experiment.datasets ({', '.join(e.datasets) or 'none'})",
+                 "name datasets declared under experiment.datasets, or leave it null (all)")
     if e.model_loader:
         import_trainable(e.model_loader, key="experiment.model_loader",
                          example="mypkg.models:load_from_checkpoint", arity=1)
+
+
+
+# A module that a built-in experiment needs and a sweeps extra installs: that extra.
+EXTRAS = {"transformers": "hf", "tokenizers": "hf", "accelerate": "hf"}
+
+
+def import_function(ref: str, key: str, example: str) -> Any:
+    """Import ``"package.module:function"`` and return the callable, or raise ``ConfigError``
+    naming ``key``; a missing module that a ``sweeps`` extra provides names the extra.
+
+    Example:
+        >>> import_function("json:dumps", "experiment.x", "json:dumps").__name__
+        'dumps'
+    """
+    fix = f"write it as 'package.module:function', e.g. {example}"
+    module_name, sep, attr = ref.partition(":")
+    _require(bool(sep and module_name and attr), key, ref, "is not 'module:function'", fix)
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        top = (exc.name or "").split(".")[0]
+        if top in EXTRAS and top != module_name.split(".")[0]:
+            raise ConfigError(key, ref, f"needs {top}, which is not installed",
+                              f"install sweeps[{EXTRAS[top]}]: pip install "
+                              f"'sweeps[{EXTRAS[top]}]' (`make install` in a checkout)") from exc
+        raise ConfigError(key, ref, f"cannot be imported ({type(exc).__name__}: {exc})",
+                          "check the module path, that its package is installed, or run from "
+                          "the directory that holds it") from exc
+    except ImportError as exc:
+        raise ConfigError(key, ref, f"cannot be imported ({type(exc).__name__}: {exc})",
+                          "check the module path, that its package is installed, or run from "
+                          "the directory that holds it") from exc
+    except Exception as exc:  # the module itself raised while importing
+        raise ConfigError(key, ref, f"raised {type(exc).__name__} on import ({exc})",
+                          f"fix the error in {module_name}") from exc
+    if not hasattr(module, attr):
+        public = sorted(n for n, v in vars(module).items()
+                        if callable(v) and not n.startswith("_")
+                        and getattr(v, "__module__", None) == module.__name__)
+        close = difflib.get_close_matches(attr, public, n=1)
+        hint = f"did you mean {module_name}:{close[0]}? " if close else ""
+        raise ConfigError(key, ref, f"names nothing in {module_name}",
+                          f"{hint}functions there: {', '.join(public[:8]) or 'none'}")
+    fn = getattr(module, attr)
+    _require(callable(fn), key, ref, f"is a {type(fn).__name__}, not a function",
+             f"point it at a function, e.g. `def {attr}(config): ...`")
+    return fn
 
 
 def _check_objectives(cfg: SweepConfig) -> None:
@@ -178,29 +234,7 @@ def import_trainable(ref: str, key: str = "experiment.trainable",
         >>> import_trainable("trainables.digits:train_mlp").__name__
         'train_mlp'
     """
-    fix = f"write it as 'package.module:function', e.g. {example}"
-    module_name, sep, attr = ref.partition(":")
-    _require(bool(sep and module_name and attr), key, ref, "is not 'module:function'", fix)
-    try:
-        module = importlib.import_module(module_name)
-    except ImportError as exc:
-        raise ConfigError(key, ref, f"cannot be imported ({type(exc).__name__}: {exc})",
-                          "check the module path, that its package is installed, or run from "
-                          "the directory that holds it") from exc
-    except Exception as exc:  # the module itself raised while importing
-        raise ConfigError(key, ref, f"raised {type(exc).__name__} on import ({exc})",
-                          f"fix the error in {module_name}") from exc
-    if not hasattr(module, attr):
-        public = sorted(n for n, v in vars(module).items()
-                        if callable(v) and not n.startswith("_")
-                        and getattr(v, "__module__", None) == module.__name__)
-        close = difflib.get_close_matches(attr, public, n=1)
-        hint = f"did you mean {module_name}:{close[0]}? " if close else ""
-        raise ConfigError(key, ref, f"names nothing in {module_name}",
-                          f"{hint}functions there: {', '.join(public[:8]) or 'none'}")
-    fn = getattr(module, attr)
-    _require(callable(fn), key, ref, f"is a {type(fn).__name__}, not a function",
-             f"point it at a function, e.g. `def {attr}(config): ...`")
+    fn = import_function(ref, key, example)
     from sweeps.execution.worker import required_args
 
     try:

@@ -45,6 +45,7 @@ def fit(prep: Prepared, interrupt: Interrupt | None = None) -> SweepResult:
         >>> fit(prepare(cfg)).summary.best["trial_id"]  # doctest: +SKIP
         '9a6685fe'
     """
+    from sweeps.execution.datasets import build_datasets
     from sweeps.execution.tuner import build_tuner, objective_of, restore_tuner, trial_plan
     from sweeps.execution.unread import UnreadKeysCheck
     from sweeps.placement.reaper import PlacementGroupReaper, job_groups
@@ -52,6 +53,7 @@ def fit(prep: Prepared, interrupt: Interrupt | None = None) -> SweepResult:
     from sweeps.tracking.setup import abort_tracking, start_tracking
 
     cfg, layout, objective = prep.cfg, prep.layout, objective_of(prep.cfg)
+    datasets = build_datasets(dict(cfg.experiment.datasets))  # before anything is recorded
     record, ended = _start(prep)
     sweep_id = record.sweep_uid
     tracking: MLflowTracking | None = (start_tracking(prep, sweep_id, record.starts)
@@ -59,7 +61,8 @@ def fit(prep: Prepared, interrupt: Interrupt | None = None) -> SweepResult:
     reaper = PlacementGroupReaper(sweep_id)
     progress = ProgressLines(objective, prep.trials, sweep_dir=str(prep.sweep_dir))
     unread = UnreadKeysCheck([p.path for p in prep.params], layout.train)
-    trial = trial_plan(cfg, prep.constants, prep.resources, prep.sweep_dir, sweep_id, ended)
+    trial = trial_plan(cfg, prep.constants, prep.resources, prep.sweep_dir, sweep_id, ended,
+                       datasets)
     callbacks: list[Callback] = [reaper, progress, unread] + ([tracking] if tracking else [])
     groups_before = job_groups()
     try:

@@ -57,6 +57,9 @@ class TrialPlan:
     # Ray Train's per-run actor that watches for node drains (spot preemption): on a cluster
     # only; on one machine there is no other node to lose and it costs a process per trial.
     preemption_watcher: bool = True
+    # experiment.datasets, built and materialized once by the driver (sweeps.execution.datasets)
+    datasets: dict[str, Any] = field(default_factory=dict)
+    datasets_to_split: list[str] | None = None  # None: all of them (Ray Train's default)
 
     def worker_config(self, sampled: dict[str, Any]) -> dict[str, Any]:
         """The ``config`` every Train worker receives: the experiment's params, its constants
@@ -128,6 +131,8 @@ def run_trial(sampled: dict[str, Any], plan: TrialPlan) -> None:
         train_loop_per_worker=loop_entry(import_trainable(plan.trainable),
                                          plan.context(trial_id)),
         train_loop_config=config,
+        datasets=dict(plan.datasets) or None,
+        dataset_config=data_config(plan.datasets_to_split),
         scaling_config=ScalingConfig(num_workers=plan.num_workers, use_gpu=plan.use_gpu,
                                      resources_per_worker=dict(plan.worker_resources)),
         run_config=RunConfig(
@@ -145,6 +150,14 @@ def run_trial(sampled: dict[str, Any], plan: TrialPlan) -> None:
     trainer.fit()
     # Every report the bridge forwarded (one log line each) must reach Tune before returning.
     wait_for_handover(counting, len(unseen) + len(report_log.records(run_dir)) - logged_before)
+
+
+def data_config(datasets_to_split: list[str] | None) -> Any:
+    """Ray Train's ``DataConfig`` splitting the named datasets (None: its default, all)."""
+    from ray.train import DataConfig
+
+    return DataConfig(datasets_to_split="all" if datasets_to_split is None
+                      else list(datasets_to_split))
 
 
 def start_limits(start_timeout_s: float) -> tuple[float, int]:

@@ -58,9 +58,10 @@ def objective_of(cfg: SweepConfig) -> Objective:
 
 def trial_plan(cfg: SweepConfig, constants: dict[str, Any], plan: ResourcePlan,
                sweep_dir: Path, sweep_id: str,
-               ended: dict[str, dict[str, Any]] | None = None) -> TrialPlan:
+               ended: dict[str, dict[str, Any]] | None = None,
+               datasets: dict[str, Any] | None = None) -> TrialPlan:
     """The per-sweep context every trial driver receives (``ended``: trials a resumed sweep
-    knows have ended, with their final metrics)."""
+    knows have ended, with their final metrics; ``datasets``: the built Ray Datasets)."""
     e = cfg.experiment
     return TrialPlan(
         sweep_id=sweep_id, trainable=e.trainable, params=dict(e.params), constants=constants,
@@ -72,6 +73,8 @@ def trial_plan(cfg: SweepConfig, constants: dict[str, Any], plan: ResourcePlan,
         poll_interval_s=cfg.trial.poll_interval_s,
         start_timeout_s=cfg.trial.start_timeout_s, seed=cfg.sweep.seed, ended=ended or {},
         preemption_watcher=cfg.ray.address is not None or _alive_nodes() > 1,
+        datasets=datasets or {},
+        datasets_to_split=None if e.datasets_to_split is None else list(e.datasets_to_split),
     )
 
 

@@ -119,6 +119,16 @@ def format_plan(prepared) -> str:  # prepared: sweeps.execution.runner.Prepared
     else:
         lines.append(f"  scheduler none: every trial trains {s.max_t} epochs")
     lines.append(f"  trials: {prepared.resources.describe()}")
+    if cfg.experiment.datasets:
+        from sweeps.execution.datasets import parse_datasets
+
+        split = cfg.experiment.datasets_to_split
+        for name, src in parse_datasets(dict(cfg.experiment.datasets)).items():
+            how = "split across a trial's workers" if split is None or name in split \
+                else "whole on every worker"
+            lines.append(f"  dataset {name}: {src.describe()}, {how}")
+        lines.append("    built and materialized once by the driver; trials read them with no "
+                     "Ray Data CPUs of their own")
     lines.append(f"  epochs of compute: worst case {budget.worst} ({n} x {s.max_t})"
                  + (f", ASHA expected ~{budget.expected:.1f}" if s.name == "asha" else ""))
     lines.append(f"  sweep dir {prepared.sweep_dir}")

@@ -1,0 +1,90 @@
+"""``+experiment=digits_data``: Ray Datasets built once per sweep, read by every trial's workers.
+
+One sweep of 2 trials at once on 2 CPUs (half a CPU per worker): the train set comes from a
+function (counted here: it must run once for the whole sweep), the validation set from a
+parquet file on disk (the path form). The workers read their splits with
+``ray.train.get_dataset_shard(...).iter_torch_batches``; nothing else reserves CPUs for Ray Data.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from sweeps import compose, load_best, run_sweep
+
+pytestmark = pytest.mark.slow
+
+BUILDS: list[str] = []
+
+
+def counted_digits(split: str) -> object:
+    """``trainables.digits_data.digits``, noting each call (the driver runs it in this process)."""
+    from trainables.digits_data import digits
+
+    BUILDS.append(split)
+    return digits(split)
+
+
+def _val_parquet(directory: Path) -> tuple[np.ndarray, np.ndarray]:
+    """The validation split as a parquet file of a tensor column ``x`` and labels ``y``."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    from ray.data.extensions import ArrowTensorArray
+    from sklearn.datasets import load_digits
+
+    data = load_digits()
+    x = (data.data / 16.0).astype(np.float32)
+    order = np.random.default_rng(0).permutation(len(x))
+    val = order[:int(round(len(x) * 0.2))]
+    directory.mkdir()
+    pq.write_table(pa.table({"x": ArrowTensorArray.from_numpy(x[val]), "y": data.target[val]}),
+                   directory / "val.parquet")
+    return x[val], data.target[val]
+
+
+@pytest.fixture(scope="module")
+def sweep(tmp_path_factory):
+    root = tmp_path_factory.mktemp("digits_data")
+    x_val, y_val = _val_parquet(root / "val")
+    BUILDS.clear()
+    cfg = compose("digits_data", [
+        "search.num_samples=2", "scheduler.max_t=3", "search.max_concurrent_trials=2",
+        "scaling.num_workers=2", "scaling.cpus_per_worker=0.5", "ray.num_cpus=2",
+        f"experiment.datasets.train.function={__name__}:counted_digits",
+        f"experiment.datasets.val={root / 'val'}",
+        f"sweep.dir={root / 'sweep'}", f"tracking.uri=sqlite:///{root / 'mlflow.db'}",
+    ])
+    return run_sweep(cfg), root, x_val, y_val
+
+
+def test_both_trials_train_on_the_datasets_built_once(sweep) -> None:
+    result, *_ = sweep
+    table = result.summary.table
+    assert len(table) == 2 and set(table["status"]) <= {"completed", "stopped"}
+    assert BUILDS == ["train"], "the train set is built once per sweep, not once per trial"
+    assert table["val_acc"].max() > 0.5  # 10 classes: chance is 0.1
+
+
+def test_the_two_trials_ran_at_the_same_time(sweep) -> None:
+    from mlflow import MlflowClient
+
+    _, root, *_ = sweep
+    client = MlflowClient(f"sqlite:///{root / 'mlflow.db'}")
+    experiment = client.get_experiment_by_name("digits_data")
+    trials = [r for r in client.search_runs([experiment.experiment_id])
+              if r.data.tags.get("sweeps.role") != "parent"]
+    assert len(trials) == 2
+    assert max(r.info.start_time for r in trials) < min(r.info.end_time for r in trials)
+
+
+def test_the_best_model_loads_and_predicts_the_parquet_rows(sweep) -> None:
+    result, _, x_val, y_val = sweep
+    model = load_best(result.sweep_dir)
+    with torch.no_grad():
+        predicted = model(torch.from_numpy(x_val)).argmax(1).numpy()
+    accuracy = float((predicted == y_val).mean())
+    assert accuracy == pytest.approx(result.summary.best["value"], abs=1e-6)
