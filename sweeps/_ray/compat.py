@@ -156,13 +156,16 @@ def _probes() -> dict[str, Callable[[], None]]:
             shipping.JOB_CONFIG_ENV),
         # logs.py
         "Ray's auth logger's module": _attrs(logs.RAY_LOGGERS[1]),
+        "raylet notices printed by the driver": _params(
+            f"{logs.STDSTREAM_MODULE}:print_to_stdstream", "data", "ignore_prefix"),
     }
 
 
 # Internals whose adapter function has a fallback: a Ray without them runs, degraded, with a
 # warning (the hand-over wait, the two left-out callbacks, the group recorded at creation).
 SOFT = frozenset({"trial session queues", "Train's cleaner callback",
-                  "Train's datasets callback", "worker group creates its placement group"})
+                  "Train's datasets callback", "worker group creates its placement group",
+                  "raylet notices printed by the driver"})
 
 
 @functools.cache

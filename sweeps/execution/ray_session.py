@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
 
-from sweeps._ray.logs import RAY_LOGGERS
+from sweeps._ray.logs import RAY_LOGGERS, raylet_notices_logged
 from sweeps.config.schema import SweepConfig
 from sweeps.execution.code_shipping import runtime_env
 from sweeps.execution.prepare import Prepared
@@ -115,7 +115,8 @@ def _ray_logs_to_file(ray_log: Path, verbose: bool) -> Iterator[Callable[[], Non
 
     attach()
     try:
-        yield attach
+        with raylet_notices_logged():
+            yield attach
     finally:
         handler.close()
         for lg, (handlers, propagate) in zip(loggers, saved, strict=True):
