@@ -42,7 +42,11 @@ naming both: the loader would silently hand each worker its whole shard as one b
 such value in a search would train the same way under different names.
 
 This module imports nothing from ``sweeps``: copy it into your project as a starting point.
-``config`` holds the keys of ``DEFAULTS``; any may be searched.
+``config`` holds the keys of ``DEFAULTS`` (an unknown key is an error, so a typo in the
+experiment fails loudly instead of training with a default); any may be searched. Importing it
+sets ``HF_HUB_OFFLINE``/``TRANSFORMERS_OFFLINE`` unless already set; that takes effect only if
+nothing imported ``transformers`` (or ``huggingface_hub``) earlier in the process, which holds
+on Ray Train workers, where this module is the first to import them.
 """
 
 from __future__ import annotations

@@ -25,13 +25,13 @@ TINY = ("scheduler.max_t=3", "experiment.params.batch_size=64")
 
 
 def _accuracy_of_checkpoint(checkpoint: str) -> float:
-    """Reload ``checkpoint`` as a user would, offline and without this repository's helpers,
-    and return its accuracy on the validation images."""
+    """Reload ``checkpoint`` as a user would, offline, with Transformers' own Auto/ViT classes
+    (no helper of the trainable's), and return its accuracy on the validation images."""
+    from trainables.hf_vit import load_split  # sets HF_HUB_OFFLINE before transformers loads
+
+    assert os.environ.get("HF_HUB_OFFLINE") == "1"
     from transformers import AutoImageProcessor, ViTForImageClassification
 
-    from trainables.hf_vit import load_split
-
-    assert os.environ.get("HF_HUB_OFFLINE") == "1"  # set by importing the trainable
     model = ViTForImageClassification.from_pretrained(checkpoint).eval()
     processor = AutoImageProcessor.from_pretrained(checkpoint)
     _, _, x_va, y_va = load_split()
