@@ -7,6 +7,7 @@ Library use:
     from sweeps import compose, load_best, run_sweep
     result = run_sweep(compose("digits", ["search.num_samples=4"]))
     model = load_best(result.sweep_dir)      # or load_best("models:/digits/1")
+    ds = predict(result.sweep_dir, "data/*.parquet", output="preds/")   # batch, on Ray Data
 
 Inside a training loop (optional: any Ray Train loop runs unchanged):
 
@@ -32,11 +33,14 @@ from sweeps.execution.context import TrialContext, trial_context
 from sweeps.execution.prepare import prepare
 from sweeps.execution.runner import SweepResult, run_sweep
 from sweeps.execution.session import TrialSession
-from sweeps.report.best import load_best
+from sweeps.inference.batch import predict
+from sweeps.inference.bundle import Pretrained
+from sweeps.report.best import best_checkpoint, load_best
 
 __all__ = [
     "ClusterFitError",
     "ConfigError",
+    "Pretrained",
     "RayIncompatible",
     "SearchSpaceError",
     "StateError",
@@ -46,10 +50,12 @@ __all__ = [
     "SweepResult",
     "TrialContext",
     "TrialSession",
+    "best_checkpoint",
     "compose",
     "load_best",
     "load_checkpoint",
     "load_model",
+    "predict",
     "prepare",
     "run_sweep",
     "trial_context",

@@ -1,6 +1,7 @@
 """python -m sweeps +experiment=NAME [key=value ...]
 
     sweeps --config-dir ./conf +experiment=mine sweep.dry_run=true   # the same, installed
+    sweeps predict outputs/mine --input data.parquet --output preds/  # the best model, batch
 
 Composes ``conf/sweep.yaml`` with the experiment and overrides, checks everything (exit code 2
 with a one-line error naming key, value and fix; Ray is not started), then runs the sweep and
@@ -106,9 +107,17 @@ def prepare_argv(argv: list[str]) -> list[str]:
 
 
 def run() -> None:
-    """``python -m sweeps ...``: prepare ``sys.argv``, then let Hydra run ``main``."""
+    """``python -m sweeps ...``: prepare ``sys.argv``, then let Hydra run ``main``.
+
+    ``sweeps predict ...`` goes to ``sweeps.inference.cli`` instead, before Hydra reads the
+    command line (a Hydra override is never the bare word ``predict``).
+    """
     from sweeps.config.search_path import active
 
+    if sys.argv[1:2] == ["predict"]:
+        from sweeps.inference.cli import main as predict_main
+
+        sys.exit(predict_main(sys.argv[2:]))
     sys.argv[1:] = prepare_argv(sys.argv[1:])
     register_primary(active())  # --help then lists the groups of every search-path entry
     main()

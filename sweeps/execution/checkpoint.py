@@ -12,15 +12,19 @@ Written to a temporary name and renamed, so a crash mid-write never leaves a hal
 from __future__ import annotations
 
 import importlib
+import json
 from pathlib import Path
 from typing import Any
 
 from sweeps.files import write_atomic
 
-__all__ = ["CHECKPOINT_FILE", "save_checkpoint", "load_checkpoint", "load_model", "factory_ref",
-           "model_form", "build_model"]
+__all__ = ["CHECKPOINT_FILE", "HF_SUBDIR", "save_checkpoint", "load_checkpoint", "load_model",
+           "factory_ref", "model_form", "hf_checkpoint_dir", "build_model"]
 
 CHECKPOINT_FILE = "checkpoint.pt"
+# ray.train.huggingface.transformers.RayTrainReportCallback.CHECKPOINT_NAME: the callback copies
+# the Trainer's last checkpoint into this subfolder of each Train checkpoint.
+HF_SUBDIR = "checkpoint"
 FORMAT_VERSION = 1
 
 
@@ -75,11 +79,39 @@ def load_model(directory: str | Path) -> Any:
     return model.eval()
 
 
+def hf_checkpoint_dir(path: str | Path | None) -> Path | None:
+    """The directory of a Hugging Face Transformers checkpoint at ``path``: ``path`` itself or
+    its ``checkpoint/`` subfolder (``RayTrainReportCallback``'s layout), whichever holds a
+    ``config.json`` naming ``architectures`` or a ``model_type``; None when neither does.
+
+    The one rule for the ``transformers`` form: ``model_form``, ``sweeps.load_best``,
+    ``sweeps.predict`` and the MLflow logging all ask this.
+
+    Example:
+        >>> d = Path(tempfile.mkdtemp()); (d / "checkpoint").mkdir()
+        >>> _ = (d / "checkpoint" / "config.json").write_text('{"model_type": "bert"}')
+        >>> hf_checkpoint_dir(d).name, hf_checkpoint_dir(d / "nowhere")
+        ('checkpoint', None)
+    """
+    if not path:
+        return None
+    for candidate in (Path(path), Path(path) / HF_SUBDIR):
+        try:
+            config = json.loads((candidate / "config.json").read_text())
+        except (OSError, ValueError):
+            continue
+        if isinstance(config, dict) and (config.get("architectures") or config.get("model_type")):
+            return candidate
+    return None
+
+
 def model_form(checkpoint: str | Path | None, loader: str | None) -> str:
     """How a best checkpoint goes to MLflow: ``sweeps`` (this format: rebuilt and logged as a
-    model), ``loader`` (``experiment.model_loader`` rebuilds it), ``files`` (a loop's own
-    format that sweeps cannot rebuild: the directory's files are logged as they are), or
-    ``none`` (the loop saved no checkpoint).
+    PyTorch model), ``loader`` (``experiment.model_loader`` rebuilds it), ``transformers`` (a
+    Hugging Face checkpoint, ``hf_checkpoint_dir``: logged with MLflow's transformers flavor),
+    ``files`` (a loop's own format that sweeps cannot rebuild: the directory's files are logged
+    as they are), or ``none`` (the loop saved no checkpoint). A ``model_loader`` wins over the
+    detected forms: it is the user saying how.
 
     Example:
         >>> model_form("/nonexistent", None), model_form("/nonexistent", "pkg.mod:load")
@@ -89,7 +121,9 @@ def model_form(checkpoint: str | Path | None, loader: str | None) -> str:
         return "none"
     if loader:
         return "loader"
-    return "sweeps" if (Path(checkpoint) / CHECKPOINT_FILE).is_file() else "files"
+    if (Path(checkpoint) / CHECKPOINT_FILE).is_file():
+        return "sweeps"
+    return "transformers" if hf_checkpoint_dir(checkpoint) is not None else "files"
 
 
 def build_model(checkpoint: str | Path, loader: str | None) -> tuple[Any, str, dict[str, Any]]:

@@ -4,9 +4,11 @@
     model = load_best("outputs/digits")          # from the sweep directory
     model = load_best("models:/digits/1")        # or from the MLflow registry
     model(torch.from_numpy(x[:5])).argmax(dim=1)
+    model, tokenizer = load_best("outputs/hf_text")   # a Transformers sweep: Pretrained
 
 The sweep directory's ``best.json`` names the best trial's best checkpoint. If the directory was
-moved since, the checkpoint is looked up at the same place relative to it.
+moved since, the checkpoint is looked up at the same place relative to it. What a source is and
+how each kind loads lives in ``sweeps.inference.bundle`` (``sweeps.predict`` uses the same).
 """
 
 from __future__ import annotations
@@ -16,59 +18,59 @@ from pathlib import Path
 from typing import Any
 
 from sweeps.errors import SweepError
-from sweeps.execution.checkpoint import load_model
 from sweeps.layout import SweepLayout
 
 __all__ = ["load_best", "best_checkpoint"]
 
+FIX = ("pass the directory a sweep ran in (outputs/<sweep name>), a checkpoint directory, or a "
+       "models:/NAME/VERSION or runs:/RUN_ID/model URI")
 
-def best_checkpoint(sweep_dir: str | Path) -> Path:
-    """Directory of the best checkpoint of the finished sweep in ``sweep_dir``."""
+
+def best_checkpoint(sweep_dir: str | Path, who: str = "load_best") -> Path:
+    """Directory of the best checkpoint of the finished sweep in ``sweep_dir``; ``SweepError``
+    (one line starting with ``who``) for a directory that is not one."""
     root = Path(sweep_dir)
-    fix = "pass the directory a sweep ran in (outputs/<sweep name>) or a models:/NAME/VERSION URI"
     if not root.is_dir():
-        raise SweepError(f"load_best: {root} is not a directory; {fix}")
+        raise SweepError(f"{who}: {root} is not a directory; {FIX}")
     layout = SweepLayout(root)
     best_file = layout.best
     if not best_file.exists():
         what = ("a sweep that has not finished" if list(root.glob("experiment_state-*.json"))
                 else "not a sweep directory")
-        raise SweepError(f"load_best: {root} has no best.json ({what}); {fix}")
+        raise SweepError(f"{who}: {root} has no best.json ({what}) and holds no checkpoint "
+                         f"(checkpoint.pt or a Transformers config.json); {FIX}")
     best = json.loads(best_file.read_text())
     if not best or not best.get("checkpoint"):
-        raise SweepError(f"load_best: no trial of the sweep in {root} saved a checkpoint "
+        raise SweepError(f"{who}: no trial of the sweep in {root} saved a checkpoint "
                          "(see summary.csv and each trial's error.txt)")
     checkpoint = Path(best["checkpoint"])
     if not checkpoint.is_dir():  # the sweep directory was moved or copied
         moved = layout.run_dir(best["trial_id"]) / checkpoint.name
         if not moved.is_dir():
-            raise SweepError(f"load_best: the best checkpoint {checkpoint} is gone (also not at "
+            raise SweepError(f"{who}: the best checkpoint {checkpoint} is gone (also not at "
                              f"{moved}); it was deleted after the sweep")
         checkpoint = moved
     return checkpoint
 
 
-def load_best(source: str | Path) -> Any:
-    """The best model (``torch.nn.Module`` in eval mode) of a sweep directory or model URI.
+def load_best(source: str | Path, model_loader: str | None = None) -> Any:
+    """The best model of a sweep directory, or the model of a checkpoint directory or an
+    MLflow model URI (``models:/NAME/VERSION``, ``runs:/RUN_ID/model``), in eval mode.
 
-    A checkpoint in a loop's own format is rebuilt by the experiment's ``model_loader``; without
-    one, ``SweepError`` says where the checkpoint's files are (``best_checkpoint`` returns it).
+    A ``torch.nn.Module`` for a ``TrialSession`` checkpoint, one ``experiment.model_loader``
+    rebuilds, or a logged PyTorch model; ``Pretrained(model, processor)`` for a Hugging Face
+    checkpoint or a logged Transformers model, so ``model, tokenizer = load_best(...)`` works
+    (``processor`` is the tokenizer or the image processor saved with the model). A checkpoint
+    in a loop's own format needs ``model_loader`` (``module:function``, a checkpoint directory
+    to an ``nn.Module``) unless the sweep's ``experiment.model_loader`` was set; without one,
+    ``SweepError`` says so.
+
+    Example:
+        >>> load_best("/nowhere")
+        Traceback (most recent call last):
+        ...
+        sweeps.errors.SweepError: load_best: /nowhere is not a directory; pass the directory ...
     """
-    text = str(source)
-    if text.startswith(("models:/", "runs:/")):
-        import mlflow.pytorch
+    from sweeps.inference.bundle import resolve_source
 
-        return mlflow.pytorch.load_model(text).eval()
-    from sweeps.execution.checkpoint import build_model, model_form
-
-    checkpoint = best_checkpoint(source)
-    best = json.loads(SweepLayout(Path(source)).best.read_text())
-    loader = best.get("model_loader")
-    if model_form(checkpoint, loader) == "files":
-        raise SweepError(f"load_best: the best checkpoint {checkpoint} is in the training "
-                         "loop's own format; load it with your own code (sweeps.best_checkpoint"
-                         f"('{source}') gives its directory), or set experiment.model_loader "
-                         "to a function that turns a checkpoint directory into a model")
-    if loader is None:
-        return load_model(checkpoint)
-    return build_model(checkpoint, loader)[0].eval()
+    return resolve_source(source, "load_best", model_loader).load()

@@ -1,0 +1,337 @@
+"""Batch inference with a sweep's best model over a Ray Dataset: ``sweeps.predict``.
+
+    import sweeps
+    ds = sweeps.predict("outputs/digits", "data/digits.parquet", output="preds/")
+    ds.take(3)    # [{'x': ..., 'prediction': 7, 'score': 0.98}, ...]
+
+    sweeps predict outputs/digits --input data/digits.parquet --output preds/    # the CLI
+
+The last step of Ray's batch-inference guide, for whatever a sweep produced: the model loads
+once per actor (``map_batches`` with a callable class over a pool of ``concurrency`` actors),
+and each batch gains ``prediction`` (the class index), ``score`` (its softmax probability) and,
+when the model names its classes (a Transformers ``id2label`` other than ``LABEL_i``),
+``label``. A model with one output per row (regression) gets ``prediction`` alone.
+
+Everything that can be checked before Ray runs is: the source (``resolve_source``), the input
+files, the output directory; the column as soon as the Dataset's schema is known. Output is
+written to a temporary directory beside ``output`` and renamed into place, so a failure leaves
+nothing half-written.
+
+Ray: the running instance when ``ray.is_initialized()``; else ``ray_address`` (a cluster) or a
+new local instance. Deliberate divergence from "shut down what you start": a Ray instance this
+call starts stays up after a successful call, as Ray Data's own auto-start does, because the
+returned Dataset lives in it; it goes down at interpreter exit or with ``ray.shutdown()`` (the
+CLI shuts it down before it exits). After a failure it is shut down at once.
+"""
+
+from __future__ import annotations
+
+import atexit
+import logging
+import math
+import shutil
+import uuid
+import warnings
+from pathlib import Path
+from typing import Any
+
+from sweeps.errors import SweepError
+from sweeps.inference.bundle import ModelSource, resolve_source
+
+__all__ = ["OUTPUT_COLUMNS", "Predictor", "predict"]
+
+log = logging.getLogger(__name__)
+OUTPUT_COLUMNS = ("prediction", "label", "score")
+
+
+def predict(source: str | Path, data: Any, *, output: str | Path | None = None,
+            column: str | None = None, batch_size: int = 256, concurrency: int = 1,
+            use_gpu: bool | None = None, num_cpus: float | None = None,
+            model_loader: str | None = None, tracking_uri: str | None = None,
+            ray_address: str | None = None) -> Any:
+    """Predict with the model of ``source`` over ``data``; the materialized Dataset.
+
+    Args:
+        source: a sweep directory (its best checkpoint), a checkpoint directory, or an MLflow
+            model URI (``models:/NAME/VERSION``, ``runs:/RUN_ID/model``).
+        data: a ``ray.data.Dataset``, a pandas DataFrame, or a path, glob or directory of
+            parquet, csv, json/jsonl or npy files.
+        output: a directory to write the result to as parquet (must not exist, or be empty).
+        column: the input column; default ``text`` (tokenizer), ``image`` (image processor), or
+            for a torch module the only column, else ``x`` / ``features``.
+        batch_size: rows per model call.
+        concurrency: actors, each with its own copy of the model.
+        use_gpu: one GPU per actor; None: when the cluster has GPUs.
+        num_cpus: CPUs each actor reserves; None: 1, or less where the actors would leave
+            no CPU for Ray Data's read tasks (``actor_cpus``).
+        model_loader: ``module:function`` that rebuilds a loop's own checkpoint format.
+        tracking_uri: the MLflow store of a model URI (default: MLflow's current one).
+        ray_address: a Ray cluster to join when this process is not connected to one.
+
+    Example:
+        >>> ds = predict("outputs/digits", ray.data.from_numpy(x), output="preds")  # doctest: +SKIP
+        >>> ds.take(1)[0]["prediction"]  # doctest: +SKIP
+        7
+    """
+    if batch_size < 1 or concurrency < 1:
+        raise SweepError(f"predict: batch_size and concurrency must be >= 1 (got {batch_size}, "
+                         f"{concurrency})")
+    resolved = resolve_source(source, "predict", model_loader, tracking_uri)
+    _check_model(resolved, source)
+    if not _is_dataset(data):
+        from sweeps.inference.data import input_files
+
+        input_files(data)  # missing or unknown files: one line, before Ray starts
+    out = _check_output(output)
+    started = _connect(ray_address)
+    try:
+        result = _run(resolved, data, column, batch_size, concurrency, use_gpu, num_cpus,
+                      reads=not _is_dataset(data))
+        if out is not None:
+            _write(result, out)
+    except BaseException:
+        if started:
+            import ray
+
+            ray.shutdown()
+        raise
+    if started:
+        import ray
+
+        atexit.register(ray.shutdown)
+    return result
+
+
+def _check_model(resolved: ModelSource, source: str | Path) -> None:
+    from sweeps.inference.hf import TASKS
+
+    if not resolved.transformers:
+        return
+    if resolved.task not in TASKS.values():
+        raise SweepError(f"predict: {source} is a Transformers model whose head sweeps.predict "
+                         f"does not run (task {resolved.task or 'unknown'}); it runs "
+                         f"...{' and ...'.join(TASKS)} models; load it with sweeps.load_best "
+                         "and run it yourself")
+    if resolved.processor is None:
+        raise SweepError(f"predict: the Transformers model of {source} has no tokenizer or "
+                         "image processor saved with it; save one beside the model "
+                         "(Trainer(processing_class=...) or processor.save_pretrained(dir))")
+
+
+def _is_dataset(data: Any) -> bool:
+    module = type(data).__module__
+    return module.startswith("ray.data") or module.startswith("pandas")
+
+
+def _check_output(output: str | Path | None) -> Path | None:
+    if output is None:
+        return None
+    out = Path(output)
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise SweepError(f"predict: output {out} already exists and is not an empty directory; "
+                         "pass a new directory (nothing was written)")
+    return out
+
+
+def _connect(address: str | None) -> bool:
+    """Join the running Ray, or start (or join ``address``); True when connected here."""
+    import ray
+
+    if ray.is_initialized():
+        return False
+    ray.init(address=address, include_dashboard=False, log_to_driver=False,
+             logging_level=logging.ERROR)
+    return True
+
+
+def actor_cpus(cluster_cpus: float, concurrency: int, num_cpus: float | None = None,
+               reads: bool = True) -> float:
+    """CPUs per actor: ``num_cpus``, or 1 shrunk so the pool leaves a CPU (half the cluster
+    on a 1-CPU machine) for the read tasks, which get what is left (``read_input``). Found
+    the hard way: on 2 CPUs, two 1-CPU actors over a parquet file wait forever, Ray Data's
+    read task never gets a CPU (Ray 2.60). ``SweepError`` when explicit ``num_cpus`` do not
+    fit, or (``reads``) leave nothing for the reads.
+
+    Example:
+        >>> actor_cpus(2, 1), actor_cpus(2, 2), actor_cpus(2, 3), actor_cpus(16, 4)
+        (1.0, 0.5, 0.33, 1.0)
+    """
+    if num_cpus is None:
+        share = min(1.0, max(cluster_cpus - 1, cluster_cpus / 2) / concurrency)
+        return max(0.01, math.floor(share * 100) / 100)
+    need = num_cpus * concurrency
+    if need > cluster_cpus or (reads and cluster_cpus - need < 0.01):
+        more = ", and reading the input needs some more" if reads else ""
+        raise SweepError(f"predict: {concurrency} actor(s) x {num_cpus:g} CPU need {need:g} of "
+                         f"the cluster's {cluster_cpus:g} CPUs{more}; lower concurrency or "
+                         "num_cpus (or leave num_cpus out: it is then sized to fit)")
+    return num_cpus
+
+
+def _run(resolved: ModelSource, data: Any, column: str | None, batch_size: int,
+         concurrency: int, use_gpu: bool | None, num_cpus: float | None, reads: bool) -> Any:
+    import ray
+    from ray.data import ActorPoolStrategy
+
+    from sweeps.inference.data import choose_column, read_input
+
+    resources = ray.cluster_resources()
+    gpu = bool(resources.get("GPU", 0) >= 1) if use_gpu is None else use_gpu
+    cluster_cpus = resources.get("CPU", 0)
+    cpus = actor_cpus(cluster_cpus, concurrency, num_cpus, reads)
+    try:
+        ds = read_input(data, read_cpus=min(1.0, round(cluster_cpus - cpus * concurrency, 2)))
+        names = list(ds.columns())
+    except SweepError:
+        raise
+    except Exception as exc:
+        raise SweepError(f"predict: cannot read the input: {_root_cause(exc)}") from exc
+    chosen = choose_column(names, resolved.processor, column)
+    clash = [c for c in OUTPUT_COLUMNS if c in names]
+    if clash:
+        raise SweepError(f"predict: the data already has column(s) {', '.join(clash)}, which "
+                         "predict adds; rename or drop them")
+    # compute=ActorPoolStrategy(size=N): map_batches(concurrency=N) is deprecated since 2.51.
+    # max_restarts=0: a failed batch fails predict with its error; and without it Ray's core
+    # worker logs an error line for every actor pool ("constructor arguments in the object
+    # store and max_restarts > 0", ray#53727). Ray 2.60 takes it only as a deprecated extra
+    # remote argument (its own source comment names map_batches(..., max_restarts=0)).
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="`ray_remote_args` is deprecated")
+        mapped = ds.map_batches(
+            Predictor, batch_size=batch_size, batch_format="numpy",
+            compute=ActorPoolStrategy(size=concurrency), num_cpus=cpus,
+            num_gpus=1 if gpu else 0, max_restarts=0,
+            fn_constructor_kwargs={"source": resolved, "column": chosen, "use_gpu": gpu})
+    try:
+        return mapped.materialize()
+    except SweepError:
+        raise
+    except Exception as exc:
+        raise SweepError(f"predict: the model failed on the data: {_root_cause(exc)}") from exc
+
+
+def _root_cause(exc: BaseException) -> str:
+    """``Type: first line`` of the innermost exception (Ray wraps the actor's in two)."""
+    seen = exc
+    while True:
+        inner = getattr(seen, "cause", None) or seen.__cause__
+        if inner is None or inner is seen:
+            break
+        seen = inner
+    text = str(seen).strip().splitlines()
+    return f"{type(seen).__name__}: {text[0] if text else ''}"[:400]
+
+
+def _write(result: Any, out: Path) -> None:
+    """Parquet into a temporary sibling of ``out``, renamed into place when complete."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    partial = out.parent / f".{out.name}.partial-{uuid.uuid4().hex[:8]}"
+    try:
+        result.write_parquet(str(partial))
+        partial.replace(out)  # over an empty directory too (POSIX rename)
+    finally:
+        shutil.rmtree(partial, ignore_errors=True)
+
+
+class Predictor:
+    """One actor of the pool: loads the model once, then predicts batch after batch."""
+
+    def __init__(self, source: ModelSource, column: str, use_gpu: bool = False) -> None:
+        import torch
+
+        from sweeps.inference.bundle import Pretrained
+
+        loaded = source.load()
+        self.model, self.processor = (loaded if isinstance(loaded, Pretrained)
+                                      else (loaded, None))
+        self.kind = source.processor if source.transformers else None
+        self.column = column
+        self.device = torch.device("cuda" if use_gpu and torch.cuda.is_available() else "cpu")
+        self.model.to(self.device)
+        self.labels = readable_labels(self.model)
+
+    def __call__(self, batch: dict[str, Any]) -> dict[str, Any]:
+        import torch
+
+        with torch.inference_mode():
+            out = self._forward(batch[self.column])
+        out = out.float().cpu()
+        if out.ndim == 2 and out.shape[1] > 1:  # class scores
+            probs = torch.softmax(out, dim=1)
+            score, index = probs.max(dim=1)
+            batch["prediction"] = index.numpy()
+            if self.labels is not None:
+                batch["label"] = _labels_of(self.labels, index.tolist())
+            batch["score"] = score.numpy()
+        else:  # one value per row
+            batch["prediction"] = out.reshape(len(out), -1)[:, 0].numpy()
+        return batch
+
+    def _forward(self, values: Any) -> Any:
+        if self.kind == "tokenizer":
+            return self._texts(values)
+        if self.kind == "image_processor":
+            return self._images(values)
+        return self._features(values)
+
+    def _features(self, values: Any) -> Any:
+        import numpy as np
+        import torch
+
+        array = np.stack(list(values)) if values.dtype == object else np.asarray(values)
+        x = torch.as_tensor(array.astype(np.float32))
+        if x.ndim == 1:
+            x = x.unsqueeze(1)
+        return _logits(self.model(x.to(self.device)))
+
+    def _texts(self, values: Any) -> Any:
+        limit = getattr(self.model.config, "max_position_embeddings", None)
+        limit = min(limit or 10**9, getattr(self.processor, "model_max_length", 10**9) or 10**9)
+        enc = self.processor([str(v) for v in values], padding=True, truncation=True,
+                             max_length=limit, return_tensors="pt")
+        return _logits(self.model(**enc.to(self.device)))
+
+    def _images(self, values: Any) -> Any:
+        import numpy as np
+
+        channels = getattr(self.model.config, "num_channels", 3)
+        images = []
+        for value in values:
+            image = np.asarray(value)
+            if image.ndim == 2:  # HxW: one channel, repeated for an RGB model
+                image = np.repeat(image[..., None], channels, axis=2)
+            images.append(image)
+        enc = self.processor(images=images, return_tensors="pt",
+                             input_data_format="channels_last")
+        return _logits(self.model(**enc.to(self.device)))
+
+
+def _logits(out: Any) -> Any:
+    """The scores tensor of a model's output (a tensor, a Transformers output, a tuple)."""
+    if hasattr(out, "logits"):
+        return out.logits
+    return out[0] if isinstance(out, tuple | list) else out
+
+
+def readable_labels(model: Any) -> dict[int, str] | None:
+    """The class names of a model's ``config.id2label``, unless they are the ``LABEL_i``
+    placeholders Transformers fills in; None for a model without any.
+
+    Example:
+        >>> from types import SimpleNamespace as NS
+        >>> readable_labels(NS(config=NS(id2label={0: "neg", 1: "pos"})))
+        {0: 'neg', 1: 'pos'}
+        >>> readable_labels(NS(config=NS(id2label={0: "LABEL_0", 1: "LABEL_1"})))
+    """
+    names = getattr(getattr(model, "config", None), "id2label", None)
+    if not names:
+        return None
+    labels = {int(k): str(v) for k, v in names.items()}
+    return None if all(v == f"LABEL_{k}" for k, v in labels.items()) else labels
+
+
+def _labels_of(labels: dict[int, str], index: list[int]) -> Any:
+    import numpy as np
+
+    return np.array([labels.get(i, str(i)) for i in index], dtype=object)

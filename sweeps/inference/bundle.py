@@ -1,0 +1,243 @@
+"""What a model source is, decided before anything loads, and the one way each kind loads.
+
+    source = resolve_source("outputs/digits")     # a sweep, a checkpoint dir, models:/ or runs:/
+    model = source.load()                          # nn.Module, or Pretrained(model, processor)
+
+``sweeps.load_best`` is ``resolve_source(...).load()``; ``sweeps.predict`` resolves in the driver
+(so a bad source fails in one line before Ray starts anything) and each of its actors calls
+``load()`` once. The forms are those of ``sweeps.execution.checkpoint.model_form`` plus the two
+MLflow flavors the sweep logs (``mlflow.pytorch``, ``mlflow.transformers``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from sweeps.errors import SweepError
+from sweeps.report.best import FIX
+
+__all__ = ["ModelSource", "Pretrained", "resolve_source"]
+
+URI_SCHEMES = ("models:/", "runs:/")
+
+
+class Pretrained(NamedTuple):
+    """A Transformers model (eval mode) and what turns raw inputs into its tensors: the
+    tokenizer or the image processor saved with it (None if none was).
+
+    Example:
+        >>> model, tokenizer = Pretrained("m", "t")
+        >>> tokenizer
+        't'
+    """
+
+    model: Any
+    processor: Any
+
+
+@dataclass(frozen=True)
+class ModelSource:
+    """A model to load, and how: ``form`` is ``sweeps`` / ``loader`` / ``transformers`` (a local
+    checkpoint directory in ``location``) or ``mlflow.pytorch`` / ``mlflow.transformers`` (a
+    model URI in ``location``, read from ``tracking_uri``). ``processor`` is ``tokenizer``,
+    ``image_processor`` or None (no processor, or a torch module); ``task`` the pipeline task
+    of a Transformers model's head (``sweeps.inference.hf.TASKS``). Plain data: it travels to
+    Ray actors as it is.
+
+    Example:
+        >>> ModelSource("sweeps", "/ckpt").transformers, ModelSource("mlflow.transformers",
+        ...     "models:/m/1", processor="tokenizer").transformers
+        (False, True)
+    """
+
+    form: str
+    location: str
+    loader: str | None = None
+    processor: str | None = None
+    tracking_uri: str | None = None
+    task: str | None = None  # Transformers: the pipeline task of its head (None: another head)
+
+    @property
+    def transformers(self) -> bool:
+        return self.form in ("transformers", "mlflow.transformers")
+
+    def load(self) -> Any:
+        """The model: an ``nn.Module`` in eval mode, or ``Pretrained`` for Transformers."""
+        if self.form == "sweeps":
+            from sweeps.execution.checkpoint import load_model
+
+            return load_model(self.location)
+        if self.form == "loader":
+            from sweeps.execution.checkpoint import build_model
+
+            return build_model(self.location, self.loader)[0].eval()
+        if self.form == "transformers":
+            from sweeps.inference.hf import load_pretrained
+
+            return load_pretrained(self.location)
+        return self._load_logged()
+
+    def _load_logged(self) -> Any:
+        from sweeps.inference.hf import offline
+
+        if self.form == "mlflow.pytorch":
+            import mlflow.pytorch
+
+            with _quiet_mlflow(), _tracking(self.tracking_uri):
+                return mlflow.pytorch.load_model(self.location).eval()
+        offline()
+        import mlflow.transformers
+
+        from sweeps.inference.hf import quiet_transformers
+
+        with _quiet_mlflow(), _tracking(self.tracking_uri), quiet_transformers():
+            parts = mlflow.transformers.load_model(self.location, return_type="components")
+        return Pretrained(parts["model"].eval(),
+                          parts.get("tokenizer") or parts.get("image_processor"))
+
+
+def resolve_source(source: str | Path, who: str = "load_best", model_loader: str | None = None,
+                   tracking_uri: str | None = None) -> ModelSource:
+    """What ``source`` is and how its model loads, without loading it; ``SweepError`` (one line
+    starting with ``who``) for a source that is none of: a finished sweep's directory (its best
+    checkpoint), a checkpoint directory, a ``models:/``/``runs:/`` URI. ``model_loader``
+    (``module:function``) rebuilds a loop's own checkpoint format, as
+    ``experiment.model_loader`` does during a sweep.
+
+    Example:
+        >>> resolve_source("/nowhere")
+        Traceback (most recent call last):
+        ...
+        sweeps.errors.SweepError: load_best: /nowhere is not a directory; pass the directory ...
+    """
+    text = str(source)
+    if text.startswith(URI_SCHEMES):
+        return _resolve_uri(text, who, model_loader, tracking_uri)
+    return _resolve_dir(Path(source), who, model_loader, text)
+
+
+def _resolve_dir(path: Path, who: str, loader: str | None, shown: str) -> ModelSource:
+    from sweeps.execution.checkpoint import CHECKPOINT_FILE, hf_checkpoint_dir
+    from sweeps.report.best import best_checkpoint
+
+    if path.is_file() and path.name == CHECKPOINT_FILE:
+        path = path.parent
+    if (path / "best.json").is_file():  # a sweep: its best checkpoint, its loader
+        checkpoint = best_checkpoint(path, who=who)
+        best = json.loads((path / "best.json").read_text()) or {}
+        return _checkpoint_source(checkpoint, loader or best.get("model_loader"), who, shown)
+    if path.is_dir() and ((path / CHECKPOINT_FILE).is_file() or hf_checkpoint_dir(path)):
+        return _checkpoint_source(path, loader, who, shown)
+    sweep = _enclosing_sweep(path)
+    if sweep is not None and path.is_dir():  # <sweep>/train/<trial>/<checkpoint>: a loop's own
+        best = json.loads((sweep / "best.json").read_text()) or {}
+        return _checkpoint_source(path, loader or best.get("model_loader"), who, shown)
+    if loader and path.is_dir():
+        return _checkpoint_source(path, loader, who, shown)
+    best_checkpoint(path, who=who)  # raises the sweep-directory error that fits
+    raise SweepError(f"{who}: {path} is not a sweep or checkpoint directory; {FIX}")
+
+
+def _enclosing_sweep(path: Path) -> Path | None:
+    """The finished sweep a Train checkpoint directory lives in (``<sweep>/train/<trial>/x``)."""
+    root = path.resolve().parent.parent.parent
+    up = path.resolve().parent.parent
+    return root if up.name == "train" and (root / "best.json").is_file() else None
+
+
+def _checkpoint_source(checkpoint: Path, loader: str | None, who: str,
+                       shown: str) -> ModelSource:
+    from sweeps.execution.checkpoint import hf_checkpoint_dir, model_form
+    from sweeps.inference.hf import architecture, processor_kind, task_of
+
+    form = model_form(checkpoint, loader)
+    if form == "files":
+        raise SweepError(
+            f"{who}: the checkpoint {checkpoint} is in the training loop's own format, which "
+            "sweeps cannot rebuild into a model; pass model_loader='mypkg.models:load' "
+            "(sweeps predict --model-loader), a module-level function from a checkpoint "
+            "directory to an nn.Module, or set experiment.model_loader to it in the experiment "
+            "so the next sweep registers the best checkpoint as a model "
+            f"(sweeps.best_checkpoint('{shown}') gives the directory)")
+    if form == "transformers":
+        hf = hf_checkpoint_dir(checkpoint) or checkpoint
+        return ModelSource("transformers", str(hf), processor=processor_kind(hf),
+                           task=task_of(architecture(hf)))
+    return ModelSource(form, str(checkpoint), loader=loader if form == "loader" else None)
+
+
+def _resolve_uri(uri: str, who: str, loader: str | None,
+                 tracking_uri: str | None) -> ModelSource:
+    import mlflow
+    from mlflow.models import get_model_info
+
+    from sweeps.tracking.setup import absolute_uri
+
+    tracking = absolute_uri(tracking_uri or mlflow.get_tracking_uri())
+    if tracking.startswith("sqlite:///") and not Path(tracking[len("sqlite:///"):]).is_file():
+        raise SweepError(f"{who}: {uri} needs an MLflow store, and there is none at {tracking}; "
+                         "run it where the sweep's mlflow.db is, or pass tracking_uri= "
+                         "(--tracking-uri)")
+    try:
+        with _quiet_mlflow(), _tracking(tracking):
+            flavors = get_model_info(uri).flavors
+    except Exception as exc:  # no MLmodel there: maybe a logged checkpoint's files
+        try:
+            with _quiet_mlflow(), _tracking(tracking):
+                local = mlflow.artifacts.download_artifacts(uri)
+        except Exception:
+            first = str(exc).strip().splitlines()[0][:300] if str(exc).strip() else repr(exc)
+            raise SweepError(f"{who}: {uri} is not a model in the MLflow store {tracking} "
+                             f"({first}); {FIX}") from exc
+        return _resolve_dir(Path(local), who, loader, uri)
+    if "transformers" in flavors:
+        flavor = flavors["transformers"]
+        parts = flavor.get("components") or []
+        processor = next((p for p in ("tokenizer", "image_processor") if p in parts), None)
+        return ModelSource("mlflow.transformers", uri, processor=processor,
+                           tracking_uri=tracking, task=flavor.get("task"))
+    if "pytorch" in flavors:
+        return ModelSource("mlflow.pytorch", uri, tracking_uri=tracking)
+    raise SweepError(f"{who}: {uri} is an MLflow model of flavor(s) {', '.join(sorted(flavors))}"
+                     "; sweeps loads its pytorch and transformers models (load others with "
+                     "mlflow.pyfunc.load_model)")
+
+
+@contextlib.contextmanager
+def _quiet_mlflow() -> Iterator[None]:
+    """MLflow's INFO notes while reading a model ("Creating initial MLflow database tables",
+    "'models:/x/1' resolved as ...") are not the caller's business; warnings still show."""
+    logger = logging.getLogger("mlflow")
+    level = logger.level
+    logger.setLevel(max(level, logging.WARNING))
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
+
+
+@contextlib.contextmanager
+def _tracking(uri: str | None) -> Iterator[None]:
+    """MLflow's global tracking URI set to ``uri`` for a read, then put back as it was: the
+    registry lookups behind ``models:/`` ignore an explicit ``tracking_uri`` (MLflow 3.17),
+    and ``load_best`` must not repoint the caller's MLflow. Uses MLflow's own private
+    ``_use_tracking_uri`` (it restores "never set" too); without it, the URI stays set."""
+    import mlflow
+
+    if not uri:
+        yield
+        return
+    try:
+        from mlflow.tracking._tracking_service.utils import _use_tracking_uri
+    except ImportError:  # pragma: no cover - another MLflow layout
+        mlflow.set_tracking_uri(uri)
+        yield
+        return
+    with _use_tracking_uri(uri):
+        yield

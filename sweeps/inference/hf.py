@@ -1,0 +1,128 @@
+"""Hugging Face Transformers checkpoints: what one holds and how it loads, offline.
+
+    model, tokenizer = load_pretrained(hf_checkpoint_dir("outputs/hf_text/train/<trial>/<ckpt>"))
+
+Which directory is a Transformers checkpoint is decided once, by
+``sweeps.execution.checkpoint.hf_checkpoint_dir``; this module reads such a directory: the model
+class its ``config.json`` names, and the tokenizer or image processor saved beside it (the
+``Trainer`` saves its ``processing_class`` into every checkpoint). Nothing is downloaded:
+``HF_HUB_OFFLINE`` and ``TRANSFORMERS_OFFLINE`` default to 1 before Transformers is imported
+here, as the built-in Transformers loops do.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from sweeps.inference.bundle import Pretrained
+
+__all__ = ["IMAGE_PROCESSOR_FILE", "TOKENIZER_FILES", "architecture", "load_pretrained",
+           "offline", "processor_kind", "task_of"]
+
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "vocab.txt", "vocab.json",
+                   "spiece.model", "sentencepiece.bpe.model")
+IMAGE_PROCESSOR_FILE = "preprocessor_config.json"
+# The heads sweeps predicts with, and the pipeline task MLflow's transformers flavor logs them
+# as (its pyfunc then takes strings: texts, or image paths/URLs/base64).
+TASKS = {"ForSequenceClassification": "text-classification",
+         "ForImageClassification": "image-classification"}
+
+
+def offline() -> None:
+    """Never reach the Hugging Face Hub from sweeps (a value the user exported wins)."""
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+
+def architecture(directory: str | Path) -> str | None:
+    """The model class ``config.json`` names (``architectures[0]``), or None.
+
+    Example:
+        >>> d = Path(tempfile.mkdtemp())
+        >>> _ = (d / "config.json").write_text('{"architectures": ["BertForMaskedLM"]}')
+        >>> architecture(d)
+        'BertForMaskedLM'
+    """
+    try:
+        names = json.loads((Path(directory) / "config.json").read_text()).get("architectures")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return names[0] if names else None
+
+
+def task_of(arch: str | None) -> str | None:
+    """The pipeline task of a model class sweeps predicts with; None for other heads.
+
+    Example:
+        >>> task_of("ViTForImageClassification"), task_of("BertForMaskedLM")
+        ('image-classification', None)
+    """
+    return next((task for suffix, task in TASKS.items() if arch and arch.endswith(suffix)), None)
+
+
+def processor_kind(directory: str | Path) -> str | None:
+    """``tokenizer``, ``image_processor`` or None: what was saved beside the model. When both
+    are there (a multimodal processor), an image classifier takes its image processor.
+
+    Example:
+        >>> d = Path(tempfile.mkdtemp())
+        >>> _ = (d / "preprocessor_config.json").write_text("{}")
+        >>> processor_kind(d)
+        'image_processor'
+    """
+    root = Path(directory)
+    has_tokenizer = any((root / name).is_file() for name in TOKENIZER_FILES)
+    has_images = (root / IMAGE_PROCESSOR_FILE).is_file()
+    if has_images and (not has_tokenizer
+                       or task_of(architecture(root)) == "image-classification"):
+        return "image_processor"
+    return "tokenizer" if has_tokenizer else None
+
+
+def load_pretrained(directory: str | Path) -> Pretrained:
+    """The model (eval mode, the class ``config.json`` names) and its tokenizer or image
+    processor (None if none was saved) from a Transformers checkpoint directory.
+
+    Example:
+        >>> model, tokenizer = load_pretrained(checkpoint_dir)  # doctest: +SKIP
+        >>> model(**tokenizer(["a text"], return_tensors="pt")).logits.shape  # doctest: +SKIP
+        torch.Size([1, 2])
+    """
+    offline()
+    import transformers
+
+    root = Path(directory)
+    arch = architecture(root)
+    model_cls = getattr(transformers, arch, None) if arch else None
+    with quiet_transformers():
+        model = (model_cls or transformers.AutoModel).from_pretrained(root)
+        kind = processor_kind(root)
+        processor: Any = None
+        if kind == "tokenizer":
+            processor = transformers.AutoTokenizer.from_pretrained(root)
+        elif kind == "image_processor":
+            processor = transformers.AutoImageProcessor.from_pretrained(root)
+    return Pretrained(model.eval(), processor)
+
+
+@contextlib.contextmanager
+def quiet_transformers() -> Iterator[None]:
+    """Transformers' per-load progress bars ("Loading weights", "Writing model shards") and
+    notes are for interactive use; a batch job or a sweep's end says what it loaded itself."""
+    from transformers.utils import logging as hf_logging
+
+    bars = hf_logging.is_progress_bar_enabled()
+    verbosity = hf_logging.get_verbosity()
+    hf_logging.disable_progress_bar()
+    hf_logging.set_verbosity_error()
+    try:
+        yield
+    finally:
+        hf_logging.set_verbosity(verbosity)
+        if bars:
+            hf_logging.enable_progress_bar()
