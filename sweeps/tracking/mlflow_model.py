@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-__all__ = ["log_pytorch_model"]
+__all__ = ["log_pytorch_model", "model_in_runs_experiment", "quiet_model_logging"]
 
 
 def log_pytorch_model(uri: str, run_id: str, best: dict[str, Any], model_loader: str | None,
@@ -41,15 +41,32 @@ def log_pytorch_model(uri: str, run_id: str, best: dict[str, Any], model_loader:
         # MLflow 3.17 defaults to "pt2", which needs an input example and loads back as an
         # exported program; "pickle" loads back as the nn.Module that was trained.
         extra["serialization_format"] = "pickle"
-    with _quiet_model_logging():
+    with quiet_model_logging():
         info = mlflow.pytorch.log_model(
             model, name="model", run_id=run_id, registered_model_name=model_name,
+            model_id=model_in_runs_experiment(uri, run_id),
             code_paths=[str(code.parent if code.name == "__init__.py" else code)],
             pip_requirements=_requirements(), metadata={**metadata,
                                                         "checkpoint": best["checkpoint"]},
             **extra,
         )
     return info.model_uri
+
+
+def model_in_runs_experiment(uri: str, run_id: str, name: str = "model") -> str:
+    """The id of a new LoggedModel ``name`` of run ``run_id``, in the run's experiment, for
+    ``log_model(model_id=...)``. Left to itself, ``log_model(run_id=...)`` (MLflow 3.17) files
+    the model under the process's active experiment, ``Default`` when none was set:
+    ``runs:/<run>/model`` then finds nothing (it looks in the run's experiment) and the UI lists
+    the model elsewhere. Creating it here changes no global MLflow state (``set_experiment``
+    would, and would export ``MLFLOW_EXPERIMENT_ID`` to every subprocess)."""
+    from mlflow import MlflowClient
+
+    client = MlflowClient(uri)
+    run = client.get_run(run_id)
+    return client.create_logged_model(
+        run.info.experiment_id, name=name, source_run_id=run_id,
+        params={k: str(v) for k, v in run.data.params.items()}).model_id
 
 
 def _requirements() -> list[str]:
@@ -67,13 +84,14 @@ def _requirements() -> list[str]:
 
 
 @contextlib.contextmanager
-def _quiet_model_logging() -> Iterator[None]:
+def quiet_model_logging() -> Iterator[None]:
     """MLflow's notes while logging the best model are for people calling it by hand (the
     pickle-format caution, "Successfully registered model", "Created version"): the sweep
     says where the model went in its own summary."""
     import warnings
 
-    loggers = [logging.getLogger(n) for n in ("mlflow", "mlflow.pytorch", "mlflow.models",
+    loggers = [logging.getLogger(n) for n in ("mlflow", "mlflow.pytorch", "mlflow.transformers",
+                                              "mlflow.models",
                                               "mlflow.tracking._model_registry.fluent",
                                               "mlflow.store.model_registry")]
     levels = [lg.level for lg in loggers]

@@ -280,8 +280,9 @@ class MLflowSink:
 
     def _log_best_model(self, best: dict[str, Any]) -> None:
         """The best checkpoint into the best trial's run, in the form ``best["model_form"]``
-        names (``sweeps.execution.checkpoint.model_form``): a PyTorch model, registered under
-        ``model_name`` when set, or the checkpoint directory's files as artifacts."""
+        names (``sweeps.execution.checkpoint.model_form``): a PyTorch model or, for a Hugging
+        Face checkpoint, a Transformers pipeline (``mlflow.transformers``), registered under
+        ``model_name`` when set; or the checkpoint directory's files as artifacts."""
         from sweeps.execution.checkpoint import model_form
 
         form = best.get("model_form") or model_form(best["checkpoint"], self.model_loader)
@@ -294,6 +295,12 @@ class MLflowSink:
             self.state["model_logged"] = f"runs:/{run_id}/best_checkpoint"
             self._save()
             return
-        self.state["model_logged"] = log_pytorch_model(self.uri, run_id, best,
-                                                       self.model_loader, self.model_name)
+        if form == "transformers":
+            from sweeps.tracking.mlflow_transformers import log_transformers_model
+
+            self.state["model_logged"] = log_transformers_model(self.uri, run_id, best,
+                                                                self.model_name)
+        else:
+            self.state["model_logged"] = log_pytorch_model(self.uri, run_id, best,
+                                                           self.model_loader, self.model_name)
         self._save()
