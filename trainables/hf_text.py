@@ -15,11 +15,14 @@ It imports nothing from ``sweeps``: copy this file and ``text_data.py`` into you
 starting point. ``config`` holds the keys below (``DEFAULTS``); the searched ones are passed
 straight to ``TrainingArguments``. Two deliberate divergences from the guide:
 
-- each rank gets its own ``output_dir`` (a temporary directory). Ray Train starts the workers
-  of one node in the same working directory, so with the guide's relative ``output_dir`` every
-  rank's callback would find and report rank 0's ``checkpoint-N``, possibly half-written.
-  Here rank 0's folder holds the model, tokenizer, optimizer and trainer state, the others only
-  their RNG state, and Ray merges the ranks' folders into one ``<checkpoint>/checkpoint/``.
+- each rank gets its own ``output_dir`` (``hf_output/rank<N>`` in Train's working directory,
+  removed when the loop ends). Ray Train starts the workers of one node in the same working
+  directory, so with the guide's single relative ``output_dir`` every rank's callback would
+  find and report rank 0's ``checkpoint-N``, possibly half-written. Here rank 0's folder holds
+  the model, tokenizer, optimizer and trainer state, the others only their RNG state, and Ray
+  merges the ranks' folders into one ``<checkpoint>/checkpoint/``. ``save_total_limit=2``
+  keeps rank 0's folder at two epochs; a trial stopped early (its workers are killed) leaves
+  its folder in Ray's session directory, as it leaves its logs.
 - ``eval_strategy`` (not ``evaluation_strategy``) and ``use_cpu`` (not ``no_cuda``): the names
   transformers 5 kept; ``warmup_steps`` below 1 is a fraction of the steps (``warmup_ratio``
   is gone).
@@ -35,7 +38,7 @@ import os
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # nothing here needs the Hub: fail, never fetch
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
-import tempfile  # noqa: E402
+import shutil  # noqa: E402
 from typing import Any  # noqa: E402
 
 import numpy as np  # noqa: E402
@@ -63,7 +66,7 @@ DEFAULTS: dict[str, Any] = {
     "learning_rate": 3e-3, "weight_decay": 0.1, "per_device_train_batch_size": 16,
     "warmup_steps": 0.1,
     # fixed
-    "num_train_epochs": 4, "seed": 0,
+    "num_train_epochs": 6, "seed": 0,
     "n_train": 4000, "n_eval": 500, "label_noise": 0.05, "max_length": 32,
     "hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 2,
     "intermediate_size": 64, "initializer_range": 0.2,
@@ -201,8 +204,12 @@ def build_trainer(config: dict[str, Any], output_dir: str, world_size: int = 1) 
 def train_func(config: dict[str, Any]) -> None:
     """Per-worker loop (Ray Train's ``train_loop_per_worker``) of ``+experiment=hf_text``."""
     context = ray.train.get_context()
-    with tempfile.TemporaryDirectory(prefix=f"hf_text-rank{context.get_world_rank()}-") as out:
-        trainer = build_trainer(config, out, context.get_world_size())
+    # Ray Train runs the workers of a node in one working directory per run: each rank gets
+    # its own folder in it, emptied first of what a killed earlier attempt left there.
+    output_dir = os.path.abspath(os.path.join("hf_output", f"rank{context.get_world_rank()}"))
+    shutil.rmtree(output_dir, ignore_errors=True)
+    try:
+        trainer = build_trainer(config, output_dir, context.get_world_size())
         trainer.add_callback(RayTrainReportCallback())  # each save: metrics + checkpoint
         trainer = prepare_trainer(trainer)
         checkpoint = ray.train.get_checkpoint()  # handed back after a crash or a resume
@@ -212,3 +219,5 @@ def train_func(config: dict[str, Any]) -> None:
                     d, RayTrainReportCallback.CHECKPOINT_NAME))
         else:
             trainer.train()
+    finally:
+        shutil.rmtree(output_dir, ignore_errors=True)
