@@ -157,9 +157,9 @@ class _Logged:
             return result, None
         keys = sorted(k for k in result if _reported(k))
         return result, (f"never reported {metric} (experiment.metric) by epoch {clock:g}; it "
-                        f"reported: {', '.join(keys) or 'nothing'}. Report it with "
-                        f"ray.train.report({{'{metric}': ...}}), or set experiment.metric to "
-                        "one of those keys")
+                        f"reported: {', '.join(keys) or 'nothing'}. {_close_key(metric, keys)}"
+                        f"Report it with ray.train.report({{'{metric}': ...}}), or set "
+                        "experiment.metric to one of those keys")
 
     def _fail(self, trial_id: str, result: dict[str, Any], error: str) -> str:
         log.warning("trial %s: %s", trial_id, error)
@@ -177,6 +177,21 @@ class _Logged:
         keys = sorted(k for k in result if _reported(k))
         return {"error": f"never reported {self._objective.metric} (experiment.metric); it "
                          f"reported: {', '.join(keys) or 'nothing'}"}
+
+
+def _close_key(metric: str, keys: list[str]) -> str:
+    """"did you mean K? " for the reported key closest to ``metric`` (a Transformers Trainer
+    reports its evaluation metrics as ``eval_<name>``), or "".
+
+    Example:
+        >>> _close_key("accuracy", ["epoch", "eval_accuracy", "eval_loss"])
+        'did you mean experiment.metric=eval_accuracy? '
+    """
+    import difflib
+
+    close = [k for k in keys if k == f"eval_{metric}"] or \
+        difflib.get_close_matches(metric, keys, n=1, cutoff=0.6)
+    return f"did you mean experiment.metric={close[0]}? " if close else ""
 
 
 class ResumableASHA(_Logged, FIFOScheduler):
