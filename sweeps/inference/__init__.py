@@ -9,7 +9,7 @@
 ``bundle`` decides what a source is (a sweep, a checkpoint directory, an MLflow model URI) and
 loads it; ``hf`` reads Hugging Face checkpoints offline; ``data`` checks and reads the input
 files and picks the model's column; ``batch`` is ``predict`` (an actor pool over
-``map_batches``); ``cli`` is ``sweeps predict``.
+``map_batches``) and ``predictor`` one actor of it; ``cli`` is ``sweeps predict``.
 """
 
 from __future__ import annotations

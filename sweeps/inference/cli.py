@@ -84,7 +84,7 @@ def main(argv: list[str] | None = None) -> int:
         _shutdown()
     where = f"wrote {args.output} (parquet)" if args.output else "not written (no --output)"
     print(f"predicted {rows} rows with {args.source}; {where}; {wall:.1f} s "
-          f"({rows / wall:.0f} rows/s)")
+          f"({rows / wall:.3g} rows/s)")
     for row in first:
         print("  " + _row(row))
     return 0
