@@ -104,7 +104,7 @@ def _row(row: dict[str, Any]) -> str:
 
 
 def _quiet_ray_data() -> None:
-    """No progress bars, per-dataset INFO lines, or Ray Data's note that a small input has
+    """No progress bars, Ray Data's per-dataset lines, or its note that a small input has
     fewer blocks than ``--concurrency`` (the extra actors idle): the command prints its own
     summary and its errors."""
     import logging
@@ -112,10 +112,10 @@ def _quiet_ray_data() -> None:
 
     import ray.data
 
-    for name in ("ray", "ray.data"):
-        logging.getLogger(name).setLevel(logging.WARNING)
-    # ... and not the warning that they are off (Ray Data's logging config keeps this level)
-    logging.getLogger("ray.data._internal.progress").setLevel(logging.ERROR)
+    logging.getLogger("ray").setLevel(logging.WARNING)
+    # ERROR: Ray Data's one warning here would be that progress bars are off; its errors
+    # still end the command (as one line, sweeps.predict's SweepError).
+    logging.getLogger("ray.data").setLevel(logging.ERROR)
     ray.data.DataContext.get_current().enable_progress_bars = False
     warnings.filterwarnings("ignore", message="The minimum number of concurrent actors")
 
