@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -37,9 +38,10 @@ def _own_working_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> N
     monkeypatch.chdir(tmp_path)
 
 
-@pytest.fixture(scope="module")
-def ray_cluster() -> Iterator[None]:
-    """A private local Ray instance with 2 CPUs and no dashboard (so no State API)."""
+@contextlib.contextmanager
+def private_ray() -> Iterator[None]:
+    """A private local Ray instance with 2 CPUs and no dashboard (so no State API), shut down
+    on leaving."""
     import ray
 
     if ray.is_initialized():
@@ -52,6 +54,13 @@ def ray_cluster() -> Iterator[None]:
         yield
     finally:
         ray.shutdown()
+
+
+@pytest.fixture(scope="module")
+def ray_cluster() -> Iterator[None]:
+    """``private_ray`` for a whole test module."""
+    with private_ray():
+        yield
 
 
 @pytest.fixture(scope="module")

@@ -73,17 +73,10 @@ def test_two_trial_sweep_trains_on_two_workers_and_its_best_reloads_offline(
 @pytest.fixture
 def ray_instance() -> Iterator[None]:
     """A private 2-CPU Ray instance for this test alone, always shut down."""
-    import ray
+    from tests.conftest import private_ray
 
-    from tests.conftest import ROOT
-
-    os.environ["PYTHONPATH"] = os.pathsep.join(
-        p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
-    ray.init(num_cpus=2, num_gpus=0, include_dashboard=False, log_to_driver=False)
-    try:
+    with private_ray():
         yield
-    finally:
-        ray.shutdown()
 
 
 def test_a_restarted_train_run_resumes_model_optimizer_and_epoch(tmp_path: Path,
