@@ -91,12 +91,11 @@ class ModelSource:
 
             with _quiet_mlflow(), _tracking(self.tracking_uri):
                 return mlflow.pytorch.load_model(self.location).eval()
-        offline()
         import mlflow.transformers
 
         from sweeps.inference.hf import quiet_transformers
 
-        with _quiet_mlflow(), _tracking(self.tracking_uri), quiet_transformers():
+        with offline(), _quiet_mlflow(), _tracking(self.tracking_uri), quiet_transformers():
             parts = mlflow.transformers.load_model(self.location, return_type="components")
         return Pretrained(parts["model"].eval(),
                           parts.get("tokenizer") or parts.get("image_processor"))

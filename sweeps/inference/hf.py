@@ -33,10 +33,25 @@ TASKS = {"ForSequenceClassification": "text-classification",
          "ForImageClassification": "image-classification"}
 
 
-def offline() -> None:
-    """Never reach the Hugging Face Hub from sweeps (a value the user exported wins)."""
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+OFFLINE_ENV = ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")
+
+
+@contextlib.contextmanager
+def offline() -> Iterator[None]:
+    """Within the block, Hugging Face libraries do not reach the Hub (a value the user exported
+    wins); the caller's environment is put back afterwards, so a later ``from_pretrained`` of
+    theirs still downloads. Loads from a directory also pass ``local_files_only=True``."""
+    saved = {name: os.environ.get(name) for name in OFFLINE_ENV}
+    for name in OFFLINE_ENV:
+        os.environ.setdefault(name, "1")
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
 def architecture(directory: str | Path) -> str | None:
@@ -93,20 +108,20 @@ def load_pretrained(directory: str | Path) -> Pretrained:
         >>> model(**tokenizer(["a text"], return_tensors="pt")).logits.shape  # doctest: +SKIP
         torch.Size([1, 2])
     """
-    offline()
-    import transformers
-
     root = Path(directory)
     arch = architecture(root)
-    model_cls = getattr(transformers, arch, None) if arch else None
-    with quiet_transformers():
-        model = (model_cls or transformers.AutoModel).from_pretrained(root)
+    with offline(), quiet_transformers():
+        import transformers
+
+        model_cls = getattr(transformers, arch, None) if arch else None
+        model = (model_cls or transformers.AutoModel).from_pretrained(root, local_files_only=True)
         kind = processor_kind(root)
         processor: Any = None
         if kind == "tokenizer":
-            processor = transformers.AutoTokenizer.from_pretrained(root)
+            processor = transformers.AutoTokenizer.from_pretrained(root, local_files_only=True)
         elif kind == "image_processor":
-            processor = transformers.AutoImageProcessor.from_pretrained(root)
+            processor = transformers.AutoImageProcessor.from_pretrained(root,
+                                                                        local_files_only=True)
     return Pretrained(model.eval(), processor)
 
 

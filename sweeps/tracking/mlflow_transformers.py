@@ -40,7 +40,6 @@ def log_transformers_model(uri: str, run_id: str, best: dict[str, Any],
     )
     from sweeps.tracking.mlflow_model import model_in_runs_experiment, quiet_model_logging
 
-    offline()
     directory = hf_checkpoint_dir(best["checkpoint"])
     if directory is None:
         raise ValueError(f"{best['checkpoint']} holds no Transformers config.json")
@@ -57,7 +56,7 @@ def log_transformers_model(uri: str, run_id: str, best: dict[str, Any],
     import mlflow.transformers
 
     mlflow.set_tracking_uri(uri)
-    with quiet_model_logging(), quiet_transformers():
+    with offline(), quiet_model_logging(), quiet_transformers():
         info = mlflow.transformers.log_model(
             transformers_model={"model": model, part: processor}, task=task, name="model",
             run_id=run_id, model_id=model_in_runs_experiment(uri, run_id),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -75,3 +76,15 @@ def test_processor_and_task_of_real_checkpoints(tmp_path: Path) -> None:
     assert [task_of(a) for a in ("BertForSequenceClassification", "ViTForImageClassification",
                                  "BertForMaskedLM", None)] == [
         "text-classification", "image-classification", None, None]
+
+
+def test_offline_is_undone_after_loading(monkeypatch) -> None:
+    """Loading a best model must not leave the caller's process unable to download models."""
+    from sweeps.inference.hf import OFFLINE_ENV, offline
+
+    for name in OFFLINE_ENV:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("TRANSFORMERS_OFFLINE", "0")  # the user's own choice
+    with offline():
+        assert os.environ["HF_HUB_OFFLINE"] == "1" and os.environ["TRANSFORMERS_OFFLINE"] == "0"
+    assert "HF_HUB_OFFLINE" not in os.environ and os.environ["TRANSFORMERS_OFFLINE"] == "0"
