@@ -145,16 +145,13 @@ def import_function(ref: str, key: str, example: str) -> Any:
     _require(bool(sep and module_name and attr), key, ref, "is not 'module:function'", fix)
     try:
         module = importlib.import_module(module_name)
-    except ModuleNotFoundError as exc:
+    except ImportError as exc:
         top = (exc.name or "").split(".")[0]
-        if top in EXTRAS and top != module_name.split(".")[0]:
+        if isinstance(exc, ModuleNotFoundError) and top in EXTRAS \
+                and top != module_name.split(".")[0]:
             raise ConfigError(key, ref, f"needs {top}, which is not installed",
                               f"install sweeps[{EXTRAS[top]}]: pip install "
                               f"'sweeps[{EXTRAS[top]}]' (`make install` in a checkout)") from exc
-        raise ConfigError(key, ref, f"cannot be imported ({type(exc).__name__}: {exc})",
-                          "check the module path, that its package is installed, or run from "
-                          "the directory that holds it") from exc
-    except ImportError as exc:
         raise ConfigError(key, ref, f"cannot be imported ({type(exc).__name__}: {exc})",
                           "check the module path, that its package is installed, or run from "
                           "the directory that holds it") from exc

@@ -115,15 +115,18 @@ def reader_of(path: str) -> str:
     return READERS.get(Path(path).suffix, "read_parquet")
 
 
-def check_datasets(entries: dict[str, Any]) -> dict[str, DatasetSource]:
+def check_datasets(entries: dict[str, Any]) -> dict[str, tuple[DatasetSource, Any]]:
     """Everything about ``experiment.datasets`` that needs no Ray: functions import and accept
-    their arguments, local paths exist and hold files ray.data reads."""
+    their arguments, local paths exist and hold files ray.data reads. By name: (source, its
+    imported function or None)."""
     from sweeps.config.validate import import_function
 
-    sources = parse_datasets(entries)
-    for src in sources.values():
+    checked = {}
+    for src in parse_datasets(entries).values():
+        checked[src.name] = (src, None)
         if src.function:
             fn = import_function(src.function, src.key, "mypkg.data:load")
+            checked[src.name] = (src, fn)
             try:
                 inspect.signature(fn).bind(**src.kwargs)
             except TypeError as exc:
@@ -145,7 +148,7 @@ def check_datasets(entries: dict[str, Any]) -> dict[str, DatasetSource]:
                               "which ray.data is not told how to read",
                               f"convert it to one of {', '.join(READERS)}, or point "
                               f"{src.key} at a function returning a ray.data.Dataset")
-    return sources
+    return checked
 
 
 def build_datasets(entries: dict[str, Any]) -> dict[str, Any]:
@@ -154,13 +157,11 @@ def build_datasets(entries: dict[str, Any]) -> dict[str, Any]:
         return {}
     import ray.data
 
-    from sweeps.config.validate import import_function
-
     out = {}
-    for src in check_datasets(entries).values():
+    for src, fn in check_datasets(entries).values():
         try:
-            if src.function:
-                ds = import_function(src.function, src.key, "mypkg.data:load")(**src.kwargs)
+            if fn is not None:
+                ds = fn(**src.kwargs)
             else:
                 ds = getattr(ray.data, reader_of(src.path or ""))(src.path)
         except Exception as exc:

@@ -19,14 +19,17 @@ from sweeps import compose, load_best, run_sweep
 pytestmark = pytest.mark.slow
 
 BUILDS: list[str] = []
+TRAIN_ROWS: list[np.ndarray] = []
 
 
 def counted_digits(split: str) -> object:
     """``trainables.digits_data.digits``, noting each call (the driver runs it in this process)."""
     from trainables.digits_data import digits
 
+    ds = digits(split)
     BUILDS.append(split)
-    return digits(split)
+    TRAIN_ROWS.extend(row["x"] for row in ds.take_all())  # Ray is up: the sweep's
+    return ds
 
 
 def _val_parquet(directory: Path) -> tuple[np.ndarray, np.ndarray]:
@@ -34,16 +37,14 @@ def _val_parquet(directory: Path) -> tuple[np.ndarray, np.ndarray]:
     import pyarrow as pa
     import pyarrow.parquet as pq
     from ray.data.extensions import ArrowTensorArray
-    from sklearn.datasets import load_digits
 
-    data = load_digits()
-    x = (data.data / 16.0).astype(np.float32)
-    order = np.random.default_rng(0).permutation(len(x))
-    val = order[:int(round(len(x) * 0.2))]
+    from trainables.digits import load_split
+
+    _, _, x_val, y_val = load_split()  # the split every digits experiment uses
     directory.mkdir()
-    pq.write_table(pa.table({"x": ArrowTensorArray.from_numpy(x[val]), "y": data.target[val]}),
+    pq.write_table(pa.table({"x": ArrowTensorArray.from_numpy(x_val), "y": y_val}),
                    directory / "val.parquet")
-    return x[val], data.target[val]
+    return x_val, y_val
 
 
 @pytest.fixture(scope="module")
@@ -51,6 +52,7 @@ def sweep(tmp_path_factory):
     root = tmp_path_factory.mktemp("digits_data")
     x_val, y_val = _val_parquet(root / "val")
     BUILDS.clear()
+    TRAIN_ROWS.clear()
     cfg = compose("digits_data", [
         "search.num_samples=2", "scheduler.max_t=3", "search.max_concurrent_trials=2",
         "scaling.num_workers=2", "scaling.cpus_per_worker=0.5", "ray.num_cpus=2",
@@ -62,7 +64,12 @@ def sweep(tmp_path_factory):
 
 
 def test_both_trials_train_on_the_datasets_built_once(sweep) -> None:
-    result, *_ = sweep
+    from trainables.digits import load_split
+
+    result, _, x_val, _ = sweep
+    assert len(TRAIN_ROWS) == len(load_split()[0])
+    assert not ({r.tobytes() for r in TRAIN_ROWS} & {r.tobytes() for r in x_val}), \
+        "digits_data's train split holds none of the validation rows"
     table = result.summary.table
     assert len(table) == 2 and set(table["status"]) <= {"completed", "stopped"}
     assert BUILDS == ["train"], "the train set is built once per sweep, not once per trial"

@@ -59,7 +59,7 @@ def test_a_file_of_an_unknown_type_is_refused(tmp_path: Path) -> None:
 def test_a_directory_is_read_with_the_reader_of_its_files(tmp_path: Path) -> None:
     (tmp_path / "part-0.csv").write_text("x,y\n1,2\n")
     assert reader_of(str(tmp_path)) == "read_csv"
-    assert check_datasets({"train": str(tmp_path)})["train"].path == str(tmp_path)
+    assert check_datasets({"train": str(tmp_path)})["train"][0].path == str(tmp_path)
 
 
 def test_a_bad_dataset_fails_validation_before_ray() -> None:
