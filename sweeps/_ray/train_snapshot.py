@@ -79,9 +79,13 @@ def without(snapshot: dict[str, Any], bad: set[str]) -> dict[str, Any]:
 
 
 def rebuilt(checkpoints: Iterable[tuple[str, dict[str, Any], int]],
-            ray_version: str | None = None) -> dict[str, Any]:
-    """A snapshot listing ``checkpoints`` (dir name, metrics, 0-based report index), oldest
-    first, for a run whose own snapshot is torn.
+            ray_version: str | None = None, latest_name: str | None = None,
+            next_index: int | None = None) -> dict[str, Any]:
+    """A snapshot listing ``checkpoints`` (dir name, metrics, 0-based report index) in
+    Train's order (by score when there is one, else oldest first), for a run whose own
+    snapshot is torn or that sweeps writes itself (``sweeps.execution.inline``). The latest
+    checkpoint is ``latest_name`` (default: the last listed); ``next_index`` is the index of
+    the run's next report (default: one past the last listed).
 
     Example:
         >>> snap = rebuilt([("checkpoint_epoch_0001", {"epoch": 1}, 0)], "2.60.0")
@@ -96,11 +100,14 @@ def rebuilt(checkpoints: Iterable[tuple[str, dict[str, Any], int]],
     for name, metrics, index in checkpoints:
         results.append({"version": 0, "checkpoint_dir_name": name, "metrics": metrics})
         indices.append(index)
+    latest_result = next((r for r in results if r["checkpoint_dir_name"] == latest_name),
+                         results[-1] if results else None)
     return {"ray_version": ray_version, "checkpoint_results": results,
             "checkpoint_report_indices": indices,
-            "latest_checkpoint_result": results[-1] if results else None,
+            "latest_checkpoint_result": latest_result,
             "pending_training_results": [], "pending_validation_specs": [],
-            "current_report_index": (indices[-1] + 1) if indices else 0,
+            "current_report_index": next_index if next_index is not None
+            else (indices[-1] + 1) if indices else 0,
             **{key: [] for key in _VALIDATION_LISTS}}
 
 

@@ -26,6 +26,9 @@ from sweeps.errors import ConfigError
 __all__ = ["validate", "import_trainable"]
 
 
+EXECUTORS = ("auto", "train", "inline")  # trial.executor (sweeps.execution.inline)
+
+
 def _require(ok: bool, key: str, value: object, rule: str, fix: str) -> None:
     if not ok:
         raise ConfigError(key, value, rule, fix)
@@ -99,6 +102,12 @@ def validate(cfg: SweepConfig) -> None:
     _require(cfg.trial.start_timeout_s > 0 or cfg.trial.start_timeout_s == -1,
              "trial.start_timeout_s", cfg.trial.start_timeout_s,
              "must be > 0 (seconds), or -1 to wait forever", "set trial.start_timeout_s=600")
+    _require(cfg.trial.executor in EXECUTORS, "trial.executor", cfg.trial.executor,
+             f"must be one of {', '.join(EXECUTORS)}", "set trial.executor=auto")
+    _require(cfg.trial.executor != "inline" or cfg.scaling.num_workers == 1, "trial.executor",
+             cfg.trial.executor, f"runs one worker in the trial's process but "
+             f"scaling.num_workers={cfg.scaling.num_workers}",
+             "set scaling.num_workers=1, or trial.executor=auto (a Train run for more workers)")
     _require(cfg.trial.max_retries >= -1, "trial.max_retries", cfg.trial.max_retries,
              "must be >= 0, or -1 for unlimited", "set trial.max_retries=1")
     _require(cfg.sweep.resume in RESUME_MODES, "sweep.resume", cfg.sweep.resume,

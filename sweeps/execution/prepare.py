@@ -144,7 +144,8 @@ def prepare(cfg: SweepConfig) -> Prepared:
     joined = not _ray_connected() and bool(cfg.ray.address)
     try:
         cpus, gpus = _cluster_totals(cfg)
-        resources = plan_resources(cfg.scaling, cpus, gpus, cfg.search.max_concurrent_trials)
+        resources = plan_resources(cfg.scaling, cpus, gpus, cfg.search.max_concurrent_trials,
+                                   cfg.trial.executor)
     except Exception:
         if joined:
             import ray

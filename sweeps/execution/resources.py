@@ -4,8 +4,9 @@
 
 A trial is one Ray Train run: ``num_workers`` workers, each reserving ``cpus_per_worker`` CPUs
 (and ``gpus_per_worker`` GPUs when ``use_gpu``), plus the Tune trial driver that waits on the
-run. Deliberate divergence from Tune's default of 1 CPU per trial: the driver only blocks on
-``trainer.fit()``, so it reserves no CPU, just 1 MiB of Ray's ``memory`` resource (a trial
+run; an inline trial (one worker, ``trial.executor``) is the trial driver alone, reserving the
+worker's share. Deliberate divergence from Tune's default of 1 CPU per trial: the driver only
+blocks on ``trainer.fit()``, so it reserves no CPU, just 1 MiB of Ray's ``memory`` resource (a trial
 with no resource at all is rejected by Tune). Reserving a core for an idle process would halve
 the trials a 2-core machine runs.
 """
@@ -36,6 +37,8 @@ class ResourcePlan:
     trials_that_fit: int
     cluster_cpus: float
     cluster_gpus: float
+    # trial.executor resolved: the loop runs in the trial process (sweeps.execution.inline)
+    inline: bool = False
 
     @property
     def worker_resources(self) -> dict[str, float]:
@@ -47,8 +50,11 @@ class ResourcePlan:
 
     def describe(self) -> str:
         device = f"{self.gpus_per_worker:g} GPU + " if self.use_gpu else ""
+        how = ("inline: the loop runs in the trial's own process, no Train controller or "
+               "workers; trial.executor=train for a Ray Train run" if self.inline
+               else f"{'nccl' if self.use_gpu else 'gloo'}")
         return (f"{self.num_workers} worker(s) x ({device}{self.cpus_per_worker:g} CPU), "
-                f"{'nccl' if self.use_gpu else 'gloo'}; up to {self.max_concurrent_trials} "
+                f"{how}; up to {self.max_concurrent_trials} "
                 f"trial(s) at once on {self.cluster_cpus:g} CPU / {self.cluster_gpus:g} GPU")
 
 
@@ -73,7 +79,7 @@ def local_cluster_totals(ray_cfg: RaySection) -> tuple[float, float]:
 
 
 def plan_resources(scaling: ScalingSection, cpus: float, gpus: float,
-                   max_concurrent: int | None = None) -> ResourcePlan:
+                   max_concurrent: int | None = None, executor: str = "auto") -> ResourcePlan:
     """Fit one trial into ``cpus``/``gpus``; raise ``ClusterFitError`` if it can never fit.
 
     Example:
@@ -110,4 +116,5 @@ def plan_resources(scaling: ScalingSection, cpus: float, gpus: float,
     # the runner warns when it exceeds what fits now, since the surplus trials wait.
     return ResourcePlan(use_gpu=use_gpu, num_workers=n, cpus_per_worker=cpw,
                         gpus_per_worker=gpw, max_concurrent_trials=max_concurrent or fits,
-                        trials_that_fit=fits, cluster_cpus=cpus, cluster_gpus=gpus)
+                        trials_that_fit=fits, cluster_cpus=cpus, cluster_gpus=gpus,
+                        inline=executor == "inline" or (executor == "auto" and n == 1))

@@ -1,16 +1,17 @@
-"""The trial driver: one Tune trial = one Ray Train ``TorchTrainer`` run.
+"""The trial driver: one Tune trial = one Ray Train ``TorchTrainer`` run, or the loop inline.
 
     tune.with_parameters(run_trial, plan=TrialPlan(...))   # built by sweeps.execution.tuner
 
 Runs inside the Tune trial actor. It merges the trial's sampled values into the experiment's
 fixed params (that flat dict is the loop's ``config``, as ``train_loop_config`` is in Ray's
-docs), then starts a Train run named by the trial id under ``<sweep dir>/train`` whose
-workers run the user's loop through ``sweeps.execution.worker`` (which sets
-``sweeps.trial_context()``
+docs), then starts a Train run named by the trial id under ``<sweep dir>/train`` whose workers
+run the user's loop through ``sweeps.execution.worker`` (which sets ``sweeps.trial_context()``
 and notes the config keys read), with the report bridge (metrics, checkpoint path and the
 trial's clock back to Tune: ``sweeps.execution.report_bridge``) and the placement-group ledger
 (``sweeps.placement``). A Train run resumes from its latest checkpoint when started again
 with the same (storage path, name), so a retried or resumed trial picks up where it stopped.
+With ``plan.inline`` (1-worker trials, ``trial.executor``) the loop runs right here instead,
+writing the same run directory (``sweeps.execution.inline``).
 """
 
 from __future__ import annotations
@@ -60,6 +61,9 @@ class TrialPlan:
     # experiment.datasets, built and materialized once by the driver (sweeps.execution.datasets)
     datasets: dict[str, Any] = field(default_factory=dict)
     datasets_to_split: list[str] | None = None  # None: all of them (Ray Train's default)
+    # trial.executor resolved: the loop runs in the trial process itself, no Train run
+    # (1 worker; sweeps.execution.inline)
+    inline: bool = False
 
     def worker_config(self, sampled: dict[str, Any]) -> dict[str, Any]:
         """The ``config`` every Train worker receives: the experiment's params, its constants
@@ -119,11 +123,16 @@ def run_trial(sampled: dict[str, Any], plan: TrialPlan) -> None:
     restored = report_log.restored_count(run_dir)
     clock = TrialClock.load(run_dir, plan.time_attr,
                             restored if restored is not None else latest[2] if latest else 0)
-    counting = count_handovers()
+    counting = None if plan.inline else count_handovers()
     logged_before = len(report_log.records(run_dir))
     unseen = unseen_reports(run_dir, Path(plan.train_storage).parent, trial_id)
     for metrics in unseen:
         tune.report(metrics)  # trained and checkpointed before an interruption; Tune never saw
+    if plan.inline:
+        from sweeps.execution.inline import run_inline
+
+        run_inline(plan, trial_id, run_dir, config, clock)
+        return
     # Read by the Train controller this process starts (Ray propagates RAY_TRAIN_* env vars).
     attempt_s, start_failures = start_limits(plan.start_timeout_s)
     os.environ.update(controller_env(plan.poll_interval_s, attempt_s, plan.preemption_watcher))

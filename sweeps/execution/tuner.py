@@ -75,6 +75,7 @@ def trial_plan(cfg: SweepConfig, constants: dict[str, Any], plan: ResourcePlan,
         preemption_watcher=cfg.ray.address is not None or _alive_nodes() > 1,
         datasets=datasets or {},
         datasets_to_split=None if e.datasets_to_split is None else list(e.datasets_to_split),
+        inline=plan.inline,
     )
 
 
@@ -85,10 +86,13 @@ def _alive_nodes() -> int:
 
 
 def _trainable(trial: TrialPlan) -> Any:
+    """``run_trial`` with the plan bound; Tune reserves the worker's share for an inline
+    trial (its process trains), else next to nothing (the Train run's workers reserve)."""
     from ray import tune
 
-    return tune.with_resources(tune.with_parameters(run_trial, plan=trial),
-                               dict(TRIAL_DRIVER_RESOURCES))
+    resources = ({"CPU": 0.0, **trial.worker_resources} if trial.inline
+                 else dict(TRIAL_DRIVER_RESOURCES))
+    return tune.with_resources(tune.with_parameters(run_trial, plan=trial), resources)
 
 
 def build_tuner(cfg: SweepConfig, params: list[Param], trial: TrialPlan, plan: ResourcePlan,
@@ -108,7 +112,8 @@ def build_tuner(cfg: SweepConfig, params: list[Param], trial: TrialPlan, plan: R
             num_samples=1 if cfg.search.algorithm == "grid" else cfg.search.num_samples,
             max_concurrent_trials=None if generator else plan.max_concurrent_trials,
             trial_dirname_creator=lambda t: t.trial_id,
-            reuse_actors=False,
+            # Inline trials keep their process for the next trial (imports stay loaded).
+            reuse_actors=trial.inline and cfg.trial.reuse_process,
         ),
         run_config=tune.RunConfig(
             name=sweep_dir.name, storage_path=str(sweep_dir.parent), callbacks=callbacks,

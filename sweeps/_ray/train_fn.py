@@ -1,0 +1,97 @@
+"""Ray Train's per-worker API served inside the Tune trial process (the inline executor).
+
+    with serving(report=..., get_checkpoint=..., datasets=..., name=trial_id):
+        loop(config)     # ray.train.report / get_checkpoint / get_context / prepare_model work
+
+A 1-worker trial needs no Train controller, worker group or process group: the loop can run in
+the Tune trial actor itself (``sweeps.execution.inline``). Ray Train V2 reaches every
+per-worker call (``ray.train.report``, ``get_checkpoint``, ``get_context``,
+``get_dataset_shard``, ``ray.train.torch.prepare_model``/``get_device``) through one
+process-global ``TrainFnUtils`` object; its local-mode implementation (``LocalTrainFnUtils``,
+what ``ScalingConfig(num_workers=0)`` installs) keeps only the last report. ``serving``
+installs a subclass whose ``report`` and ``get_checkpoint`` are the sweep's own, for the
+duration of one loop.
+
+Those calls also refuse to run inside a Tune function trainable (they raise "deprecated when
+running in a function passed to Ray Tune" when the process has a Tune session whose
+``world_rank`` is None). ``serving`` marks the trial's Tune session as rank 0 while the loop
+runs, which is what a Train worker's session says, and puts it back after.
+
+Private: ``ray.train.v2._internal.execution.train_fn_utils`` (``LocalTrainFnUtils``,
+``set_train_fn_utils``) and the Tune session's ``world_rank``. Public route: Train V2's local
+mode with a reporting hook (local mode drops reports; no upstream issue found at 2.60).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator
+from typing import Any
+
+__all__ = ["serving", "TRAIN_FN_UTILS_MODULE"]
+
+TRAIN_FN_UTILS_MODULE = "ray.train.v2._internal.execution.train_fn_utils"
+
+
+def _utils_class() -> type:
+    import importlib
+
+    module = importlib.import_module(TRAIN_FN_UTILS_MODULE)
+
+    class InlineTrainFnUtils(module.LocalTrainFnUtils):  # type: ignore[name-defined,misc]
+        """Local mode whose reports and checkpoints go to the sweep."""
+
+        def __init__(self, name: str, report: Callable[..., None],
+                     get_checkpoint: Callable[[], Any], datasets: dict[str, Any]) -> None:
+            super().__init__(experiment_name=name, dataset_shards=datasets)
+            self._report, self._get_checkpoint = report, get_checkpoint
+
+        def report(self, metrics: dict[str, Any], checkpoint: Any = None,
+                   checkpoint_dir_name: str | None = None, **options: Any) -> None:
+            if options.get("validation"):
+                raise ValueError("ray.train.report(validation=...) needs Ray Train's "
+                                 "validation_config; run this sweep with trial.executor=train")
+            self._report(metrics, checkpoint, checkpoint_dir_name,
+                         delete_source=bool(options.get("delete_local_checkpoint_after_upload")),
+                         upload=options.get("checkpoint_upload_fn"))
+
+        def get_checkpoint(self) -> Any:
+            return self._get_checkpoint()
+
+        def get_dataset_shard(self, dataset_info: Any) -> Any:
+            name = dataset_info.dataset_name
+            if name not in (self._dataset_shards or {}):
+                raise KeyError(f"ray.train.get_dataset_shard({name!r}): this sweep declares "
+                               f"{sorted(self._dataset_shards or {})} in experiment.datasets")
+            return self._dataset_shards[name]
+
+    return InlineTrainFnUtils
+
+
+def _tune_session() -> Any:
+    import importlib
+
+    return importlib.import_module("ray.train._internal.session").get_session()
+
+
+@contextlib.contextmanager
+def serving(*, name: str, report: Callable[..., None],
+            get_checkpoint: Callable[[], Any], datasets: dict[str, Any]) -> Iterator[None]:
+    """Serve Ray Train's per-worker API from this process while the block runs: reports go
+    to ``report(metrics, checkpoint, checkpoint_dir_name, delete_source=, upload=)``,
+    ``get_checkpoint()`` to the sweep, ``get_dataset_shard(name)`` to ``datasets[name]``;
+    world size 1, rank 0."""
+    import importlib
+
+    module = importlib.import_module(TRAIN_FN_UTILS_MODULE)
+    session = _tune_session()
+    rank = getattr(session, "world_rank", None) if session is not None else None
+    module.set_train_fn_utils(_utils_class()(name, report, get_checkpoint, datasets))
+    if session is not None:
+        session.world_rank = 0
+    try:
+        yield
+    finally:
+        module.set_train_fn_utils(None)
+        if session is not None:
+            session.world_rank = rank

@@ -1,0 +1,198 @@
+"""The inline executor: a 1-worker trial's loop runs in the Tune trial process, no Train run.
+
+    python -m sweeps +experiment=digits scaling.num_workers=1       # trial.executor=auto
+    run_inline(plan, trial_id, run_dir, config, clock)     # from sweeps.execution.trial_driver
+
+A Ray Train run of one worker costs a controller, a worker, a synchronization and a queue
+process per trial, each a cold Python start that imports Ray and torch: about 10 s per trial on
+2 cores, for a world of size 1 that needs no process group. Here the loop runs in the Tune
+trial actor, with Ray Train's per-worker API served in-process (``sweeps._ray.train_fn``):
+``ray.train.report``, ``get_checkpoint``, ``get_context`` (world size 1, rank 0),
+``get_dataset_shard`` and ``ray.train.torch.prepare_model``/``prepare_data_loader``/
+``get_device`` behave as in a 1-worker Train run.
+
+What the loop and the rest of the sweep see is what a Train run leaves: each reported
+checkpoint is copied into the trial's run directory (``<sweep dir>/train/<trial id>/<name>``,
+atomically), registered in Train's run snapshot (``checkpoint_manager_snapshot.json``, the best
+``checkpoint.keep`` by the sweep metric plus the latest, as Train keeps them), stamped with the
+trial's clock, appended to the report log and handed to Tune with its ``checkpoint_path``,
+before ``report`` returns. So resume, the best checkpoint, MLflow and a later
+``trial.executor=train`` run of the same trial all read it unchanged. A loop that raises is
+restarted from its latest checkpoint up to ``trial.max_failures`` times, as Train restarts its
+worker group; a trial process that dies is Tune's to retry (``trial.max_retries``).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import shutil
+import time
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from sweeps._ray import train_snapshot
+from sweeps.protocol import CHECKPOINT_PATH_KEY
+
+if TYPE_CHECKING:
+    from sweeps.execution.clock import TrialClock
+    from sweeps.execution.trial_driver import TrialPlan
+
+__all__ = ["InlineRun", "run_inline", "score_key"]
+
+log = logging.getLogger(__name__)
+
+
+def score_key(metrics: dict[str, Any], metric: str, mode: str) -> tuple[bool, float]:
+    """Train's checkpoint order: a missing or NaN score first, then worst to best.
+
+    Example:
+        >>> sorted([{"acc": 0.5}, {}, {"acc": 0.9}], key=lambda m: score_key(m, "acc", "max"))
+        [{}, {'acc': 0.5}, {'acc': 0.9}]
+    """
+    value = metrics.get(metric)
+    if not isinstance(value, int | float) or isinstance(value, bool) or math.isnan(value):
+        return False, 0.0
+    return True, float(value) if mode == "max" else -float(value)
+
+
+class InlineRun:
+    """One trial's Train run directory, written by the trial process the way Train writes it."""
+
+    def __init__(self, run_dir: Path, metric: str, mode: str, keep: int,
+                 clock: TrialClock) -> None:
+        self.run_dir, self.metric, self.mode, self.keep = Path(run_dir), metric, mode, keep
+        self.clock = clock
+        snap = train_snapshot.load(self.run_dir)
+        latest = train_snapshot.latest(snap)
+        self.kept: list[tuple[str, dict[str, Any], int]] = []
+        if snap is not None and latest is not None:
+            metrics = {r["checkpoint_dir_name"]: dict(r.get("metrics") or {})
+                       for r in snap["checkpoint_results"]}
+            self.kept = [(name, metrics[name], index)
+                         for name, index in train_snapshot.entries(snap)]
+        self.latest = latest[0] if latest else None
+        self.next_index = int(snap.get("current_report_index") or 0) if snap and latest else 0
+
+    def checkpoint(self) -> Any:
+        """What ``ray.train.get_checkpoint()`` returns: the latest checkpoint, or None."""
+        if self.latest is None:
+            return None
+        from ray.train import Checkpoint
+
+        return Checkpoint(str(self.run_dir / self.latest))
+
+    def restart(self) -> None:
+        """Before the loop runs again from the latest checkpoint: the report count goes back
+        to the reports that checkpoint covers, as a restarted Train run's does."""
+        latest = train_snapshot.latest(train_snapshot.load(self.run_dir))
+        self.clock.count = latest[2] if latest else 0
+
+    def report(self, metrics: dict[str, Any], checkpoint: Any = None,
+               checkpoint_dir_name: str | None = None, delete_source: bool = False,
+               upload: Any = None) -> None:
+        """``ray.train.report``: persist and register the checkpoint, stamp the clock, log the
+        report, hand it to Tune (which blocks until Tune has taken it, or raises to stop)."""
+        from ray import tune
+
+        from sweeps.execution import report_log
+
+        _refuse_tensors(metrics)
+        path = None
+        if checkpoint is not None:
+            name = checkpoint_dir_name or f"checkpoint_{datetime.now():%Y-%m-%d_%H-%M-%S.%f}"
+            path = str(self._persist(checkpoint, name, delete_source, upload))
+            self._register(name, dict(metrics))
+        self.next_index += 1 if checkpoint is None else 0
+        stamped = self.clock.stamp(dict(metrics))
+        report_log.append(self.run_dir, stamped, self.clock.count, path)
+        tune.report({**stamped, CHECKPOINT_PATH_KEY: path} if path else stamped)
+
+    def _persist(self, checkpoint: Any, name: str, delete_source: bool, upload: Any) -> Path:
+        target = self.run_dir / name
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        if upload is not None:  # the loop's own upload function (Ray's checkpoint_upload_fn)
+            upload(checkpoint, str(target))
+            return target
+        source = Path(checkpoint.path)
+        if source.resolve() == target.resolve():
+            return target
+        staging = self.run_dir / f".{name}.partial-{os.getpid()}"
+        shutil.rmtree(staging, ignore_errors=True)
+        shutil.copytree(source, staging)
+        if target.exists():  # the same name reported again after a restart
+            shutil.rmtree(target)
+        os.replace(staging, target)
+        if delete_source:
+            shutil.rmtree(source, ignore_errors=True)
+        return target
+
+    def _register(self, name: str, metrics: dict[str, Any]) -> None:
+        """Add a checkpoint as Train's checkpoint manager does: ordered by score (ties by
+        report), the worst beyond ``keep`` deleted unless latest; the snapshot rewritten."""
+        kept = [k for k in self.kept if k[0] != name] + [(name, metrics, self.next_index)]
+        kept.sort(key=lambda k: (score_key(k[1], self.metric, self.mode), k[2]))
+        self.latest, self.next_index = name, self.next_index + 1
+        dropped = [k for k in kept[:-self.keep] if k[0] != name] if self.keep > 0 else []
+        self.kept = [k for k in kept if k not in dropped]
+        train_snapshot.write(self.run_dir, train_snapshot.rebuilt(
+            self.kept, latest_name=name, next_index=self.next_index))
+        for old, _, _ in dropped:
+            shutil.rmtree(self.run_dir / old, ignore_errors=True)
+
+
+def _refuse_tensors(metrics: dict[str, Any]) -> None:
+    """Ray Train's rule: tensors in metrics do not deserialize on the driver."""
+    import sys
+
+    if "torch" not in sys.modules:
+        return
+    import torch
+
+    def has(value: Any) -> bool:
+        if isinstance(value, torch.Tensor):
+            return True
+        if isinstance(value, dict):
+            return any(has(v) for v in value.values())
+        if isinstance(value, list | tuple):
+            return any(has(v) for v in value)
+        return False
+
+    if has(metrics):
+        raise ValueError("ray.train.report: the metrics hold torch tensors, which do not "
+                         "deserialize on the driver; report Python numbers (.item()) and "
+                         "save tensors in the checkpoint")
+
+
+def run_inline(plan: TrialPlan, trial_id: str, run_dir: Path, config: dict[str, Any],
+               clock: TrialClock) -> None:
+    """Run the trial's loop here until it returns, restarting it from its latest checkpoint
+    when it raises (up to ``plan.max_failures``; -1: always)."""
+    from sweeps._ray.train_fn import serving
+    from sweeps.config.validate import import_trainable
+    from sweeps.execution.worker import loop_entry
+
+    run = InlineRun(run_dir, plan.objective.metric, plan.objective.mode, plan.checkpoint_keep,
+                    clock)
+    entry = loop_entry(import_trainable(plan.trainable), plan.context(trial_id))
+    datasets = {name: ds.iterator() for name, ds in plan.datasets.items()}
+    failures = 0
+    with serving(name=trial_id, report=run.report, get_checkpoint=run.checkpoint,
+                 datasets=datasets):
+        while True:
+            started = time.monotonic()
+            try:
+                entry(config)
+                return
+            except Exception as exc:
+                if plan.max_failures != -1 and failures >= plan.max_failures:
+                    raise
+                failures += 1
+                log.warning("trial %s: the loop raised %s: %s after %.1f s; restarting it from "
+                            "%s (failure %d of %s, trial.max_failures)", trial_id,
+                            type(exc).__name__, exc, time.monotonic() - started,
+                            run.latest or "the start", failures,
+                            "unlimited" if plan.max_failures == -1 else plan.max_failures)
+                run.restart()
