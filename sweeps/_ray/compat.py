@@ -65,6 +65,14 @@ def _source_sets(path: str, *attributes: str) -> Callable[[], None]:
     return probe
 
 
+def _source_mentions(path: str, text: str) -> Callable[[], None]:
+    """The function at ``path`` still contains ``text`` (the rule the adapter works with)."""
+    def probe() -> None:
+        if text not in inspect.getsource(_symbol(path)):
+            raise AssertionError(f"{path} no longer checks {text!r}")
+    return probe
+
+
 def _fields(path: str, *names: str) -> Callable[[], None]:
     """A dataclass or pydantic model at ``path`` has each of the fields ``names``."""
     def probe() -> None:
@@ -87,7 +95,7 @@ def _equals(path: str, expected: object) -> Callable[[], None]:
 
 
 def _probes() -> dict[str, Callable[[], None]]:
-    from sweeps._ray import logs, placement, shipping, train, train_snapshot, tune
+    from sweeps._ray import logs, placement, shipping, train, train_fn, train_snapshot, tune
 
     kv = "ray.experimental.internal_kv:"
     wg = placement.WORKER_GROUP_MODULE.rpartition(".")[0]
@@ -132,6 +140,19 @@ def _probes() -> dict[str, Callable[[], None]]:
         "Tune's report callback": _params(
             "ray.tune.integration.ray_train:TuneReportCallback.after_report", "run_context",
             "metrics", "checkpoint"),
+        # train_fn.py
+        "Train's local-mode worker API": _params(
+            f"{train_fn.TRAIN_FN_UTILS_MODULE}:LocalTrainFnUtils.__init__", "experiment_name",
+            "dataset_shards"),
+        "Train's worker API methods": _attrs(
+            f"{train_fn.TRAIN_FN_UTILS_MODULE}:LocalTrainFnUtils", "report", "get_checkpoint",
+            "get_dataset_shard", "get_context"),
+        "Train's worker API setter": _attrs(train_fn.TRAIN_FN_UTILS_MODULE, "set_train_fn_utils",
+                                            "get_train_fn_utils"),
+        "Tune session's world_rank": _source_sets(f"{train.SESSION_MODULE}:_TrainSession",
+                                                  "world_rank"),
+        "Tune-session check reads world_rank": _source_mentions(
+            "ray.tune.trainable.trainable_fn_utils:_in_tune_session", "world_rank is None"),
         # train_snapshot.py
         "Train's run snapshot": _fields(
             "ray.train.v2._internal.execution.checkpoint.checkpoint_manager:"

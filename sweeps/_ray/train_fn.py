@@ -44,7 +44,7 @@ def _utils_class() -> type:
         def __init__(self, name: str, report: Callable[..., None],
                      get_checkpoint: Callable[[], Any], datasets: dict[str, Any]) -> None:
             super().__init__(experiment_name=name, dataset_shards=datasets)
-            self._report, self._get_checkpoint = report, get_checkpoint
+            self._report, self._get_checkpoint, self._shards = report, get_checkpoint, datasets
 
         def report(self, metrics: dict[str, Any], checkpoint: Any = None,
                    checkpoint_dir_name: str | None = None, **options: Any) -> None:
@@ -60,10 +60,10 @@ def _utils_class() -> type:
 
         def get_dataset_shard(self, dataset_info: Any) -> Any:
             name = dataset_info.dataset_name
-            if name not in (self._dataset_shards or {}):
+            if name not in self._shards:
                 raise KeyError(f"ray.train.get_dataset_shard({name!r}): this sweep declares "
-                               f"{sorted(self._dataset_shards or {})} in experiment.datasets")
-            return self._dataset_shards[name]
+                               f"{sorted(self._shards)} in experiment.datasets")
+            return self._shards[name]
 
     return InlineTrainFnUtils
 

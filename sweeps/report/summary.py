@@ -173,6 +173,9 @@ def summarize(results: Any, objective: Objective, param_paths: list[str],
     return Summary(table=table, best=best, failed=failed, pareto=front)
 
 
+_ENTRY = "sweeps/execution/worker.py"  # run_loop, which calls the user's loop
+
+
 def loop_traceback(error_text: str, limit: int = 20) -> list[str]:
     """The user's own part of a failed trial's traceback (Ray's "Error Snippet", without the
     frames of sweeps' entry point), at most ``limit`` lines; [] when there is none.
@@ -181,16 +184,22 @@ def loop_traceback(error_text: str, limit: int = 20) -> list[str]:
         >>> text = "[Rank 0 Error Snippet]:|ray::f() (pid=1)|  File 'my.py', line 9|ValueError: x"
         >>> loop_traceback(text.replace("|", chr(10)))
         ["  File 'my.py', line 9", 'ValueError: x']
+        >>> inline = '  File "/s/sweeps/execution/worker.py", line 1, in run_loop|    loop()|'
+        >>> inline += "  File 'my.py', line 9|    ^^^|ValueError: x"
+        >>> loop_traceback(inline.replace("|", chr(10)))
+        ["  File 'my.py', line 9", 'ValueError: x']
     """
     _, found, snippet = error_text.partition("Error Snippet]:")
-    if not found:
-        return []
-    lines = [ln for ln in snippet.splitlines() if ln.strip()]
+    if not found:  # an inline trial (sweeps.execution.inline): Tune's own traceback
+        at = error_text.rfind(f"{_ENTRY}\", line ")
+        if at < 0:
+            return []
+        snippet = error_text[error_text.rfind("\n", 0, at) + 1:]
+    lines = [ln for ln in snippet.splitlines() if ln.strip().strip("^~")]
     while lines and not lines[0].lstrip().startswith("File "):
         lines = lines[1:]  # Ray's "ray::ImplicitFunc.train() (pid=...)" header
     # run_loop's frame; sweeps/worker.py in an error.txt written before the package layout
-    if len(lines) >= 2 and any(f in lines[0] for f in ("sweeps/execution/worker.py",
-                                                        "sweeps/worker.py")):
+    if len(lines) >= 2 and any(f in lines[0] for f in (_ENTRY, "sweeps/worker.py")):
         lines = lines[2:]  # run_loop calling the loop
     return lines[-limit:]
 

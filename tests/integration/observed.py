@@ -2,7 +2,8 @@
 
 Every epoch each worker writes its pid to ``<params.log_dir>/pids/<trial>-r<rank>-e<epoch>``
 (so a test can kill a worker mid-epoch), sleeps ``params.epoch_sleep`` seconds (so a kill lands
-inside an epoch), trains, and rank 0 appends ``<trial> <epoch> <time>`` to
+inside an epoch), raises once in epoch ``params.raise_at_epoch`` if set (before training it),
+trains, and rank 0 appends ``<trial> <epoch> <time>`` to
 ``<params.log_dir>/epochs.log`` when the epoch was trained (so a test can tell which epochs ran
 twice after a crash).
 """
@@ -35,6 +36,10 @@ def train_observed(config: dict[str, Any]) -> None:
         for epoch in original_epochs(model, optimizer):
             (log_dir / "pids" / f"{trial}-r{session.rank}-e{epoch}").write_text(str(os.getpid()))
             time.sleep(float(p.get("epoch_sleep", 0.5)))
+            marker = log_dir / f"{trial}-raised"
+            if epoch == int(p.get("raise_at_epoch", 0)) and not marker.exists():
+                marker.write_text(str(os.getpid()))
+                raise RuntimeError(f"injected failure in epoch {epoch}")
             yield epoch
             if session.rank == 0:
                 with (log_dir / "epochs.log").open("a") as f:

@@ -145,10 +145,13 @@ def _assert_clean_end(tmp_path: Path, trial_ids: set[str]) -> None:
     assert end["held_placement_groups"] == 0
 
 
-def test_sweep_driver_killed_at_seeded_moments_resumes_to_the_same_sweep(tmp_path) -> None:
+@pytest.mark.parametrize("workers", [2, 1], ids=["train", "inline"])
+def test_sweep_driver_killed_at_seeded_moments_resumes_to_the_same_sweep(tmp_path,
+                                                                         workers) -> None:
     num_samples = 6
     sweep = Sweep(tmp_path, _args(tmp_path, f"search.num_samples={num_samples}",
-                                  "scheduler.max_t=4", "+experiment.params.epoch_sleep=0.4"))
+                                  "scheduler.max_t=4", "+experiment.params.epoch_sleep=0.4",
+                                  f"scaling.num_workers={workers}"))
     log = tmp_path / "sweep" / "state" / "scheduler.jsonl"
     rng = random.Random(20261122)
     kills: list[tuple[float, dict]] = []  # (time, trials ended at that time)
@@ -259,7 +262,10 @@ def _assert_runs_closed(tmp_path: Path, expected: dict[str, str]) -> None:
     assert not [r for r in runs if r.info.status == "RUNNING"]
 
 
-def test_trial_driver_killed_is_retried_from_its_checkpoint(tmp_path, ray_cluster) -> None:
+@pytest.mark.parametrize("workers", [2, 1], ids=["train", "inline"])
+def test_trial_driver_killed_is_retried_from_its_checkpoint(tmp_path, ray_cluster,
+                                                            workers) -> None:
+    """Inline (1 worker), the trial driver is the process that trains: the kill lands in it."""
     killed: list[int] = []
 
     def kill_trial_driver_in_epoch3() -> None:
@@ -270,12 +276,30 @@ def test_trial_driver_killed_is_retried_from_its_checkpoint(tmp_path, ray_cluste
             killed.append(pid)
 
     thread = _in_thread(kill_trial_driver_in_epoch3)
-    result = run_sweep(_one_trial_cfg(tmp_path, "trial.max_retries=1"))
+    result = run_sweep(_one_trial_cfg(tmp_path, "trial.max_retries=1",
+                                      f"scaling.num_workers={workers}"))
     thread.join(5)
     assert len(killed) == 1, killed
     row = result.summary.table.iloc[0]
     assert (row["status"], row["epochs"]) == ("completed", 5)
     assert _trained_in_order(tmp_path) == [1, 2, 3, 4, 5]  # the retry resumed after epoch 2
+    _no_group_held()
+    _assert_runs_closed(tmp_path, {row["trial_id"]: "FINISHED"})
+
+
+def test_inline_loop_that_raises_restarts_in_its_process_from_its_checkpoint(
+        tmp_path, ray_cluster) -> None:
+    """trial.max_failures for an inline trial: the loop runs again in the same process, from
+    its last checkpoint, as a Train run restarts its worker group."""
+    result = run_sweep(_one_trial_cfg(tmp_path, "scaling.num_workers=1", "trial.max_failures=1",
+                                      "trial.max_retries=0", "+experiment.params.raise_at_epoch=3",
+                                      epoch_sleep=0.2))
+    row = result.summary.table.iloc[0]
+    assert (row["status"], row["epochs"]) == ("completed", 5)
+    assert _trained_in_order(tmp_path) == [1, 2, 3, 4, 5]  # epoch 3 again, from epoch 2's
+    raised = next((tmp_path / "logs").glob("*-raised")).read_text()
+    assert int(_pid_file(tmp_path, 0, 3).read_text()) == int(raised)  # the same process
+    assert result.results[0].metrics_dataframe["epoch"].tolist() == [1, 2, 3, 4, 5]
     _no_group_held()
     _assert_runs_closed(tmp_path, {row["trial_id"]: "FINISHED"})
 

@@ -1,4 +1,5 @@
-"""A real 12-trial ASHA sweep, one trial at a time, 2 Train workers each, on 2 CPUs.
+"""A real 12-trial ASHA sweep, one trial at a time, on 2 CPUs: as Ray Train runs of 2 workers
+each, and as inline 1-worker trials (``trial.executor=inline``), every test on both.
 
 Tracked in MLflow on the default kind of store (SQLite, here in the test's directory).
 
@@ -9,6 +10,7 @@ two conditions under which Ray Train's own placement-group cleaner fails (ray#54
 from __future__ import annotations
 
 import json
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -22,20 +24,33 @@ pytestmark = pytest.mark.slow
 NUM_SAMPLES = 12
 
 
-@pytest.fixture(scope="module")
-def sweep(tmp_path_factory, second_ray_instance, ray_cluster):
+def _actor_classes() -> Counter:
+    """How many actors of each class this Ray instance has created so far (dead ones too)."""
+    from ray._private.state import actors
+
+    return Counter(a.get("ActorClassName", "").rpartition(".")[2] for a in actors().values())
+
+
+@pytest.fixture(scope="module", params=["train", "inline"])
+def sweep(request, tmp_path_factory, second_ray_instance, ray_cluster):
+    """The same sweep as Ray Train runs of 2 workers, and as inline 1-worker trials."""
     import ray
 
-    root = tmp_path_factory.mktemp("sweeps")
+    executor = request.param
+    root = tmp_path_factory.mktemp(f"sweeps-{executor}")
     sweep_dir = root / "asha12"
     cfg = compose("digits", [
         f"search.num_samples={NUM_SAMPLES}", "search.max_concurrent_trials=1",
-        "scaling.num_workers=2", "scheduler.max_t=9", "scheduler.grace_period=1",
+        f"scaling.num_workers={2 if executor == 'train' else 1}", f"trial.executor={executor}",
+        "scheduler.max_t=9", "scheduler.grace_period=1",
         "scheduler.reduction_factor=3", f"sweep.dir={sweep_dir}", "sweep.seed=0",
         f"tracking.uri=sqlite:///{root / 'mlflow.db'}",
     ])
+    before = _actor_classes()
     result = run_sweep(cfg)
     table = ray.util.placement_group_table()
+    result.executor = executor
+    result.actors = _actor_classes() - before
     return result, table
 
 
@@ -72,9 +87,25 @@ def test_no_placement_group_left_and_stopped_trials_released_within_seconds(swee
     result, pg_table = sweep
     states = [pg["state"] for pg in pg_table.values()]
     assert "CREATED" not in states and "PENDING" not in states, pg_table
+    if result.executor == "inline":  # no Train worker group to release; Tune's is checked above
+        assert result.released == {}
+        return
     stopped = set(result.summary.table.query("status == 'stopped'")["trial_id"])
     assert stopped <= set(result.released), (stopped, result.released)
     assert max(result.released.values()) < 5.0, result.released
+
+
+def test_processes_per_trial(sweep) -> None:
+    """Train: a controller and its workers per trial. Inline: no Train process at all, and
+    the trial processes are reused (one trial at a time here)."""
+    result, _ = sweep
+    actors = result.actors
+    if result.executor == "train":
+        assert actors["TrainController"] == NUM_SAMPLES, actors
+        assert actors["RayTrainWorker"] == 2 * NUM_SAMPLES, actors
+    else:
+        assert actors["TrainController"] == actors["RayTrainWorker"] == 0, actors
+        assert 1 <= actors["ImplicitFunc"] <= 2, actors
 
 
 def test_epochs_are_reported_once_each_in_order(sweep) -> None:

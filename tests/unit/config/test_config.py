@@ -136,6 +136,9 @@ BAD = [
     (["sweep.dir=/proc/sweeps-test"], "sweep.dir", "not writable"),
     (["sweep.dir=/etc/hostname/sub"], "sweep.dir", "which is a file"),
     (["trial.start_timeout_s=0"], "trial.start_timeout_s", "-1 to wait forever"),
+    (["trial.executor=local"], "trial.executor", "must be one of auto, train, inline"),
+    (["trial.executor=inline", "scaling.num_workers=2"], "trial.executor",
+     "set scaling.num_workers=1, or trial.executor=auto"),
 ]
 
 

@@ -53,3 +53,13 @@ def test_worker_resources_name_gpu_only_when_used() -> None:
     assert plan_resources(ScalingSection(num_workers=1), 2, 0).worker_resources == {"CPU": 1.0}
     gpu = plan_resources(ScalingSection(num_workers=1), 2, 1).worker_resources
     assert gpu == {"CPU": 1.0, "GPU": 1.0}
+
+
+@pytest.mark.parametrize(("workers", "executor", "inline"),
+                         [(1, "auto", True), (2, "auto", False), (1, "train", False),
+                          (1, "inline", True)])
+def test_executor_is_resolved_and_shown(workers: int, executor: str, inline: bool) -> None:
+    plan = plan_resources(ScalingSection(num_workers=workers), 2, 0, None, executor)
+    assert plan.inline is inline
+    assert ("inline: the loop runs in the trial's own process" in plan.describe()) is inline
+    assert ("gloo" in plan.describe()) is not inline

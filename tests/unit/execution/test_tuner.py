@@ -168,3 +168,25 @@ def test_build_tuner_wires_search_scheduler_and_run_config_without_ray(
     assert (rc.name, rc.storage_path) == ("my_sweep", str(tmp_path / "outputs"))
     assert rc.callbacks == callbacks
     assert rc.failure_config.max_failures == 2
+
+
+@pytest.mark.parametrize("reuse", [True, False])
+def test_inline_trials_reserve_the_workers_share_and_reuse_their_process(
+        tmp_path: Path, reuse: bool) -> None:
+    """An inline trial's own process trains: Tune reserves the worker's CPUs for it (a Train
+    trial's driver reserves none), and trial.reuse_process keeps it for the next trial."""
+    from dataclasses import replace
+
+    cfg = compose("digits", ["scaling.num_workers=1", f"trial.reuse_process={reuse}"])
+    params, constants = parse_space(cfg.experiment.search_space)
+    plan = replace(_plan(cpus=1.0), num_workers=1, inline=True)
+    trial = trial_plan(cfg, constants, plan, tmp_path / "sw", "sid")
+    assert trial.inline
+    tuner = build_tuner(cfg, params, trial, plan, tmp_path / "sw", [])
+    inner = tuner._local_tuner
+    assert inner._tune_config.reuse_actors is reuse
+    assert inner._trainable._resources.required_resources["CPU"] == 1.0
+    train = build_tuner(cfg, params, trial_plan(cfg, constants, _plan(), tmp_path / "t", "sid"),
+                        _plan(), tmp_path / "t", [])._local_tuner
+    assert train._tune_config.reuse_actors is False
+    assert train._trainable._resources.required_resources.get("CPU", 0) == 0

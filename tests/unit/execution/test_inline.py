@@ -1,0 +1,119 @@
+"""The inline executor's bookkeeping (sweeps.execution.inline) and the in-process Train API
+(sweeps._ray.train_fn), without a cluster: a run directory Train itself would accept."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+
+from sweeps._ray import train_snapshot
+from sweeps.execution.clock import TrialClock
+from sweeps.execution.inline import InlineRun, score_key
+
+
+def _source(tmp_path: Path, name: str, payload: str) -> Path:
+    src = tmp_path / "src" / name
+    src.mkdir(parents=True)
+    (src / "model.txt").write_text(payload)
+    return src
+
+
+def _run(tmp_path: Path, keep: int = 2, mode: str = "max") -> InlineRun:
+    run_dir = tmp_path / "train" / "t1"
+    return InlineRun(run_dir, "acc", mode, keep, TrialClock("epoch", str(run_dir)))
+
+
+def _checkpoint(path: Path):
+    from ray.train import Checkpoint
+
+    return Checkpoint(str(path))
+
+
+def _register(run: InlineRun, tmp_path: Path, epoch: int, acc: float) -> None:
+    name = f"checkpoint_epoch_{epoch:04d}"
+    target = run._persist(_checkpoint(_source(tmp_path, name, f"e{epoch}")), name, False, None)
+    assert target == run.run_dir / name
+    run._register(name, {"epoch": epoch, "acc": acc})
+
+
+def test_keeps_the_best_by_the_metric_and_the_latest_as_train_does(tmp_path: Path) -> None:
+    run = _run(tmp_path, keep=2)
+    for epoch, acc in [(1, 0.5), (2, 0.9), (3, 0.7), (4, 0.6)]:
+        _register(run, tmp_path, epoch, acc)
+    kept = sorted(p.name for p in run.run_dir.glob("checkpoint_epoch_*"))
+    # best two: epoch 2 (0.9) and 3 (0.7); epoch 4 is kept as the latest although worse
+    assert kept == ["checkpoint_epoch_0002", "checkpoint_epoch_0003", "checkpoint_epoch_0004"]
+    snap = train_snapshot.load(run.run_dir)
+    assert train_snapshot.latest(snap) == ("checkpoint_epoch_0004", {"epoch": 4, "acc": 0.6}, 4)
+    # Train's order: worst to best; indices are each checkpoint's report
+    assert train_snapshot.entries(snap) == [("checkpoint_epoch_0004", 3),
+                                            ("checkpoint_epoch_0003", 2),
+                                            ("checkpoint_epoch_0002", 1)]
+    assert snap["current_report_index"] == 4
+    assert (run.run_dir / "checkpoint_epoch_0004" / "model.txt").read_text() == "e4"
+    assert run.checkpoint().path == str(run.run_dir / "checkpoint_epoch_0004")
+
+
+def test_a_resumed_run_continues_from_the_snapshot(tmp_path: Path) -> None:
+    first = _run(tmp_path)
+    assert first.checkpoint() is None and first.next_index == 0
+    _register(first, tmp_path, 1, 0.5)
+    first.next_index += 1  # a report without a checkpoint
+    _register(first, tmp_path, 3, 0.8)
+    again = _run(tmp_path)
+    assert again.latest == "checkpoint_epoch_0003" and again.next_index == 3
+    assert [k[0] for k in again.kept] == ["checkpoint_epoch_0001", "checkpoint_epoch_0003"]
+    again.clock.count = 7
+    again.restart()
+    assert again.clock.count == 3  # the reports the latest checkpoint covers
+
+
+def test_a_checkpoint_reported_again_replaces_the_old_copy_and_can_drop_its_source(
+        tmp_path: Path) -> None:
+    run = _run(tmp_path)
+    _register(run, tmp_path, 1, 0.5)
+    src = tmp_path / "again"
+    src.mkdir()
+    (src / "model.txt").write_text("new")
+    run._persist(_checkpoint(src), "checkpoint_epoch_0001", True, None)
+    assert (run.run_dir / "checkpoint_epoch_0001" / "model.txt").read_text() == "new"
+    assert not src.exists()
+    assert not list(run.run_dir.glob(".*partial*"))
+
+
+def test_score_order_puts_missing_and_nan_first_and_honours_min() -> None:
+    assert score_key({"acc": math.nan}, "acc", "max") == (False, 0.0)
+    assert score_key({}, "acc", "max") < score_key({"acc": -5.0}, "acc", "max")
+    assert score_key({"loss": 0.1}, "loss", "min") > score_key({"loss": 0.2}, "loss", "min")
+
+
+def test_rays_per_worker_api_is_served_in_process(tmp_path: Path) -> None:
+    """ray.train.report / get_checkpoint / get_context / get_dataset_shard, as a loop written
+    from Ray's docs calls them, reach the sweep; outside the block they refuse again."""
+    import ray.train
+    import ray.train.torch
+
+    from sweeps._ray.train_fn import serving
+
+    reports: list[tuple] = []
+    start = _checkpoint(_source(tmp_path, "start", "s"))
+    with serving(name="t1", report=lambda *a, **k: reports.append((a, k)),
+                 get_checkpoint=lambda: start, datasets={"train": [1, 2]}):
+        context = ray.train.get_context()
+        assert (context.get_world_size(), context.get_world_rank()) == (1, 0)
+        assert context.get_experiment_name() == "t1"
+        assert ray.train.get_checkpoint() is start
+        assert ray.train.get_dataset_shard("train") == [1, 2]
+        with pytest.raises(KeyError, match="declares \\['train'\\] in experiment.datasets"):
+            ray.train.get_dataset_shard("val")
+        assert str(ray.train.torch.get_device()) == "cpu"
+        ray.train.report({"acc": 0.5}, checkpoint=start, checkpoint_dir_name="c1")
+        with pytest.raises(ValueError, match="trial.executor=train"):
+            ray.train.report({"acc": 0.5}, checkpoint=start, validation=True)
+    (metrics, checkpoint, name), options = reports[0]
+    assert (metrics, checkpoint, name) == ({"acc": 0.5}, start, "c1")
+    assert options == {"delete_source": False, "upload": None}
+    with pytest.raises(RuntimeError):
+        ray.train.get_context()
