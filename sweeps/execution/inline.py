@@ -16,7 +16,9 @@ checkpoint is copied into the trial's run directory (``<sweep dir>/train/<trial 
 atomically), registered in Train's run snapshot (``checkpoint_manager_snapshot.json``, the best
 ``checkpoint.keep`` by the sweep metric plus the latest, as Train keeps them), stamped with the
 trial's clock, appended to the report log and handed to Tune with its ``checkpoint_path``,
-before ``report`` returns. So resume, the best checkpoint, MLflow and a later
+before ``report`` returns; the report that reaches the budget (``scheduler.max_t``) is handed
+over when the loop returns or reports again, so the loop's code after its last report runs, as
+it does in a Train run. So resume, the best checkpoint, MLflow and a later
 ``trial.executor=train`` run of the same trial all read it unchanged. A loop that raises is
 restarted from its latest checkpoint up to ``trial.max_failures`` times, as Train restarts its
 worker group; a trial process that dies is Tune's to retry (``trial.max_retries``).
@@ -34,7 +36,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sweeps._ray import train_snapshot
-from sweeps.protocol import CHECKPOINT_PATH_KEY
+from sweeps.protocol import CHECKPOINT_PATH_KEY, CLOCK_KEY
 
 if TYPE_CHECKING:
     from sweeps.execution.clock import TrialClock
@@ -62,9 +64,12 @@ class InlineRun:
     """One trial's Train run directory, written by the trial process the way Train writes it."""
 
     def __init__(self, run_dir: Path, metric: str, mode: str, keep: int,
-                 clock: TrialClock) -> None:
+                 clock: TrialClock, budget: float = math.inf) -> None:
         self.run_dir, self.metric, self.mode, self.keep = Path(run_dir), metric, mode, keep
-        self.clock = clock
+        self.clock, self.budget = clock, budget
+        # The report that reached the budget, handed to Tune when the loop returns (or reports
+        # again): Tune stops the trial at it, and the loop's code after it should still run.
+        self.pending: dict[str, Any] | None = None
         snap = train_snapshot.load(self.run_dir)
         latest = train_snapshot.latest(snap)
         self.kept: list[tuple[str, dict[str, Any], int]] = []
@@ -100,6 +105,7 @@ class InlineRun:
         from sweeps.execution import report_log
 
         _refuse_tensors(metrics)
+        self.flush()  # a report past the budget: Tune ends the trial here
         path = None
         if checkpoint is not None:
             name = checkpoint_dir_name or f"checkpoint_{datetime.now():%Y-%m-%d_%H-%M-%S.%f}"
@@ -108,7 +114,20 @@ class InlineRun:
         self.next_index += 1 if checkpoint is None else 0
         stamped = self.clock.stamp(dict(metrics))
         report_log.append(self.run_dir, stamped, self.clock.count, path)
-        tune.report({**stamped, CHECKPOINT_PATH_KEY: path} if path else stamped)
+        handover = {**stamped, CHECKPOINT_PATH_KEY: path} if path else stamped
+        if float(stamped[CLOCK_KEY]) >= self.budget:
+            self.pending = handover  # Tune would stop the loop inside this call
+            return
+        tune.report(handover)
+
+    def flush(self) -> None:
+        """Hand Tune the budget's last report, if one waits (Tune then ends the trial: in this
+        thread that is a ``SystemExit`` raised here, as at any report of a stopped trial)."""
+        from ray import tune
+
+        pending, self.pending = self.pending, None
+        if pending is not None:
+            tune.report(pending)
 
     def _persist(self, checkpoint: Any, name: str, delete_source: bool, upload: Any) -> Path:
         target = self.run_dir / name
@@ -175,7 +194,7 @@ def run_inline(plan: TrialPlan, trial_id: str, run_dir: Path, config: dict[str, 
     from sweeps.execution.worker import loop_entry
 
     run = InlineRun(run_dir, plan.objective.metric, plan.objective.mode, plan.checkpoint_keep,
-                    clock)
+                    clock, float(plan.objective.budget))
     entry = loop_entry(import_trainable(plan.trainable), plan.context(trial_id))
     datasets = {name: ds.iterator() for name, ds in plan.datasets.items()}
     failures = 0
@@ -185,8 +204,14 @@ def run_inline(plan: TrialPlan, trial_id: str, run_dir: Path, config: dict[str, 
             started = time.monotonic()
             try:
                 entry(config)
+                run.flush()
                 return
             except Exception as exc:
+                if run.pending is not None:  # raised after its last report: the trial is done
+                    log.warning("trial %s: the loop raised %s: %s after its last report",
+                                trial_id, type(exc).__name__, exc)
+                    run.flush()
+                    return
                 if plan.max_failures != -1 and failures >= plan.max_failures:
                     raise
                 failures += 1

@@ -3,9 +3,8 @@
 Every epoch each worker writes its pid to ``<params.log_dir>/pids/<trial>-r<rank>-e<epoch>``
 (so a test can kill a worker mid-epoch), sleeps ``params.epoch_sleep`` seconds (so a kill lands
 inside an epoch), raises once in epoch ``params.raise_at_epoch`` if set (before training it),
-trains, and rank 0 appends ``<trial> <epoch> <time>`` to
-``<params.log_dir>/epochs.log`` when the epoch was trained (so a test can tell which epochs ran
-twice after a crash).
+trains, and rank 0 appends ``<trial> <epoch> <time>`` to ``<params.log_dir>/epochs.log`` when
+the epoch was trained and reported (so a test can tell which epochs ran twice after a crash).
 """
 
 from __future__ import annotations

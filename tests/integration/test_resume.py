@@ -145,13 +145,10 @@ def _assert_clean_end(tmp_path: Path, trial_ids: set[str]) -> None:
     assert end["held_placement_groups"] == 0
 
 
-@pytest.mark.parametrize("workers", [2, 1], ids=["train", "inline"])
-def test_sweep_driver_killed_at_seeded_moments_resumes_to_the_same_sweep(tmp_path,
-                                                                         workers) -> None:
+def test_sweep_driver_killed_at_seeded_moments_resumes_to_the_same_sweep(tmp_path) -> None:
     num_samples = 6
     sweep = Sweep(tmp_path, _args(tmp_path, f"search.num_samples={num_samples}",
-                                  "scheduler.max_t=4", "+experiment.params.epoch_sleep=0.4",
-                                  f"scaling.num_workers={workers}"))
+                                  "scheduler.max_t=4", "+experiment.params.epoch_sleep=0.4"))
     log = tmp_path / "sweep" / "state" / "scheduler.jsonl"
     rng = random.Random(20261122)
     kills: list[tuple[float, dict]] = []  # (time, trials ended at that time)
