@@ -7,6 +7,11 @@ start and agreed by all ranks, since DDP needs the same count everywhere), then 
 ``score`` and checkpoints through the sweeps contract (``TrialSession``), which a plain Ray
 Train loop runs just as well: the plain-Ray baseline passes the same flat config, with the
 epoch count as ``epochs`` (outside a sweep, ``TrialSession`` reads it there).
+
+Every report also carries three wall-clock stamps (``time.time()`` seconds) for the phase
+breakdown of ``bench.overhead``: ``t_proc_start``, when this process started (psutil, so
+interpreter start and imports come after it); ``t_loop_entry``, when Ray called this function
+(after Train set up the process group); ``t_report``, just before this report.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
+import psutil
 import torch
 from torch import nn
 
@@ -25,6 +31,7 @@ def build_net(width: int = 64) -> nn.Module:
 
 
 def train(config: dict[str, Any]) -> None:
+    stamps = {"t_loop_entry": time.time(), "t_proc_start": psutil.Process().create_time()}
     torch.set_num_threads(1)
     session = TrialSession(config)
     p = session.params
@@ -40,7 +47,8 @@ def train(config: dict[str, Any]) -> None:
             loss = _step(model, optimizer, x, y)
         with torch.no_grad():
             score = (model(x).argmax(1) == y).float().mean().item()
-        session.report(epoch, {"score": score, "loss": float(loss)}, model, optimizer)
+        session.report(epoch, {"score": score, "loss": float(loss), **stamps,
+                               "t_report": time.time()}, model, optimizer)
 
 
 def _step(model: nn.Module, optimizer: Any, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
