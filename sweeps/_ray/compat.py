@@ -151,6 +151,9 @@ def _probes() -> dict[str, Callable[[], None]]:
                                             "get_train_fn_utils"),
         "Tune session's world_rank": _source_sets(f"{train.SESSION_MODULE}:_TrainSession",
                                                   "world_rank"),
+        "Tune's reuse wait env var": _source_mentions(
+            "ray.tune.trainable.function_trainable:FunctionTrainable.reset_config",
+            tune.THREAD_TIMEOUT_ENV),
         "Tune-session check reads world_rank": _source_mentions(
             "ray.tune.trainable.trainable_fn_utils:_in_tune_session", "world_rank is None"),
         # train_snapshot.py

@@ -21,9 +21,12 @@ from pathlib import Path
 from typing import Any
 
 __all__ = ["replace_restored_config", "experiment_state_files", "trials_in_state", "tune_env",
-           "set_trial_config", "STATE_GLOB"]
+           "set_trial_config", "STATE_GLOB", "THREAD_TIMEOUT_ENV"]
 
 STATE_GLOB = "experiment_state-*.json"
+# How long a reused function-trainable process waits for the last trial's thread to end
+# (FunctionTrainable.reset_config, read at each reuse; Ray's default 2 s). Public route: none.
+THREAD_TIMEOUT_ENV = "TUNE_FUNCTION_THREAD_TIMEOUT_S"
 
 
 def replace_restored_config(tuner: Any, scheduler: Any, callbacks: list, verbose: int,

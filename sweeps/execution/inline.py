@@ -26,11 +26,13 @@ worker group; a trial process that dies is Tune's to retry (``trial.max_retries`
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 import os
 import shutil
 import time
+from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -48,16 +50,19 @@ log = logging.getLogger(__name__)
 
 
 def score_key(metrics: dict[str, Any], metric: str, mode: str) -> tuple[bool, float]:
-    """Train's checkpoint order: a missing or NaN score first, then worst to best.
+    """Train's checkpoint order (``_CheckpointManager._get_checkpoint_score``): NaN first, then
+    worst to best; a missing metric counts as -inf before the mode's sign, as in Train.
 
     Example:
-        >>> sorted([{"acc": 0.5}, {}, {"acc": 0.9}], key=lambda m: score_key(m, "acc", "max"))
-        [{}, {'acc': 0.5}, {'acc': 0.9}]
+        >>> sorted([{"acc": 0.5}, {"acc": float("nan")}, {"acc": 0.9}],
+        ...        key=lambda m: score_key(m, "acc", "max"))
+        [{'acc': nan}, {'acc': 0.5}, {'acc': 0.9}]
     """
-    value = metrics.get(metric)
-    if not isinstance(value, int | float) or isinstance(value, bool) or math.isnan(value):
-        return False, 0.0
-    return True, float(value) if mode == "max" else -float(value)
+    value = metrics.get(metric, -math.inf)
+    if not isinstance(value, int | float) or math.isnan(value):
+        return False, -math.inf
+    score = float(value) * (1.0 if mode == "max" else -1.0)
+    return (False, -math.inf) if math.isnan(score) else (True, score)
 
 
 class InlineRun:
@@ -91,9 +96,13 @@ class InlineRun:
 
     def restart(self) -> None:
         """Before the loop runs again from the latest checkpoint: the report count goes back
-        to the reports that checkpoint covers, as a restarted Train run's does."""
+        to the reports that checkpoint covers (as a retried trial's does, from the report
+        log; Train's report index also counts reports lost before earlier restarts)."""
+        from sweeps.execution import report_log
+
+        restored = report_log.restored_count(self.run_dir)
         latest = train_snapshot.latest(train_snapshot.load(self.run_dir))
-        self.clock.count = latest[2] if latest else 0
+        self.clock.count = restored if restored is not None else latest[2] if latest else 0
 
     def report(self, metrics: dict[str, Any], checkpoint: Any = None,
                checkpoint_dir_name: str | None = None, delete_source: bool = False,
@@ -132,8 +141,15 @@ class InlineRun:
     def _persist(self, checkpoint: Any, name: str, delete_source: bool, upload: Any) -> Path:
         target = self.run_dir / name
         self.run_dir.mkdir(parents=True, exist_ok=True)
-        if upload is not None:  # the loop's own upload function (Ray's checkpoint_upload_fn)
-            upload(checkpoint, str(target))
+        if upload is not None:  # the loop's checkpoint_upload_fn, called as Train calls it
+            uploaded = upload(checkpoint, name)
+            path = Path(getattr(uploaded, "path", ""))
+            if path.resolve() != target.resolve():
+                raise ValueError(f"ray.train.report(checkpoint_upload_fn=...) returned "
+                                 f"{getattr(uploaded, 'path', uploaded)!r}; an inline trial "
+                                 f"keeps its checkpoints in {target}: return "
+                                 "ray.train.Checkpoint(<that path>), or run the sweep with "
+                                 "trial.executor=train")
             return target
         source = Path(checkpoint.path)
         if source.resolve() == target.resolve():
@@ -185,6 +201,34 @@ def _refuse_tensors(metrics: dict[str, Any]) -> None:
                          "save tensors in the checkpoint")
 
 
+@contextlib.contextmanager
+def world_of_one(use_gpu: bool) -> Iterator[None]:
+    """What a 1-worker Train run gives its loop besides the API: a torch.distributed process
+    group of size 1 (so ``dist.barrier()``, ``dist.get_rank()``, Accelerate and Lightning work
+    unguarded) and the ``RANK``/``WORLD_SIZE``/``LOCAL_RANK``/... variables; both undone after."""
+    import torch.distributed as dist
+
+    env = {"RANK": "0", "WORLD_SIZE": "1", "LOCAL_RANK": "0", "LOCAL_WORLD_SIZE": "1",
+           "NODE_RANK": "0", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "0"}
+    if use_gpu:
+        env["ACCELERATE_TORCH_DEVICE"] = "cuda:0"
+    saved = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    created = dist.is_available() and not dist.is_initialized()
+    if created:
+        dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
+    try:
+        yield
+    finally:
+        if created and dist.is_initialized():
+            dist.destroy_process_group()
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
 def run_inline(plan: TrialPlan, trial_id: str, run_dir: Path, config: dict[str, Any],
                clock: TrialClock) -> None:
     """Run the trial's loop here until it returns, restarting it from its latest checkpoint
@@ -198,8 +242,8 @@ def run_inline(plan: TrialPlan, trial_id: str, run_dir: Path, config: dict[str, 
     entry = loop_entry(import_trainable(plan.trainable), plan.context(trial_id))
     datasets = {name: ds.iterator() for name, ds in plan.datasets.items()}
     failures = 0
-    with serving(name=trial_id, report=run.report, get_checkpoint=run.checkpoint,
-                 datasets=datasets):
+    with world_of_one(plan.use_gpu), serving(name=trial_id, report=run.report,
+                                             get_checkpoint=run.checkpoint, datasets=datasets):
         while True:
             started = time.monotonic()
             try:

@@ -83,10 +83,48 @@ def test_a_checkpoint_reported_again_replaces_the_old_copy_and_can_drop_its_sour
     assert not list(run.run_dir.glob(".*partial*"))
 
 
-def test_score_order_puts_missing_and_nan_first_and_honours_min() -> None:
-    assert score_key({"acc": math.nan}, "acc", "max") == (False, 0.0)
-    assert score_key({}, "acc", "max") < score_key({"acc": -5.0}, "acc", "max")
+def test_score_order_is_trains() -> None:
+    """NaN first; a missing metric is -inf before the mode's sign (Train's own rule, so a
+    later trial.executor=train resume finds the list in the order it keeps)."""
+    assert score_key({"acc": math.nan}, "acc", "max") == (False, -math.inf)
+    assert score_key({}, "acc", "max") == (True, -math.inf) < score_key({"acc": -5.0}, "acc", "max")
+    assert score_key({}, "loss", "min") == (True, math.inf)
     assert score_key({"loss": 0.1}, "loss", "min") > score_key({"loss": 0.2}, "loss", "min")
+
+
+def test_an_upload_function_is_called_as_train_calls_it(tmp_path: Path) -> None:
+    run = _run(tmp_path)
+    calls = []
+
+    def upload(checkpoint, name):
+        calls.append(name)
+        target = run.run_dir / name
+        target.mkdir(parents=True)
+        return _checkpoint(target)
+
+    src = _checkpoint(_source(tmp_path, "s", "x"))
+    assert run._persist(src, "c1", False, upload) == run.run_dir / "c1" and calls == ["c1"]
+    with pytest.raises(ValueError, match="keeps its checkpoints in .*trial.executor=train"):
+        run._persist(src, "c2", False, lambda c, n: _checkpoint(tmp_path / "elsewhere"))
+
+
+def test_the_loop_gets_a_process_group_of_one_and_trains_env() -> None:
+    import os
+
+    import torch
+    import torch.distributed as dist
+
+    from sweeps.execution.inline import world_of_one
+
+    before = os.environ.get("WORLD_SIZE")
+    with world_of_one(use_gpu=False):
+        assert dist.is_initialized() and dist.get_world_size() == 1 and dist.get_rank() == 0
+        tensor = torch.ones(2)
+        dist.all_reduce(tensor)
+        dist.barrier()
+        assert tensor.tolist() == [1.0, 1.0]
+        assert (os.environ["RANK"], os.environ["WORLD_SIZE"]) == ("0", "1")
+    assert not dist.is_initialized() and os.environ.get("WORLD_SIZE") == before
 
 
 def test_rays_per_worker_api_is_served_in_process(tmp_path: Path) -> None:
