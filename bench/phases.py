@@ -7,6 +7,7 @@ tasks, the trial actor's task calls, process exits) and what the loop reports
 
     start            Tune asked for the trial's actor (or, a reused actor, for its reset)
     actor_ready      the trial actor is up (process started, Tune and the trainable imported)
+    controller_asked the trial function asked for the Train controller (absent: no Train run)
     controller_ready the Train controller actor is up               (absent: no Train run)
     workers_ready    the last Train worker actor is up              (absent: no Train run)
     loop_entry       the loop was called (Train has set up the process group by then)
@@ -32,10 +33,10 @@ from typing import Any
 __all__ = ["EVENTS", "PHASES", "TRACKING", "actor_breakdown", "median_phases", "phases",
            "split_actor", "sweep_phases", "trial_events"]
 
-EVENTS = ("start", "actor_ready", "controller_ready", "workers_ready", "loop_entry",
-          "first_report", "last_report", "end")
-PHASES = ("trial_actor_start", "controller_start", "worker_start", "loop_entry",
-          "first_report", "reports", "teardown")
+EVENTS = ("start", "actor_ready", "controller_asked", "controller_ready", "workers_ready",
+          "loop_entry", "first_report", "last_report", "end")
+PHASES = ("trial_actor_start", "driver_setup", "controller_start", "worker_start",
+          "loop_entry", "first_report", "reports", "teardown")
 TRACKING = "tracking"
 CONTROLLER, WORKER = "TrainController", "RayTrainWorker"
 
@@ -86,8 +87,8 @@ def trial_events(span: dict[str, float | None], children: Iterable[dict[str, Any
     children = list(children)
     rows = sorted(rows, key=lambda r: r.get("t_report") or 0.0)
 
-    def ready(cls: str) -> float | None:
-        times = [c["ready"] for c in children if c["cls"] == cls and c.get("ready")]
+    def latest(cls: str, key: str) -> float | None:
+        times = [c[key] for c in children if c["cls"] == cls and c.get(key)]
         return max(times) if times else None
 
     def stamp(row: dict[str, Any] | None, key: str) -> float | None:
@@ -97,7 +98,9 @@ def trial_events(span: dict[str, float | None], children: Iterable[dict[str, Any
     first, last = (rows[0], rows[-1]) if rows else (None, None)
     training = [float(r.get("epoch_time_s") or 0.0) for r in rows]
     return {**{k: span.get(k) for k in ("start", "actor_ready", "end")},
-            "controller_ready": ready(CONTROLLER), "workers_ready": ready(WORKER),
+            "controller_asked": latest(CONTROLLER, "requested"),
+            "controller_ready": latest(CONTROLLER, "ready"),
+            "workers_ready": latest(WORKER, "ready"),
             "loop_entry": stamp(first, "t_loop_entry"), "first_report": stamp(first, "t_report"),
             "last_report": stamp(last, "t_report"), "proc_start": stamp(first, "t_proc_start"),
             "tracked": tracked, "training_first": training[0] if training else 0.0,
@@ -108,12 +111,14 @@ def phases(events: dict[str, Any]) -> dict[str, float | None]:
     """Seconds per phase (``PHASES``, then ``tracking``) of one trial's ``trial_events``.
 
     Example:
-        >>> e = {"start": 0.0, "actor_ready": 2.0, "controller_ready": None,
-        ...      "workers_ready": None, "loop_entry": 3.0, "first_report": 5.0,
+        >>> e = {"start": 0.0, "actor_ready": 2.0, "controller_asked": None,
+        ...      "controller_ready": None, "workers_ready": None, "loop_entry": 3.0,
+        ...      "first_report": 5.0,
         ...      "last_report": 7.0, "end": 9.0, "tracked": 9.5, "training_first": 1.0,
         ...      "training_rest": 1.5}
         >>> phases(e)  # doctest: +NORMALIZE_WHITESPACE
-        {'trial_actor_start': 2.0, 'controller_start': None, 'worker_start': None,
+        {'trial_actor_start': 2.0, 'driver_setup': None, 'controller_start': None,
+         'worker_start': None,
          'loop_entry': 1.0, 'first_report': 1.0, 'reports': 0.5, 'teardown': 2.0,
          'tracking': 0.5}
     """

@@ -72,7 +72,8 @@ def actors_since(since: float) -> dict[str, dict[str, Any]]:
         exited = [end for start, end in exits.get(actor.pid, [])
                   if ready is None or start <= ready <= end]
         out[actor.actor_id] = {
-            "id": actor.actor_id, "cls": actor.class_name, "pid": actor.pid,
+            # "wrap_function.<locals>.ImplicitFunc" for some, "ImplicitFunc" for others
+            "id": actor.actor_id, "cls": actor.class_name.rsplit(".", 1)[-1], "pid": actor.pid,
             "parent": None if not parent or parent.startswith("f" * 24) else parent,
             "requested": _s(task.creation_time_ms), "running": _s(task.start_time_ms),
             "ready": ready, "exited": exited[0] if exited else None}
