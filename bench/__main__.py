@@ -1,16 +1,20 @@
 """python -m bench [--quick]
 
-Runs the benchmarks in one private Ray instance (2 CPUs), prints their tables and writes
-``bench/results/latest.json``. Every figure is a ratio against a baseline measured in the same
-run (medians of repeated runs):
+Runs the benchmarks in one private Ray instance (2 CPUs, with the dashboard: the phase
+breakdowns read Ray's state API), prints their tables and writes ``bench/results/latest.json``.
+Every figure is a ratio against a baseline measured in the same run (medians of repeated runs):
 
-1. orchestration overhead per trial, sweeps vs a plain Ray Tune + Train script
-   (``bench.overhead``);
+1. orchestration overhead per trial, sweeps vs a plain Ray Tune + Train script, 2 workers per
+   trial, and where each second of a trial goes (``bench.overhead``; the full size measures
+   1 worker per trial too, where sweeps' default runs the loop in the trial process);
 2. fraction of sweep wall time spent training, for ~1 s (from 1.), ~10 s and ~30 s trials,
    sweeps vs the same plain script (``bench.fraction``);
 3. report latency, our poll interval vs Ray's default (``bench.report_latency``);
 4. search efficiency: epochs and seconds for TPE+ASHA, and for Hydra's Optuna sweeper, to reach
-   the best score of a full-budget random search (``bench.search_efficiency``).
+   the best score of a full-budget random search (``bench.search_efficiency``);
+5. scale: one sweep of 200 one-epoch 1-worker trials, per-trial overhead of the last 50 over
+   the first 50, driver memory growth and MLflow's lag behind the last trial
+   (``bench.scale``; no warm-up sweep here: the benchmarks before it have done the imports).
 
 ``--quick`` runs each once with tiny sizes (what the smoke test does). Not run by the test
 suite's default command; ``tests/integration/test_bench.py`` runs ``--quick``.
@@ -23,17 +27,21 @@ import json
 import time
 from typing import Any
 
-from bench import fraction, overhead, report_latency, search_efficiency
+from bench import fraction, overhead, report_latency, scale, search_efficiency
 
 SIZES = {
     "full": {"overhead": {"trials": 3, "epochs": 3, "epoch_s": 0.3, "repeats": 3},
+             "overhead_1worker": {"trials": 3, "epochs": 3, "epoch_s": 0.3, "repeats": 3,
+                                  "workers": 1},
              "fraction": {"sizes": [(5, 2.0), (6, 5.0)], "trials": 2},
              "latency": {"intervals": [2.0, 0.1, 0.05, 0.03], "reports": 10},
-             "search": {"trials": 12, "epochs": 9, "seed": 0}},
+             "search": {"trials": 12, "epochs": 9, "seed": 0},
+             "scale": {"trials": 200, "epoch_s": 0.05, "window": 50, "warmup": 0}},
     "quick": {"overhead": {"trials": 1, "epochs": 1, "epoch_s": 0.1, "repeats": 1},
               "fraction": {"sizes": [(1, 0.5)], "trials": 1},
               "latency": {"intervals": [2.0, 0.1], "reports": 3},
-              "search": {"trials": 2, "epochs": 2, "seed": 0}},
+              "search": {"trials": 2, "epochs": 2, "seed": 0},
+              "scale": {"trials": 4, "epoch_s": 0.05, "window": 50, "warmup": 0}},
 }
 
 
@@ -42,7 +50,7 @@ def run(quick: bool = False) -> dict[str, Any]:
     import ray
 
     sizes = SIZES["quick" if quick else "full"]
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    ray.init(num_cpus=2, include_dashboard=True, log_to_driver=False)
     start = time.perf_counter()
     result: dict[str, Any] = {}
     try:
@@ -51,6 +59,9 @@ def run(quick: bool = False) -> dict[str, Any]:
                               + fraction.measure(**sizes["fraction"]))
         result["report_latency"] = report_latency.measure_all(**sizes["latency"])
         result["search_efficiency"] = search_efficiency.measure(**sizes["search"])
+        if "overhead_1worker" in sizes:
+            result["overhead_1worker"] = overhead.measure(**sizes["overhead_1worker"])
+        result["scale"] = scale.measure(**sizes["scale"])
     finally:
         ray.shutdown()
     result["seconds"] = time.perf_counter() - start
@@ -67,6 +78,10 @@ def main() -> None:
           + fraction.format_rows(result["fraction"]))
     print("\n3. report latency\n" + report_latency.format_rows(result["report_latency"]))
     print("\n4. search efficiency\n" + search_efficiency.format_table(result["search_efficiency"]))
+    if "overhead_1worker" in result:
+        print("\n1b. orchestration overhead per trial, 1 worker\n"
+              + overhead.format_table(result["overhead_1worker"]))
+    print("\n5. scale\n" + scale.format_table(result["scale"]))
     print(f"\n(all benchmarks: {result['seconds']:.0f} s)")
     if not args.quick:
         report_latency.RESULTS.mkdir(exist_ok=True)

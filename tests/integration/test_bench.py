@@ -25,6 +25,8 @@ def test_bench_quick_runs_every_benchmark(monkeypatch) -> None:
     overhead = result["overhead"]["median"]
     for side in ("plain", "sweeps"):
         assert overhead[side]["wall_s"] > overhead[side]["training_s"] > 0
+    _check_phases(result["overhead"])
+    _check_scale(result["scale"], trials=4)
     assert [r["poll_interval_s"] for r in result["report_latency"]] == [2.0, 0.1]
     assert all(r["median_s"] > 0 for r in result["report_latency"])
     # The ~1 s row comes from the overhead runs, then one measured size.
@@ -42,6 +44,46 @@ def test_bench_quick_runs_every_benchmark(monkeypatch) -> None:
     assert 1 <= rows["random (full budget)"]["epochs_to_target"] <= full_budget
     assert 1 <= rows["sweeps TPE+ASHA"]["epochs_total"] <= full_budget
     assert not ray.is_initialized()
+
+
+def _check_phases(result: dict) -> None:
+    """Every trial of both sides was found in Ray's state API and cut into phases that add up
+    to its span less its training; the plain script's trials start a Train run."""
+    from bench.phases import PHASES, TRACKING
+
+    assert result["workers"] == 2 and result["executor"] is None
+    assert result["phases_measured"] is True
+    for side in ("plain", "sweeps"):
+        summary = result["phases"][side]
+        assert set(PHASES) | {TRACKING, "overhead", "head", "tail", "processes"} <= set(summary)
+        for run in result["runs"][side]:
+            assert len(run["trials"]) == result["trials"]
+            for trial in run["trials"]:
+                events, phases = trial["events"], trial["phases"]
+                assert None not in (events["start"], events["actor_ready"], events["end"],
+                                    events["loop_entry"], events["first_report"])
+                assert phases["trial_actor_start"] > 0
+                span = events["end"] - events["start"]
+                training = events["training_first"] + events["training_rest"]
+                assert sum(v or 0.0 for k, v in phases.items() if k != TRACKING) == (
+                    pytest.approx(span - training, abs=1e-6))
+                assert {a["cls"] for a in trial["actors"]} >= {"ImplicitFunc"}
+    plain = result["phases"]["plain"]
+    assert plain["controller_start"] > 0 and plain["worker_start"] > 0
+    assert plain["actors"]["RayTrainWorker"]["count"] == 2
+    assert plain[TRACKING] is None  # the plain script tracks nothing
+    assert result["phases"]["sweeps"][TRACKING] is not None  # its MLflow runs were seen
+
+
+def _check_scale(result: dict, trials: int) -> None:
+    assert result["trials"] == result["trials_timed"] == trials
+    assert result["overhead"]["window"] == trials // 2
+    assert result["overhead"]["ratio"] > 0
+    assert result["mlflow"]["finished"] == trials
+    assert result["mlflow"]["complete_after_last_trial_s"] is not None
+    assert 0 < result["rss_mb"]["start"] <= result["rss_mb"]["peak"]
+    assert set(result["met"]) == set(result["targets"])
+    assert len(result["per_trial"]) == trials
 
 
 def _log(*reports: tuple) -> list[dict]:
