@@ -17,7 +17,7 @@ from bench import phases as ph
 from bench.overhead import PHASE_ROWS, Run, format_table, summarize
 from bench.scale import format_table as scale_table
 from bench.scale import summarize as scale_summary
-from bench.scale import window_ratio
+from bench.scale import waits, window_ratio
 
 
 def _actor(cls: str, requested: float, running: float, ready: float, **extra) -> dict:
@@ -160,9 +160,20 @@ def test_window_ratio(values: list[float], window: int, expected: tuple) -> None
     assert (got["window"], got["first_median_s"], got["last_median_s"], got["ratio"]) == expected
 
 
+def test_waits_run_from_the_end_that_freed_the_slot() -> None:
+    trials = [{"start": 0.0, "end": 4.0, "actor": "a", "fresh": True},
+              {"start": 0.2, "end": 3.0, "actor": "b", "fresh": True},
+              {"start": 3.1, "end": 6.0, "actor": "b", "fresh": False},  # reused b
+              {"start": 4.4, "end": 8.0, "actor": "a", "fresh": False},  # not after b's end
+              {"start": 9.0, "end": 10.0, "actor": "c", "fresh": True}]  # a new process
+    assert waits(trials) == pytest.approx([None, None, 0.1, 0.4, 1.0])
+
+
 def test_scale_summary_sets_each_target_and_survives_missing_timelines() -> None:
-    timelines = {f"t{i}": {"events": {"start": 100.0 + i, "end": 101.5 + i}} for i in range(4)}
-    timelines["lost"] = {"events": {"start": None, "end": None}}
+    actors = {"a": {"id": "a", "requested": 100.0}, "b": {"id": "b", "requested": 101.0}}
+    timelines = {f"t{i}": {"events": {"start": 100.0 + i, "end": 101.5 + i},
+                           "actor": actors["ab"[i % 2]]} for i in range(4)}
+    timelines["lost"] = {"events": {"start": None, "end": None}, "actor": None}
     rows = {f"t{i}": [{"epoch_time_s": 0.5}] for i in range(4)}
     watcher = SimpleNamespace(
         finished={f"t{i}": 106.0 for i in range(4)}, status={f"t{i}": "FINISHED" for i in range(4)},
@@ -174,16 +185,20 @@ def test_scale_summary_sets_each_target_and_survives_missing_timelines() -> None
     got = scale_summary(4, 0.5, 50, None, run, rows, timelines, watcher, rss)
     assert got["trials_timed"] == 4
     assert got["overhead"]["ratio"] == pytest.approx(1.0)
+    assert [p["fresh"] for p in got["per_trial"]] == [True, True, False, False]
+    assert [p["wait_s"] for p in got["per_trial"]] == [None, None, 0.5, 0.5]
+    assert got["overhead_with_wait"]["ratio"] == pytest.approx(1.5 / 1.0)
     assert got["last_trial_end_s"] == pytest.approx(4.5)
     assert got["mlflow"]["complete_after_last_trial_s"] == pytest.approx(1.5)
     assert got["mlflow"]["median_lag_s"] == pytest.approx(1.0)
     assert (got["rss_mb"]["growth"], got["rss_mb"]["peak_growth"]) == (20.0, 30.0)
-    assert got["met"] == {"overhead_ratio": True, "rss_growth_mb": True, "mlflow_lag_s": True}
-    assert "MISSED" not in scale_table(got)
+    assert got["met"] == {"overhead_ratio": True, "overhead_with_wait_ratio": False,
+                          "rss_growth_mb": True, "mlflow_lag_s": True}
+    assert scale_table(got).count("MISSED") == 1
     incomplete = scale_summary(5, 0.5, 50, None, run, rows, timelines, watcher, rss)
     assert incomplete["mlflow"]["complete_after_last_trial_s"] is None
     assert incomplete["met"]["mlflow_lag_s"] is False
-    assert "MISSED" in scale_table(incomplete)
+    assert scale_table(incomplete).count("MISSED") == 2
 
 
 def test_the_mlflow_watcher_sees_trial_runs_end_and_ignores_older_ones(tmp_path) -> None:
