@@ -147,6 +147,8 @@ def _probes() -> dict[str, Callable[[], None]]:
         "Train's worker API methods": _attrs(
             f"{train_fn.TRAIN_FN_UTILS_MODULE}:LocalTrainFnUtils", "report", "get_checkpoint",
             "get_dataset_shard", "get_context"),
+        "Train's tensor check": _attrs(train_fn.TENSOR_CHECK.partition(":")[0],
+                                       train_fn.TENSOR_CHECK.partition(":")[2]),
         "Train's worker API setter": _attrs(train_fn.TRAIN_FN_UTILS_MODULE, "set_train_fn_utils",
                                             "get_train_fn_utils"),
         "Tune session's world_rank": _source_sets(f"{train.SESSION_MODULE}:_TrainSession",

@@ -18,7 +18,8 @@ running in a function passed to Ray Tune" when the process has a Tune session wh
 runs, which is what a Train worker's session says, and puts it back after.
 
 Private: ``ray.train.v2._internal.execution.train_fn_utils`` (``LocalTrainFnUtils``,
-``set_train_fn_utils``) and the Tune session's ``world_rank``. Public route: Train V2's local
+``set_train_fn_utils``), the Tune session's ``world_rank`` and Ray's ``contains_tensor`` (the
+check its ``report`` makes). Public route: Train V2's local
 mode with a reporting hook (local mode drops reports; no upstream issue found at 2.60).
 """
 
@@ -28,9 +29,22 @@ import contextlib
 from collections.abc import Callable, Iterator
 from typing import Any
 
-__all__ = ["serving", "TRAIN_FN_UTILS_MODULE"]
+__all__ = ["serving", "contains_tensor", "TRAIN_FN_UTILS_MODULE", "TENSOR_CHECK"]
 
 TRAIN_FN_UTILS_MODULE = "ray.train.v2._internal.execution.train_fn_utils"
+TENSOR_CHECK = "ray.air._internal.torch_utils:contains_tensor"
+
+
+def contains_tensor(metrics: Any) -> bool:
+    """Ray Train's own check that a report's metrics hold a torch tensor (or a module), which
+    its ``report`` refuses; only when torch is loaded, as Ray does."""
+    import importlib
+    import sys
+
+    if "torch" not in sys.modules:
+        return False
+    module, _, name = TENSOR_CHECK.partition(":")
+    return bool(getattr(importlib.import_module(module), name)(metrics))
 
 
 def _utils_class() -> type:

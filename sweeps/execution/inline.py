@@ -29,6 +29,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import math
+import numbers
 import os
 import shutil
 import time
@@ -51,18 +52,22 @@ log = logging.getLogger(__name__)
 
 def score_key(metrics: dict[str, Any], metric: str, mode: str) -> tuple[bool, float]:
     """Train's checkpoint order (``_CheckpointManager._get_checkpoint_score``): NaN first, then
-    worst to best; a missing metric counts as -inf before the mode's sign, as in Train.
+    worst to best; nested metrics by ``a/b`` path; a missing metric counts as -inf before the
+    mode's sign; any number type (numpy's too); a value that is not a number is refused.
 
     Example:
         >>> sorted([{"acc": 0.5}, {"acc": float("nan")}, {"acc": 0.9}],
         ...        key=lambda m: score_key(m, "acc", "max"))
         [{'acc': nan}, {'acc': 0.5}, {'acc': 0.9}]
     """
-    value = metrics.get(metric, -math.inf)
-    if not isinstance(value, int | float) or math.isnan(value):
-        return False, -math.inf
-    score = float(value) * (1.0 if mode == "max" else -1.0)
-    return (False, -math.inf) if math.isnan(score) else (True, score)
+    from ray.tune.utils import flatten_dict
+
+    value = flatten_dict(metrics).get(metric, -math.inf)
+    if not isinstance(value, numbers.Number) or isinstance(value, complex):
+        raise ValueError(f"checkpoint score {metric}={value!r} is not a number; the sweep "
+                         f"ranks checkpoints by experiment.metric, so report it as one")
+    value = float(value)
+    return (False, -math.inf) if math.isnan(value) else (True, value if mode == "max" else -value)
 
 
 class InlineRun:
@@ -100,9 +105,7 @@ class InlineRun:
         log; Train's report index also counts reports lost before earlier restarts)."""
         from sweeps.execution import report_log
 
-        restored = report_log.restored_count(self.run_dir)
-        latest = train_snapshot.latest(train_snapshot.load(self.run_dir))
-        self.clock.count = restored if restored is not None else latest[2] if latest else 0
+        self.clock.count = report_log.reports_before(self.run_dir)
 
     def report(self, metrics: dict[str, Any], checkpoint: Any = None,
                checkpoint_dir_name: str | None = None, delete_source: bool = False,
@@ -111,18 +114,21 @@ class InlineRun:
         report, hand it to Tune (which blocks until Tune has taken it, or raises to stop)."""
         from ray import tune
 
+        from sweeps._ray.train_fn import contains_tensor
         from sweeps.execution import report_log
 
-        _refuse_tensors(metrics)
+        if contains_tensor(metrics):  # Ray Train's rule and message
+            raise ValueError("ray.train.report: the metrics hold torch tensors, which do not "
+                             "deserialize on the driver; report Python numbers (.item()) and "
+                             "save tensors in the checkpoint")
         self.flush()  # a report past the budget: Tune ends the trial here
         path = None
         if checkpoint is not None:
             name = checkpoint_dir_name or f"checkpoint_{datetime.now():%Y-%m-%d_%H-%M-%S.%f}"
             path = str(self._persist(checkpoint, name, delete_source, upload))
             self._register(name, dict(metrics))
-        self.next_index += 1 if checkpoint is None else 0
-        stamped = self.clock.stamp(dict(metrics))
-        report_log.append(self.run_dir, stamped, self.clock.count, path)
+        self.next_index += 1
+        stamped = report_log.record(self.clock, dict(metrics), path)
         handover = {**stamped, CHECKPOINT_PATH_KEY: path} if path else stamped
         if float(stamped[CLOCK_KEY]) >= self.budget:
             self.pending = handover  # Tune would stop the loop inside this call
@@ -169,36 +175,13 @@ class InlineRun:
         report), the worst beyond ``keep`` deleted unless latest; the snapshot rewritten."""
         kept = [k for k in self.kept if k[0] != name] + [(name, metrics, self.next_index)]
         kept.sort(key=lambda k: (score_key(k[1], self.metric, self.mode), k[2]))
-        self.latest, self.next_index = name, self.next_index + 1
-        dropped = [k for k in kept[:-self.keep] if k[0] != name] if self.keep > 0 else []
+        self.latest = name
+        dropped = [k for k in kept[:-self.keep] if k[0] != name]  # checkpoint.keep >= 1
         self.kept = [k for k in kept if k not in dropped]
         train_snapshot.write(self.run_dir, train_snapshot.rebuilt(
-            self.kept, latest_name=name, next_index=self.next_index))
+            self.kept, latest_name=name, next_index=self.next_index + 1))
         for old, _, _ in dropped:
             shutil.rmtree(self.run_dir / old, ignore_errors=True)
-
-
-def _refuse_tensors(metrics: dict[str, Any]) -> None:
-    """Ray Train's rule: tensors in metrics do not deserialize on the driver."""
-    import sys
-
-    if "torch" not in sys.modules:
-        return
-    import torch
-
-    def has(value: Any) -> bool:
-        if isinstance(value, torch.Tensor):
-            return True
-        if isinstance(value, dict):
-            return any(has(v) for v in value.values())
-        if isinstance(value, list | tuple):
-            return any(has(v) for v in value)
-        return False
-
-    if has(metrics):
-        raise ValueError("ray.train.report: the metrics hold torch tensors, which do not "
-                         "deserialize on the driver; report Python numbers (.item()) and "
-                         "save tensors in the checkpoint")
 
 
 @contextlib.contextmanager

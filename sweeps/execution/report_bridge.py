@@ -1,6 +1,7 @@
 """The trial's Train -> Tune bridge: Ray's ``TuneReportCallback`` plus the trial's clock.
 
-    callbacks=[SweepReportCallback(TrialClock.load(run_dir, "epoch", reports_before(run_dir)))]
+    callbacks=[SweepReportCallback(TrialClock.load(run_dir, "epoch",
+                                                   report_log.reports_before(run_dir)))]
 
 Runs in the trial's Ray Train controller and sees every report of the trial, in order, before Tune
 does (right after Train registered its checkpoint). It adds ``sweeps_epoch`` and ``sweeps_step``
@@ -32,8 +33,6 @@ class SweepReportCallback(TuneReportCallback):
     def after_report(self, run_context: Any, metrics: list[dict[str, Any]],
                      checkpoint: Any) -> None:
         if metrics:
-            metrics = [self.clock.stamp(metrics[0]), *metrics[1:]]
-            if self.clock.run_dir is not None:
-                report_log.append(self.clock.run_dir, metrics[0], self.clock.count,
-                                  checkpoint.path if checkpoint else None)
+            metrics = [report_log.record(self.clock, metrics[0],
+                                         checkpoint.path if checkpoint else None), *metrics[1:]]
         super().after_report(run_context, metrics, checkpoint)

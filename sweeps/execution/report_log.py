@@ -19,12 +19,15 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sweeps.files import append_line
 from sweeps.protocol import CHECKPOINT_PATH_KEY, CLOCK_KEY, REPORTS_FILE, run_file
 
-__all__ = ["append", "records", "restored_count", "unseen"]
+if TYPE_CHECKING:
+    from sweeps.execution.clock import TrialClock
+
+__all__ = ["append", "record", "records", "restored_count", "reports_before", "unseen"]
 
 
 def append(run_dir: str | Path, metrics: dict[str, Any], n: int,
@@ -32,6 +35,17 @@ def append(run_dir: str | Path, metrics: dict[str, Any], n: int,
     """Add one report, fsync'ed."""
     line = json.dumps({**metrics, "n": n, CHECKPOINT_PATH_KEY: checkpoint}, default=float)
     append_line(run_file(run_dir, REPORTS_FILE), line)
+
+
+def record(clock: TrialClock, metrics: dict[str, Any],
+           checkpoint: str | None) -> dict[str, Any]:
+    """One report of a trial as it happens: stamped with the trial's clock and, when the clock
+    has a run directory, logged; returns the stamped metrics, to hand to Tune. Used by the
+    Train -> Tune bridge and by an inline trial (``sweeps.execution.inline``)."""
+    stamped = clock.stamp(metrics)
+    if clock.run_dir is not None:
+        append(clock.run_dir, stamped, clock.count, checkpoint)
+    return stamped
 
 
 def records(run_dir: str | Path) -> list[dict[str, Any]]:
@@ -65,6 +79,18 @@ def restored_count(run_dir: str | Path) -> int | None:
     does not know that checkpoint)."""
     lines = _upto_restored(run_dir)
     return int(lines[-1]["n"]) if lines else None
+
+
+def reports_before(run_dir: str | Path) -> int:
+    """How many reports the trial had made when it wrote the checkpoint it resumes from: the
+    log's count, else Train's snapshot's (a log that does not know that checkpoint), else 0."""
+    from sweeps.resume.train_runs import latest_checkpoint
+
+    restored = restored_count(run_dir)
+    if restored is not None:
+        return restored
+    latest = latest_checkpoint(Path(run_dir))
+    return latest[2] if latest else 0
 
 
 def unseen(run_dir: str | Path, judged: float) -> list[dict[str, Any]]:

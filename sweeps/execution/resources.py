@@ -117,4 +117,4 @@ def plan_resources(scaling: ScalingSection, cpus: float, gpus: float,
     return ResourcePlan(use_gpu=use_gpu, num_workers=n, cpus_per_worker=cpw,
                         gpus_per_worker=gpw, max_concurrent_trials=max_concurrent or fits,
                         trials_that_fit=fits, cluster_cpus=cpus, cluster_gpus=gpus,
-                        inline=executor == "inline" or (executor == "auto" and n == 1))
+                        inline=executor != "train" and n == 1)  # validated: inline => 1 worker

@@ -111,7 +111,7 @@ def run_trial(sampled: dict[str, Any], plan: TrialPlan) -> None:
         return
     from sweeps.execution import report_log
     from sweeps.execution.exploit import take_exploit
-    from sweeps.resume.train_runs import claim_run, latest_checkpoint, repair_run
+    from sweeps.resume.train_runs import claim_run, repair_run
 
     run_dir = Path(plan.train_storage) / trial_id
     # PBT: a pending exploit reseeds the run from its donor's checkpoint, with explored values.
@@ -119,12 +119,8 @@ def run_trial(sampled: dict[str, Any], plan: TrialPlan) -> None:
     config = plan.worker_config(sampled)
     for note in claim_run(run_dir, config) + repair_run(run_dir):
         log.warning(note)
-    latest = latest_checkpoint(run_dir)
-    restored = report_log.restored_count(run_dir)
-    clock = TrialClock.load(run_dir, plan.time_attr,
-                            restored if restored is not None else latest[2] if latest else 0)
+    clock = TrialClock.load(run_dir, plan.time_attr, report_log.reports_before(run_dir))
     counting = None if plan.inline else count_handovers()
-    logged_before = len(report_log.records(run_dir))
     unseen = unseen_reports(run_dir, Path(plan.train_storage).parent, trial_id)
     for metrics in unseen:
         tune.report(metrics)  # trained and checkpointed before an interruption; Tune never saw
@@ -138,6 +134,7 @@ def run_trial(sampled: dict[str, Any], plan: TrialPlan) -> None:
 
         run_inline(plan, trial_id, run_dir, config, clock)
         return
+    logged_before = len(report_log.records(run_dir))
     # Read by the Train controller this process starts (Ray propagates RAY_TRAIN_* env vars).
     attempt_s, start_failures = start_limits(plan.start_timeout_s)
     os.environ.update(controller_env(plan.poll_interval_s, attempt_s, plan.preemption_watcher))

@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from sweeps._ray import train_snapshot
@@ -20,9 +21,9 @@ def _source(tmp_path: Path, name: str, payload: str) -> Path:
     return src
 
 
-def _run(tmp_path: Path, keep: int = 2, mode: str = "max") -> InlineRun:
+def _run(tmp_path: Path, keep: int = 2, mode: str = "max", budget: float = math.inf) -> InlineRun:
     run_dir = tmp_path / "train" / "t1"
-    return InlineRun(run_dir, "acc", mode, keep, TrialClock("epoch", str(run_dir)))
+    return InlineRun(run_dir, "acc", mode, keep, TrialClock("epoch", str(run_dir)), budget)
 
 
 def _checkpoint(path: Path):
@@ -31,14 +32,24 @@ def _checkpoint(path: Path):
     return Checkpoint(str(path))
 
 
+@pytest.fixture
+def handed(monkeypatch: pytest.MonkeyPatch) -> list[dict]:
+    """What the inline run hands Tune (``ray.tune.report``), in order."""
+    import ray.tune
+
+    got: list[dict] = []
+    monkeypatch.setattr(ray.tune, "report", lambda metrics, **_: got.append(metrics))
+    return got
+
+
 def _register(run: InlineRun, tmp_path: Path, epoch: int, acc: float) -> None:
     name = f"checkpoint_epoch_{epoch:04d}"
-    target = run._persist(_checkpoint(_source(tmp_path, name, f"e{epoch}")), name, False, None)
-    assert target == run.run_dir / name
-    run._register(name, {"epoch": epoch, "acc": acc})
+    run.report({"epoch": epoch, "acc": acc}, _checkpoint(_source(tmp_path, name, f"e{epoch}")),
+               name)
 
 
-def test_keeps_the_best_by_the_metric_and_the_latest_as_train_does(tmp_path: Path) -> None:
+def test_keeps_the_best_by_the_metric_and_the_latest_as_train_does(tmp_path: Path,
+                                                                   handed) -> None:
     run = _run(tmp_path, keep=2)
     for epoch, acc in [(1, 0.5), (2, 0.9), (3, 0.7), (4, 0.6)]:
         _register(run, tmp_path, epoch, acc)
@@ -54,14 +65,21 @@ def test_keeps_the_best_by_the_metric_and_the_latest_as_train_does(tmp_path: Pat
     assert snap["current_report_index"] == 4
     assert (run.run_dir / "checkpoint_epoch_0004" / "model.txt").read_text() == "e4"
     assert run.checkpoint().path == str(run.run_dir / "checkpoint_epoch_0004")
+    # each report stamped, logged and handed over with its checkpoint path
+    assert [h["sweeps_epoch"] for h in handed] == [1.0, 2.0, 3.0, 4.0]
+    assert handed[-1]["checkpoint_path"] == str(run.run_dir / "checkpoint_epoch_0004")
+    from sweeps.execution import report_log
+
+    assert [r["n"] for r in report_log.records(run.run_dir)] == [1, 2, 3, 4]
 
 
-def test_a_resumed_run_continues_from_the_snapshot(tmp_path: Path) -> None:
+def test_a_resumed_run_continues_from_the_snapshot(tmp_path: Path, handed) -> None:
     first = _run(tmp_path)
     assert first.checkpoint() is None and first.next_index == 0
     _register(first, tmp_path, 1, 0.5)
-    first.next_index += 1  # a report without a checkpoint
+    first.report({"epoch": 2, "acc": 0.6})  # a report without a checkpoint
     _register(first, tmp_path, 3, 0.8)
+    assert "checkpoint_path" not in handed[1]
     again = _run(tmp_path)
     assert again.latest == "checkpoint_epoch_0003" and again.next_index == 3
     assert [k[0] for k in again.kept] == ["checkpoint_epoch_0001", "checkpoint_epoch_0003"]
@@ -71,7 +89,7 @@ def test_a_resumed_run_continues_from_the_snapshot(tmp_path: Path) -> None:
 
 
 def test_a_checkpoint_reported_again_replaces_the_old_copy_and_can_drop_its_source(
-        tmp_path: Path) -> None:
+        tmp_path: Path, handed) -> None:
     run = _run(tmp_path)
     _register(run, tmp_path, 1, 0.5)
     src = tmp_path / "again"
@@ -90,6 +108,32 @@ def test_score_order_is_trains() -> None:
     assert score_key({}, "acc", "max") == (True, -math.inf) < score_key({"acc": -5.0}, "acc", "max")
     assert score_key({}, "loss", "min") == (True, math.inf)
     assert score_key({"loss": 0.1}, "loss", "min") > score_key({"loss": 0.2}, "loss", "min")
+    assert score_key({"acc": np.float32(0.5)}, "acc", "max") == (True, 0.5)  # numpy's numbers
+    assert score_key({"val": {"acc": 0.9}}, "val/acc", "max") == (True, 0.9)  # nested, as Ray
+    with pytest.raises(ValueError, match="acc='high' is not a number"):
+        score_key({"acc": "high"}, "acc", "max")
+
+
+def test_the_budgets_last_report_waits_for_the_loop_to_return(tmp_path: Path, handed) -> None:
+    """Tune stops a trial inside the report that reaches scheduler.max_t; handing it over only
+    when the loop returns (or reports again) lets the loop's code after it run."""
+    run = _run(tmp_path, budget=2)
+    run.report({"epoch": 1, "acc": 0.5})
+    run.report({"epoch": 2, "acc": 0.6})
+    assert [h["epoch"] for h in handed] == [1] and run.pending["epoch"] == 2
+    # Past the budget: the pending one goes first (in a trial, Tune stops the loop there).
+    run.report({"epoch": 3, "acc": 0.7})
+    assert [h["epoch"] for h in handed] == [1, 2] and run.pending["epoch"] == 3
+    run.flush()
+    assert run.pending is None and [h["epoch"] for h in handed] == [1, 2, 3]
+
+
+def test_tensors_in_metrics_are_refused_as_ray_train_refuses_them(tmp_path: Path, handed) -> None:
+    import torch
+
+    with pytest.raises(ValueError, match="hold torch tensors"):
+        _run(tmp_path).report({"acc": torch.tensor(0.5)})
+    assert handed == []
 
 
 def test_an_upload_function_is_called_as_train_calls_it(tmp_path: Path) -> None:
