@@ -90,7 +90,7 @@ def parse_datasets(entries: dict[str, Any]) -> dict[str, DatasetSource]:
                                   f"arguments>}}; forms: {EXAMPLE}")
             out[name] = DatasetSource(name, function=function, kwargs=kwargs)
         elif isinstance(value, str) and value:
-            is_path = ":" not in value or _URI.match(value) or Path(value).suffix in READERS
+            is_path = ":" not in value or _URI.match(value) or Path(value).suffix.lower() in READERS
             out[name] = (DatasetSource(name, path=value) if is_path
                          else DatasetSource(name, function=value))
         else:
@@ -109,10 +109,10 @@ def reader_of(path: str) -> str:
     """
     local = Path(path)
     if not _URI.match(path) and local.is_dir():
-        suffixes = {p.suffix for p in local.iterdir() if p.suffix in READERS}
+        suffixes = {p.suffix.lower() for p in local.iterdir() if p.suffix.lower() in READERS}
         if len(suffixes) == 1:
             return READERS[suffixes.pop()]
-    return READERS.get(Path(path).suffix, "read_parquet")
+    return READERS.get(Path(path).suffix.lower(), "read_parquet")
 
 
 def check_datasets(entries: dict[str, Any]) -> dict[str, tuple[DatasetSource, Any]]:
@@ -123,10 +123,9 @@ def check_datasets(entries: dict[str, Any]) -> dict[str, tuple[DatasetSource, An
 
     checked = {}
     for src in parse_datasets(entries).values():
-        checked[src.name] = (src, None)
-        if src.function:
-            fn = import_function(src.function, src.key, "mypkg.data:load")
-            checked[src.name] = (src, fn)
+        fn = import_function(src.function, src.key, "mypkg.data:load") if src.function else None
+        checked[src.name] = (src, fn)
+        if fn is not None:
             try:
                 inspect.signature(fn).bind(**src.kwargs)
             except TypeError as exc:
@@ -143,7 +142,7 @@ def check_datasets(entries: dict[str, Any]) -> dict[str, tuple[DatasetSource, An
             raise ConfigError(src.key, path, "does not exist",
                               f"give the path of a file or directory of "
                               f"{'/'.join(READERS)} files (relative to {Path.cwd()})")
-        if Path(path).is_file() and Path(path).suffix not in READERS:
+        if Path(path).is_file() and Path(path).suffix.lower() not in READERS:
             raise ConfigError(src.key, path, f"is a {Path(path).suffix or 'suffix-less'} file, "
                               "which ray.data is not told how to read",
                               f"convert it to one of {', '.join(READERS)}, or point "

@@ -104,19 +104,16 @@ def predict(source: str | Path, data: Any, *, output: str | Path | None = None,
 
 
 def _check_model(resolved: ModelSource, source: str | Path) -> None:
-    from sweeps.inference.hf import TASKS
+    from sweeps.inference.hf import architecture, unsupported
 
     if not resolved.transformers:
         return
-    if resolved.task not in TASKS.values():
-        raise SweepError(f"predict: {source} is a Transformers model whose head sweeps.predict "
-                         f"does not run (task {resolved.task or 'unknown'}); it runs "
-                         f"...{' and ...'.join(TASKS)} models; load it with sweeps.load_best "
-                         "and run it yourself")
-    if resolved.processor is None:
-        raise SweepError(f"predict: the Transformers model of {source} has no tokenizer or "
-                         "image processor saved with it; save one beside the model "
-                         "(Trainer(processing_class=...) or processor.save_pretrained(dir))")
+    arch = architecture(resolved.location) if resolved.form == "transformers" else None
+    why = unsupported(resolved.task, resolved.processor, arch)
+    if why is not None:
+        raise SweepError(f"predict: the Transformers model of {source}: {why}; sweeps.predict "
+                         "runs text- and image-classification models (load others with "
+                         "sweeps.load_best and run them yourself)")
 
 
 def _is_dataset(data: Any) -> bool:

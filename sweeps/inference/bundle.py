@@ -20,7 +20,9 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from sweeps.errors import SweepError
+from sweeps.layout import SweepLayout
 from sweeps.report.best import FIX
+from sweeps.tracking.setup import using_tracking_uri
 
 __all__ = ["ModelSource", "Pretrained", "resolve_source"]
 
@@ -89,13 +91,14 @@ class ModelSource:
         if self.form == "mlflow.pytorch":
             import mlflow.pytorch
 
-            with _quiet_mlflow(), _tracking(self.tracking_uri):
+            with _quiet_mlflow(), using_tracking_uri(self.tracking_uri):
                 return mlflow.pytorch.load_model(self.location).eval()
         import mlflow.transformers
 
         from sweeps.inference.hf import quiet_transformers
 
-        with offline(), _quiet_mlflow(), _tracking(self.tracking_uri), quiet_transformers():
+        with (offline(), _quiet_mlflow(), using_tracking_uri(self.tracking_uri),
+              quiet_transformers()):
             parts = mlflow.transformers.load_model(self.location, return_type="components")
         return Pretrained(parts["model"].eval(),
                           parts.get("tokenizer") or parts.get("image_processor"))
@@ -123,31 +126,30 @@ def resolve_source(source: str | Path, who: str = "load_best", model_loader: str
 
 def _resolve_dir(path: Path, who: str, loader: str | None, shown: str) -> ModelSource:
     from sweeps.execution.checkpoint import CHECKPOINT_FILE, hf_checkpoint_dir
-    from sweeps.report.best import best_checkpoint
+    from sweeps.report.best import best_record, no_sweep_error
 
     if path.is_file() and path.name == CHECKPOINT_FILE:
         path = path.parent
-    if (path / "best.json").is_file():  # a sweep: its best checkpoint, its loader
-        checkpoint = best_checkpoint(path, who=who)
-        best = json.loads((path / "best.json").read_text()) or {}
+    if SweepLayout(path).best.is_file():  # a sweep: its best checkpoint, its loader
+        checkpoint, best = best_record(path, who=who)
         return _checkpoint_source(checkpoint, loader or best.get("model_loader"), who, shown)
     if path.is_dir() and ((path / CHECKPOINT_FILE).is_file() or hf_checkpoint_dir(path)):
         return _checkpoint_source(path, loader, who, shown)
     sweep = _enclosing_sweep(path)
     if sweep is not None and path.is_dir():  # <sweep>/train/<trial>/<checkpoint>: a loop's own
-        best = json.loads((sweep / "best.json").read_text()) or {}
+        best = json.loads(SweepLayout(sweep).best.read_text()) or {}
         return _checkpoint_source(path, loader or best.get("model_loader"), who, shown)
     if loader and path.is_dir():
         return _checkpoint_source(path, loader, who, shown)
-    best_checkpoint(path, who=who)  # raises the sweep-directory error that fits
-    raise SweepError(f"{who}: {path} is not a sweep or checkpoint directory; {FIX}")
+    raise no_sweep_error(path, who)
 
 
 def _enclosing_sweep(path: Path) -> Path | None:
     """The finished sweep a Train checkpoint directory lives in (``<sweep>/train/<trial>/x``)."""
     root = path.resolve().parent.parent.parent
-    up = path.resolve().parent.parent
-    return root if up.name == "train" and (root / "best.json").is_file() else None
+    layout = SweepLayout(root)
+    return root if path.resolve().parent.parent == layout.train and layout.best.is_file() \
+        else None
 
 
 def _checkpoint_source(checkpoint: Path, loader: str | None, who: str,
@@ -164,8 +166,8 @@ def _checkpoint_source(checkpoint: Path, loader: str | None, who: str,
             "directory to an nn.Module, or set experiment.model_loader to it in the experiment "
             "so the next sweep registers the best checkpoint as a model "
             f"(sweeps.best_checkpoint('{shown}') gives the directory)")
-    if form == "transformers":
-        hf = hf_checkpoint_dir(checkpoint) or checkpoint
+    if form == "transformers":  # model_form said so: hf_checkpoint_dir finds it
+        hf = hf_checkpoint_dir(checkpoint)
         return ModelSource("transformers", str(hf), processor=processor_kind(hf),
                            task=task_of(architecture(hf)))
     return ModelSource(form, str(checkpoint), loader=loader if form == "loader" else None)
@@ -176,19 +178,20 @@ def _resolve_uri(uri: str, who: str, loader: str | None,
     import mlflow
     from mlflow.models import get_model_info
 
-    from sweeps.tracking.setup import absolute_uri
+    from sweeps.tracking.setup import absolute_uri, local_store
 
     tracking = absolute_uri(tracking_uri or mlflow.get_tracking_uri())
-    if tracking.startswith("sqlite:///") and not Path(tracking[len("sqlite:///"):]).is_file():
+    local = local_store(tracking)
+    if local is not None and not local.exists():
         raise SweepError(f"{who}: {uri} needs an MLflow store, and there is none at {tracking}; "
                          "run it where the sweep's mlflow.db is, or pass tracking_uri= "
                          "(--tracking-uri)")
     try:
-        with _quiet_mlflow(), _tracking(tracking):
+        with _quiet_mlflow(), using_tracking_uri(tracking):
             flavors = get_model_info(uri).flavors
     except Exception as exc:  # no MLmodel there: maybe a logged checkpoint's files
         try:
-            with _quiet_mlflow(), _tracking(tracking):
+            with _quiet_mlflow(), using_tracking_uri(tracking):
                 local = mlflow.artifacts.download_artifacts(uri)
         except Exception:
             first = str(exc).strip().splitlines()[0][:300] if str(exc).strip() else repr(exc)
@@ -219,24 +222,3 @@ def _quiet_mlflow() -> Iterator[None]:
         yield
     finally:
         logger.setLevel(level)
-
-
-@contextlib.contextmanager
-def _tracking(uri: str | None) -> Iterator[None]:
-    """MLflow's global tracking URI set to ``uri`` for a read, then put back as it was: the
-    registry lookups behind ``models:/`` ignore an explicit ``tracking_uri`` (MLflow 3.17),
-    and ``load_best`` must not repoint the caller's MLflow. Uses MLflow's own private
-    ``_use_tracking_uri`` (it restores "never set" too); without it, the URI stays set."""
-    import mlflow
-
-    if not uri:
-        yield
-        return
-    try:
-        from mlflow.tracking._tracking_service.utils import _use_tracking_uri
-    except ImportError:  # pragma: no cover - another MLflow layout
-        mlflow.set_tracking_uri(uri)
-        yield
-        return
-    with _use_tracking_uri(uri):
-        yield

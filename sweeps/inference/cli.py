@@ -108,15 +108,16 @@ def _quiet_ray_data() -> None:
     fewer blocks than ``--concurrency`` (the extra actors idle): the command prints its own
     summary and its errors."""
     import logging
+    import os
     import warnings
-
-    import ray.data
 
     logging.getLogger("ray").setLevel(logging.WARNING)
     # ERROR: Ray Data's one warning here would be that progress bars are off; its errors
     # still end the command (as one line, sweeps.predict's SweepError).
     logging.getLogger("ray.data").setLevel(logging.ERROR)
-    ray.data.DataContext.get_current().enable_progress_bars = False
+    # Read when ray.data is first imported (DataContext's default), so a bad source fails
+    # before paying for that import.
+    os.environ.setdefault("RAY_DATA_DISABLE_PROGRESS_BARS", "1")
     warnings.filterwarnings("ignore", message="The minimum number of concurrent actors")
 
 

@@ -19,11 +19,12 @@ from pathlib import Path
 from typing import Any
 
 from sweeps.errors import SweepError
+from sweeps.execution.datasets import READERS
 
 __all__ = ["FORMATS", "choose_column", "input_files", "read_input"]
 
-FORMATS = {".parquet": "parquet", ".csv": "csv", ".json": "json", ".jsonl": "json",
-           ".npy": "numpy"}
+# File suffix -> format, the same files experiment.datasets reads (ray.data.read_<format>).
+FORMATS = {suffix: reader.removeprefix("read_") for suffix, reader in READERS.items()}
 DEFAULT_COLUMNS = {"tokenizer": ("text",), "image_processor": ("image",),
                    None: ("x", "features")}
 TAKES = {"tokenizer": "texts", "image_processor": "images (HxW or HxWxC arrays)",
@@ -97,8 +98,7 @@ def read_input(data: Any, who: str = "predict", read_cpus: float | None = None) 
         import numpy as np
 
         return ray.data.from_numpy(np.concatenate([np.load(f) for f in files]))
-    reader = {"parquet": ray.data.read_parquet, "csv": ray.data.read_csv,
-              "json": ray.data.read_json}[fmt]
+    reader = getattr(ray.data, f"read_{fmt}")
     if not read_cpus:
         return reader(files)
     if "num_cpus" in inspect.signature(reader).parameters:

@@ -22,7 +22,7 @@ from typing import Any
 from sweeps.inference.bundle import Pretrained
 
 __all__ = ["IMAGE_PROCESSOR_FILE", "TOKENIZER_FILES", "architecture", "load_pretrained",
-           "offline", "processor_kind", "task_of"]
+           "offline", "processor_kind", "task_of", "unsupported"]
 
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "vocab.txt", "vocab.json",
                    "spiece.model", "sentencepiece.bpe.model")
@@ -78,6 +78,24 @@ def task_of(arch: str | None) -> str | None:
         ('image-classification', None)
     """
     return next((task for suffix, task in TASKS.items() if arch and arch.endswith(suffix)), None)
+
+
+def unsupported(task: str | None, processor: Any, arch: str | None = None) -> str | None:
+    """Why a Transformers model cannot run as a sweeps pipeline (``sweeps.predict``, the
+    transformers flavor logged to MLflow), or None: its head must be one of ``TASKS`` and a
+    tokenizer or image processor must be saved beside it.
+
+    Example:
+        >>> unsupported("text-classification", "tok"), unsupported(None, "tok", "BertForMaskedLM")
+        (None, 'its head (BertForMaskedLM) is not a sequence or image classifier')
+    """
+    if task not in TASKS.values():
+        return (f"its head ({arch or task or 'unknown'}) is not a sequence or image "
+                "classifier")
+    if processor is None:
+        return ("no tokenizer or image processor is saved beside it; save one "
+                "(Trainer(processing_class=...) or processor.save_pretrained(dir))")
+    return None
 
 
 def processor_kind(directory: str | Path) -> str | None:

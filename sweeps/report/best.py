@@ -20,7 +20,7 @@ from typing import Any
 from sweeps.errors import SweepError
 from sweeps.layout import SweepLayout
 
-__all__ = ["load_best", "best_checkpoint"]
+__all__ = ["load_best", "best_checkpoint", "best_record", "no_sweep_error"]
 
 FIX = ("pass the directory a sweep ran in (outputs/<sweep name>), a checkpoint directory, or a "
        "models:/NAME/VERSION or runs:/RUN_ID/model URI")
@@ -29,18 +29,28 @@ FIX = ("pass the directory a sweep ran in (outputs/<sweep name>), a checkpoint d
 def best_checkpoint(sweep_dir: str | Path, who: str = "load_best") -> Path:
     """Directory of the best checkpoint of the finished sweep in ``sweep_dir``; ``SweepError``
     (one line starting with ``who``) for a directory that is not one."""
-    root = Path(sweep_dir)
+    return best_record(sweep_dir, who)[0]
+
+
+def no_sweep_error(root: Path, who: str) -> SweepError:
+    """The error for a directory that is neither a finished sweep nor a checkpoint."""
     if not root.is_dir():
-        raise SweepError(f"{who}: {root} is not a directory; {FIX}")
+        return SweepError(f"{who}: {root} is not a directory; {FIX}")
+    what = ("a sweep that has not finished" if list(root.glob("experiment_state-*.json"))
+            else "not a sweep directory")
+    return SweepError(f"{who}: {root} has no best.json ({what}) and holds no checkpoint "
+                      f"(checkpoint.pt or a Transformers config.json); {FIX}")
+
+
+def best_record(sweep_dir: str | Path, who: str = "load_best") -> tuple[Path, dict[str, Any]]:
+    """(the best checkpoint's directory, ``best.json`` as written) of the finished sweep in
+    ``sweep_dir``; ``SweepError`` as ``best_checkpoint``."""
+    root = Path(sweep_dir)
     layout = SweepLayout(root)
-    best_file = layout.best
-    if not best_file.exists():
-        what = ("a sweep that has not finished" if list(root.glob("experiment_state-*.json"))
-                else "not a sweep directory")
-        raise SweepError(f"{who}: {root} has no best.json ({what}) and holds no checkpoint "
-                         f"(checkpoint.pt or a Transformers config.json); {FIX}")
-    best = json.loads(best_file.read_text())
-    if not best or not best.get("checkpoint"):
+    if not layout.best.is_file():
+        raise no_sweep_error(root, who)
+    best = json.loads(layout.best.read_text()) or {}
+    if not best.get("checkpoint"):
         raise SweepError(f"{who}: no trial of the sweep in {root} saved a checkpoint "
                          "(see summary.csv and each trial's error.txt)")
     checkpoint = Path(best["checkpoint"])
@@ -50,7 +60,7 @@ def best_checkpoint(sweep_dir: str | Path, who: str = "load_best") -> Path:
             raise SweepError(f"{who}: the best checkpoint {checkpoint} is gone (also not at "
                              f"{moved}); it was deleted after the sweep")
         checkpoint = moved
-    return checkpoint
+    return checkpoint, best
 
 
 def load_best(source: str | Path, model_loader: str | None = None) -> Any:

@@ -238,17 +238,12 @@ def _read_sweep_dir(root: Path) -> list[_Found]:
     return found
 
 
-def _local_store(uri: str) -> Path | None:
-    """The file or directory of a local store (SQLite, ``file:``), which MLflow would create."""
-    if uri.startswith("sqlite:///"):
-        return Path(uri[len("sqlite:///"):])
-    return Path(uri[len("file:"):].removeprefix("//")) if uri.startswith("file:") else None
-
-
 def _read_mlflow(uri: str, name: str) -> tuple[list[_Found] | None, str]:
     """(the trial runs of experiment ``name``, in the order they started; or None and what was
     found instead)."""
-    local = _local_store(uri)
+    from sweeps.tracking.setup import local_store
+
+    local = local_store(uri)
     if local is not None and not local.exists():
         return None, f"no MLflow store at {local}"
     try:

@@ -16,11 +16,13 @@ import importlib
 import inspect
 import io
 import logging
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-__all__ = ["log_pytorch_model", "model_in_runs_experiment", "quiet_model_logging"]
+from sweeps.tracking.setup import using_tracking_uri
+
+__all__ = ["log_pytorch_model", "model_in_runs_experiment", "quiet_model_logging", "pinned"]
 
 
 def log_pytorch_model(uri: str, run_id: str, best: dict[str, Any], model_loader: str | None,
@@ -35,19 +37,18 @@ def log_pytorch_model(uri: str, run_id: str, best: dict[str, Any], model_loader:
     model, ref, metadata = build_model(best["checkpoint"], model_loader)
     package = ref.split(":", 1)[0].split(".", 1)[0]
     code = Path(importlib.import_module(package).__file__ or "").resolve()
-    mlflow.set_tracking_uri(uri)
     extra: dict[str, Any] = {}
     if "serialization_format" in inspect.signature(mlflow.pytorch.log_model).parameters:
         # MLflow 3.17 defaults to "pt2", which needs an input example and loads back as an
         # exported program; "pickle" loads back as the nn.Module that was trained.
         extra["serialization_format"] = "pickle"
-    with quiet_model_logging():
+    with using_tracking_uri(uri), quiet_model_logging():
         info = mlflow.pytorch.log_model(
             model, name="model", run_id=run_id, registered_model_name=model_name,
             model_id=model_in_runs_experiment(uri, run_id),
             code_paths=[str(code.parent if code.name == "__init__.py" else code)],
-            pip_requirements=_requirements(), metadata={**metadata,
-                                                        "checkpoint": best["checkpoint"]},
+            pip_requirements=pinned(("torch", "mlflow", "cloudpickle", "numpy")),
+            metadata={**metadata, "checkpoint": best["checkpoint"]},
             **extra,
         )
     return info.model_uri
@@ -69,13 +70,14 @@ def model_in_runs_experiment(uri: str, run_id: str, name: str = "model") -> str:
         params={k: str(v) for k, v in run.data.params.items()}).model_id
 
 
-def _requirements() -> list[str]:
-    """The logged model's pip requirements, pinned to what is installed, without local version
-    labels (``torch==2.13.0+cpu`` is not installable from PyPI; MLflow warns and strips it)."""
+def pinned(names: Iterable[str]) -> list[str]:
+    """A logged model's pip requirements: ``names`` pinned to what is installed, without local
+    version labels (``torch==2.13.0+cpu`` is not installable from PyPI; MLflow warns and strips
+    it); a package that is not installed is left out."""
     from importlib.metadata import PackageNotFoundError, version
 
     out = []
-    for name in ("torch", "mlflow", "cloudpickle", "numpy"):
+    for name in names:
         try:
             out.append(f"{name}=={version(name).split('+', 1)[0]}")
         except PackageNotFoundError:

@@ -35,10 +35,13 @@ def log_transformers_model(uri: str, run_id: str, best: dict[str, Any],
         architecture,
         load_pretrained,
         offline,
+        processor_kind,
         quiet_transformers,
         task_of,
+        unsupported,
     )
-    from sweeps.tracking.mlflow_model import model_in_runs_experiment, quiet_model_logging
+    from sweeps.tracking.mlflow_model import model_in_runs_experiment, pinned, quiet_model_logging
+    from sweeps.tracking.setup import using_tracking_uri
 
     directory = hf_checkpoint_dir(best["checkpoint"])
     if directory is None:
@@ -46,37 +49,19 @@ def log_transformers_model(uri: str, run_id: str, best: dict[str, Any],
     arch = architecture(directory)
     task = task_of(arch)
     model, processor = load_pretrained(directory)
-    if task is None or processor is None:
-        what = (f"a {arch or 'model without architectures'}, not a sequence or image "
-                "classifier" if task is None else "no tokenizer or image processor beside it")
-        raise ValueError(f"the Transformers checkpoint {directory} is {what}; sweeps logs "
-                         "text- and image-classification models with their processor")
-    part = "tokenizer" if task == "text-classification" else "image_processor"
-    import mlflow
+    why = unsupported(task, processor, arch)
+    if why is not None:
+        raise ValueError(f"the Transformers checkpoint {directory}: {why}; sweeps logs text- "
+                         "and image-classification models with their processor")
     import mlflow.transformers
 
-    mlflow.set_tracking_uri(uri)
-    with offline(), quiet_model_logging(), quiet_transformers():
+    requirements = ["transformers", "torch", "accelerate", "mlflow", "numpy",
+                    "tokenizers" if task == "text-classification" else "pillow"]
+    with using_tracking_uri(uri), offline(), quiet_model_logging(), quiet_transformers():
         info = mlflow.transformers.log_model(
-            transformers_model={"model": model, part: processor}, task=task, name="model",
-            run_id=run_id, model_id=model_in_runs_experiment(uri, run_id),
-            registered_model_name=model_name,
-            pip_requirements=_requirements(task),
+            transformers_model={"model": model, processor_kind(directory): processor},
+            task=task, name="model", run_id=run_id, model_id=model_in_runs_experiment(uri, run_id),
+            registered_model_name=model_name, pip_requirements=pinned(requirements),
             metadata={"checkpoint": best["checkpoint"], "architecture": arch or ""},
         )
     return info.model_uri
-
-
-def _requirements(task: str) -> list[str]:
-    """The logged model's pip requirements, pinned to what is installed (no local labels)."""
-    from importlib.metadata import PackageNotFoundError, version
-
-    names = ["transformers", "torch", "accelerate", "mlflow", "numpy"]
-    names += ["tokenizers"] if task == "text-classification" else ["pillow"]
-    out = []
-    for name in names:
-        try:
-            out.append(f"{name}=={version(name).split('+', 1)[0]}")
-        except PackageNotFoundError:
-            continue
-    return out

@@ -10,8 +10,10 @@ the client's retries are cut to 2 and its timeout to 10 s.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -26,7 +28,10 @@ if TYPE_CHECKING:  # Ray (via the callback), pandas (via the summary) stay off t
 log = logging.getLogger(__name__)
 
 __all__ = ["tracking_uri", "check_tracking", "quiet_http_retries", "start_tracking",
-           "finish_tracking", "abort_tracking"]
+           "finish_tracking", "abort_tracking", "absolute_uri", "local_store",
+           "using_tracking_uri", "TRACKING_URI_ENV"]
+
+TRACKING_URI_ENV = "MLFLOW_TRACKING_URI"
 
 
 def quiet_http_retries() -> None:
@@ -61,6 +66,53 @@ def absolute_uri(uri: str, cwd: Path | None = None) -> str:
             path = uri[len(scheme):]
             return uri if path.startswith("/") else f"{scheme}{(cwd or Path.cwd()) / path}"
     return uri
+
+
+def local_store(uri: str) -> Path | None:
+    """The file or directory of a local store (SQLite, ``file:``), which MLflow would create;
+    None for a server.
+
+    Example:
+        >>> local_store("sqlite:////w/mlflow.db"), local_store("file:///w/mlruns")
+        (PosixPath('/w/mlflow.db'), PosixPath('/w/mlruns'))
+    """
+    if uri.startswith("sqlite:///"):
+        return Path(uri[len("sqlite:///"):])
+    return Path(uri[len("file:"):].removeprefix("//")) if uri.startswith("file:") else None
+
+
+@contextlib.contextmanager
+def using_tracking_uri(uri: str | None) -> Iterator[None]:
+    """MLflow's global tracking URI set to ``uri`` for the block, then put back as it was,
+    ``MLFLOW_TRACKING_URI`` included: registry calls (``models:/``, ``registered_model_name``)
+    and ``log_model(run_id=...)`` read only the global URI (MLflow 3.17), and neither
+    ``load_best`` nor the sweep may repoint the caller's MLflow. MLflow's own private
+    ``_use_tracking_uri`` restores its setting but unsets an env-var URI; the env is restored
+    here."""
+    import mlflow
+
+    if not uri:
+        yield
+        return
+    env = os.environ.get(TRACKING_URI_ENV)
+    try:
+        try:
+            from mlflow.tracking._tracking_service.utils import _use_tracking_uri
+        except ImportError:  # pragma: no cover - another MLflow layout
+            previous = mlflow.get_tracking_uri()
+            mlflow.set_tracking_uri(uri)
+            try:
+                yield
+            finally:
+                mlflow.set_tracking_uri(previous)
+        else:
+            with _use_tracking_uri(uri):
+                yield
+    finally:
+        if env is None:
+            os.environ.pop(TRACKING_URI_ENV, None)
+        else:
+            os.environ[TRACKING_URI_ENV] = env
 
 
 def check_tracking(cfg: SweepConfig, uri: str) -> None:

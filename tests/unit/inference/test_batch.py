@@ -73,8 +73,17 @@ def test_an_image_batch_of_hxw_or_hxwxc_arrays(tmp_path: Path, channels: int,
     predictor = Predictor(resolve_source(tmp_path / "vit", "predict"), "image")
     images = np.random.default_rng(0).integers(0, 16, size=(4, *shape)).astype(np.float32)
     out = predictor({"image": images})
-    assert out["prediction"].shape == (4,) and set(out["prediction"]) <= set(range(10))
     assert "label" not in out  # ViTConfig's LABEL_i placeholders are not readable labels
+    # The same images as the model's own processor takes them, channels made explicit: an
+    # HxW image is one gray channel, repeated for an RGB model.
+    model, processor = load_best(tmp_path / "vit")
+    chw = images.reshape(4, shape[0], shape[1], -1).transpose(0, 3, 1, 2)
+    chw = np.repeat(chw, channels // chw.shape[1], axis=1)
+    pixels = processor(list(chw), input_data_format="channels_first", return_tensors="pt")
+    with torch.no_grad():
+        probs = model(**pixels).logits.softmax(dim=1)
+    assert out["prediction"].tolist() == probs.argmax(dim=1).tolist()
+    assert np.allclose(out["score"], probs.max(dim=1).values.numpy(), atol=1e-5)
 
 
 @pytest.mark.parametrize(
@@ -148,10 +157,10 @@ def sources(tmp_path: Path) -> dict[str, Path]:
          r"predict: unfinished has no best\.json \(a sweep that has not finished\)"),
         ("own", "data.parquet", None, "predict: the checkpoint .* is in the training loop's own "
          "format, which sweeps cannot rebuild into a model; pass model_loader="),
-        ("mlm", "data.parquet", None, "predict: mlm is a Transformers model whose head "
-         "sweeps.predict does not run"),
-        ("bare", "data.parquet", None, "predict: the Transformers model of bare has no "
-         "tokenizer or image processor"),
+        ("mlm", "data.parquet", None, r"predict: the Transformers model of mlm: its head "
+         r"\(BertForMaskedLM\) is not a sequence or image classifier; sweeps.predict runs"),
+        ("bare", "data.parquet", None, "predict: the Transformers model of bare: no "
+         "tokenizer or image processor is saved beside it"),
         ("digits", "missing.parquet", None, "predict: input missing.parquet does not exist"),
         ("digits", "data.txt", None, "predict: input data.txt is of an unknown file type"),
         ("digits", "data.parquet", "taken", "predict: output taken already exists and is not "

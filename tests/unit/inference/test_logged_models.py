@@ -4,6 +4,7 @@ models:/ and runs:/ URIs load_best reads."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,23 +16,29 @@ from sweeps import Pretrained, load_best
 from sweeps.tracking.mlflow_sink import MLflowSink
 from tests.unit.inference.hf_files import TEXTS, quiet, text_checkpoint, vit_checkpoint
 
+USERS_SERVER = "http://users-own-server:5000"
+
 
 @pytest.fixture(autouse=True)
 def _offline(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """No Hub; and MLflow's global tracking URI, which the sink and these tests set, back as
-    it was afterwards (set_tracking_uri also exports MLFLOW_TRACKING_URI)."""
+    """No Hub; the caller's MLflow points at a server of their own (unreachable here: a call
+    the sink makes through the global URI fails), set back afterwards (the tests themselves
+    set_tracking_uri to load what was logged, as a user would)."""
     from mlflow.tracking._tracking_service import utils
 
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("TRANSFORMERS_OFFLINE", "1")
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", USERS_SERVER)
     quiet()
     saved = utils._tracking_uri
     yield
-    utils.set_tracking_uri(saved)
+    utils._tracking_uri = saved
 
 
 def _sink_ends_with(tmp_path: Path, checkpoint: Path, model_name: str | None) -> MLflowSink:
     """A sweep of one trial whose best checkpoint is ``checkpoint``, replayed into the sink."""
+    import mlflow
+
     from sweeps.execution.checkpoint import model_form
 
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
@@ -45,6 +52,9 @@ def _sink_ends_with(tmp_path: Path, checkpoint: Path, model_name: str | None) ->
                 "ts": 4, "best": {"trial_id": "t1", "metric": "eval_accuracy", "value": 0.5,
                                   "epoch": 1, "checkpoint": str(checkpoint),
                                   "model_form": model_form(checkpoint, None)}})
+    # Logging the best model left the caller's MLflow where it was.
+    assert os.environ["MLFLOW_TRACKING_URI"] == USERS_SERVER
+    assert mlflow.get_tracking_uri() == USERS_SERVER
     return sink
 
 
@@ -110,7 +120,7 @@ def test_a_head_sweeps_does_not_log_is_recorded_not_raised(tmp_path: Path) -> No
         checkpoint)
     sink = _sink_ends_with(tmp_path, checkpoint, model_name="mlm")
     parent = sink.client.get_run(sink.parent_run_id)
-    assert "BertForMaskedLM, not a sequence or image classifier" in parent.data.tags[
+    assert "its head (BertForMaskedLM) is not a sequence or image classifier" in parent.data.tags[
         "sweeps.model_error"]
     assert parent.info.status == "FINISHED" and not sink.state.get("model_logged")
 

@@ -33,3 +33,22 @@ def test_unreachable_server_fails_before_ray_starts_unless_not_required(tmp_path
         prepare(compose("digits", base))
     assert not ray.is_initialized()
     assert prepare(compose("digits", [*base, "tracking.required=false"])).tracking_uri
+
+
+def test_the_callers_env_uri_survives_a_block_on_another_store(
+        monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
+    """MLflow's own _use_tracking_uri unsets an env-var URI on the way out; load_best and the
+    sweep's model logging must leave the caller's MLflow as it was."""
+    import mlflow
+    from mlflow.tracking._tracking_service import utils
+
+    from sweeps.tracking.setup import using_tracking_uri
+
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", "http://users-own-server:5000")
+    monkeypatch.setattr(utils, "_tracking_uri", None)
+    store = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    with using_tracking_uri(store):
+        assert mlflow.get_tracking_uri() == store
+    assert mlflow.get_tracking_uri() == "http://users-own-server:5000"
+    with using_tracking_uri(None):  # nothing to point at: nothing changes
+        assert mlflow.get_tracking_uri() == "http://users-own-server:5000"
