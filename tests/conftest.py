@@ -38,6 +38,23 @@ def _own_working_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> N
     monkeypatch.chdir(tmp_path)
 
 
+@pytest.fixture(autouse=True)
+def _mlflow_global_uri_restored() -> Iterator[None]:
+    """A test that points MLflow's process-global tracking URI somewhere (a server it then
+    stops) must not leave the next test's plain ``mlflow`` calls pointing there."""
+    def current() -> str | None:
+        if "mlflow" not in sys.modules:
+            return None
+        from mlflow.tracking._tracking_service import utils
+        return utils._tracking_uri
+
+    saved = current()
+    yield
+    if "mlflow" in sys.modules:
+        from mlflow.tracking._tracking_service import utils
+        utils._tracking_uri = saved
+
+
 @contextlib.contextmanager
 def private_ray() -> Iterator[None]:
     """A private local Ray instance with 2 CPUs and no dashboard (so no State API), shut down

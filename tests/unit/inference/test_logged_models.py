@@ -31,6 +31,7 @@ def _offline(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     monkeypatch.setenv("MLFLOW_TRACKING_URI", USERS_SERVER)
     quiet()
     saved = utils._tracking_uri
+    utils._tracking_uri = None  # the env var is the caller's setting, whatever ran before
     yield
     utils._tracking_uri = saved
 

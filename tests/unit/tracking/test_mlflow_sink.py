@@ -177,5 +177,6 @@ def test_a_model_loader_registers_the_loops_checkpoint_as_a_model(tmp_path) -> N
     checkpoint.mkdir()
     torch.save(torch.nn.Linear(3, 2).state_dict(), checkpoint / "weights.pt")
     _end_with_best(sink, checkpoint, model_form="loader")
+    mlflow.set_tracking_uri(uri)  # the sink left the caller's MLflow where it was
     model = mlflow.pytorch.load_model("models:/mine/1")
     assert model(torch.zeros(1, 3)).shape == (1, 2)
