@@ -170,6 +170,10 @@ def _probes() -> dict[str, Callable[[], None]]:
         "Tuner.restore": _params("ray.tune:Tuner.restore", "resume_unfinished",
                                  "resume_errored", "param_space"),
         "Trial.set_config": _params("ray.tune.experiment:Trial.set_config", "config"),
+        "Tune's wrapped controller": _source_sets(
+            "ray.tune.execution.tune_controller:TrialRunnerWrapper", "_tune_controller"),
+        "TuneController.checkpoint": _params(
+            "ray.tune.execution.tune_controller:TuneController.checkpoint", "force", "wait"),
         "Tune's experiment-state file": _equals(
             "ray.tune.execution.tune_controller:TuneController.CKPT_FILE_TMPL",
             tune.STATE_GLOB.replace("*", "{}")),

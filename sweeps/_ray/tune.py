@@ -10,6 +10,14 @@ hold live state, so both are replaced on the restored ``TunerInternal`` (``tuner
 its ``_tune_config`` and ``get_run_config()``). Public route: ``Tuner.restore(...,
 tune_config=..., run_config=...)`` if Ray adds them (ray#30838).
 
+A scheduler saves Tune's experiment state before a new trial can start
+(``save_experiment_state``): Tune's own save runs once a second, so a trial added and started
+inside that second was unknown to a resume after a kill -9 (its MLflow run and files orphaned,
+the search suggesting another). Schedulers get the controller behind Tune's
+``TrialRunnerWrapper``; ``TuneController.checkpoint(force=True, wait=True)`` saves and syncs
+the state to storage before it returns. Public route: none (``CheckpointConfig`` forces a save
+only after a trial's checkpoints).
+
 Tune's ``experiment_state-<time>.json`` (newest last) holds ``trial_data``; the sweep checks it
 parses before resuming, to fail with a clear error instead of Tune's traceback. Public route:
 ``ray.tune.ExperimentAnalysis`` loads it but raises opaque errors on a torn file.
@@ -21,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 __all__ = ["replace_restored_config", "experiment_state_files", "trials_in_state", "tune_env",
-           "set_trial_config", "STATE_GLOB", "THREAD_TIMEOUT_ENV"]
+           "set_trial_config", "save_experiment_state", "STATE_GLOB", "THREAD_TIMEOUT_ENV"]
 
 STATE_GLOB = "experiment_state-*.json"
 # How long a reused function-trainable process waits for the last trial's thread to end
@@ -52,6 +60,13 @@ def set_trial_config(trial: Any, config: dict[str, Any]) -> None:
     own ``PopulationBasedTraining`` does: ``Trial.set_config`` (a method of the DeveloperAPI
     ``Trial``; Tune passes it to schedulers but documents no way to change its config)."""
     trial.set_config(config)
+
+
+def save_experiment_state(tune_controller: Any) -> None:
+    """Save Tune's experiment state (trials, searcher) to storage now, and wait for it:
+    ``tune_controller`` is what Tune passes a scheduler (the controller in a wrapper)."""
+    controller = getattr(tune_controller, "_tune_controller", tune_controller)
+    controller.checkpoint(force=True, wait=True)
 
 
 def experiment_state_files(sweep_dir: Path) -> list[Path]:

@@ -36,6 +36,7 @@ from typing import Any
 
 from ray.tune.schedulers import FIFOScheduler, TrialScheduler
 
+from sweeps._ray.tune import save_experiment_state
 from sweeps.errors import ConfigError
 from sweeps.layout import SweepLayout
 from sweeps.protocol import CLOCK_KEY, SCHEDULER_LOG
@@ -106,10 +107,22 @@ class _Logged:
         self._log, self._ended, self._replayed = None, {}, False
         self._objective, self._first_judgement = objective, first_judgement
         self._seen, self._warned = set(), set()
+        self._trials_saved = 0
 
     def __getstate__(self) -> dict[str, Any]:
         """Tune pickles the scheduler into ``tuner.pkl``; the log is reopened lazily."""
-        return {**self.__dict__, "_log": None, "_ended": {}, "_replayed": False}
+        return {**self.__dict__, "_log": None, "_ended": {}, "_replayed": False,
+                "_trials_saved": 0}
+
+    def choose_trial_to_run(self, tune_controller: Any) -> Any:
+        """Tune asks before it starts any trial: first save its experiment state if trials
+        were added since the last save, so a trial never runs (and opens an MLflow run, writes
+        checkpoints) unknown to a resume after a kill -9."""
+        trials = len(tune_controller.get_trials())
+        if trials > self._trials_saved:
+            save_experiment_state(tune_controller)
+            self._trials_saved = trials
+        return super().choose_trial_to_run(tune_controller)  # type: ignore[misc]
 
     @property
     def log(self) -> Journal:

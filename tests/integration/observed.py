@@ -3,8 +3,10 @@
 Every epoch each worker writes its pid to ``<params.log_dir>/pids/<trial>-r<rank>-e<epoch>``
 (so a test can kill a worker mid-epoch), sleeps ``params.epoch_sleep`` seconds (so a kill lands
 inside an epoch), raises once in epoch ``params.raise_at_epoch`` if set (before training it),
-trains, and rank 0 appends ``<trial> <epoch> <time>`` to ``<params.log_dir>/epochs.log`` when
-the epoch was trained and reported (so a test can tell which epochs ran twice after a crash).
+trains, and rank 0 appends ``<trial> <epoch> <time>`` to ``<params.log_dir>/trained.log`` when
+the epoch was trained, just before it is reported, and to ``<params.log_dir>/epochs.log`` once
+the report returned (so a test can tell which epochs ran twice after a crash; a kill between the
+two leaves an epoch that was trained, and perhaps reported, out of ``epochs.log``).
 """
 
 from __future__ import annotations
@@ -44,5 +46,14 @@ def train_observed(config: dict[str, Any]) -> None:
                 with (log_dir / "epochs.log").open("a") as f:
                     f.write(f"{trial} {epoch} {time.time():.3f}\n")
 
+    report = session.report
+
+    def reporting(epoch: int, metrics: dict[str, float], model: Any, optimizer: Any) -> None:
+        if session.rank == 0:
+            with (log_dir / "trained.log").open("a") as f:
+                f.write(f"{trial} {epoch} {time.time():.3f}\n")
+        report(epoch, metrics, model, optimizer)
+
     session.epochs = epochs  # type: ignore[method-assign]
+    session.report = reporting  # type: ignore[method-assign]
     digits._fit(session, model)

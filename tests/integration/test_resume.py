@@ -118,9 +118,10 @@ def _log_lines(path: Path) -> list[str]:
     return path.read_text().splitlines() if path.exists() else []
 
 
-def _epochs(tmp_path: Path) -> list[tuple[str, int, float]]:
+def _epochs(tmp_path: Path, log: str = "epochs.log") -> list[tuple[str, int, float]]:
+    """(trial, epoch, time) per epoch reported (``epochs.log``) or trained (``trained.log``)."""
     return [(t, int(e), float(ts)) for t, e, ts in
-            (line.split() for line in _log_lines(tmp_path / "logs" / "epochs.log"))]
+            (line.split() for line in _log_lines(tmp_path / "logs" / log))]
 
 
 def _mlflow_runs(tmp_path: Path):
@@ -145,10 +146,13 @@ def _assert_clean_end(tmp_path: Path, trial_ids: set[str]) -> None:
     assert end["held_placement_groups"] == 0
 
 
-def test_sweep_driver_killed_at_seeded_moments_resumes_to_the_same_sweep(tmp_path) -> None:
+@pytest.mark.parametrize("workers", [2, 1], ids=["train", "inline"])
+def test_sweep_driver_killed_at_seeded_moments_resumes_to_the_same_sweep(tmp_path,
+                                                                         workers) -> None:
     num_samples = 6
     sweep = Sweep(tmp_path, _args(tmp_path, f"search.num_samples={num_samples}",
-                                  "scheduler.max_t=4", "+experiment.params.epoch_sleep=0.4"))
+                                  "scheduler.max_t=4", "+experiment.params.epoch_sleep=0.4",
+                                  f"scaling.num_workers={workers}"))
     log = tmp_path / "sweep" / "state" / "scheduler.jsonl"
     rng = random.Random(20261122)
     kills: list[tuple[float, dict]] = []  # (time, trials ended at that time)
@@ -180,8 +184,10 @@ def test_sweep_driver_killed_at_seeded_moments_resumes_to_the_same_sweep(tmp_pat
     assert seen_before <= final_ids  # no trial that had run was lost or renamed
     assert set(summary["status"]) <= {"completed", "stopped"}
 
+    # A kill between an epoch's report and the loop's next line leaves a reported epoch out of
+    # epochs.log (the sweep keeps it: rank 0's report log): judge by the epochs trained.
     trained = defaultdict(list)
-    for trial, epoch, ts in _epochs(tmp_path):
+    for trial, epoch, ts in _epochs(tmp_path, "trained.log"):
         trained[trial].append((ts, epoch))
     for (kill_time, ended), last in zip(kills, last_before, strict=True):
         for trial in ended:  # ended before the kill: never trained again
@@ -195,6 +201,32 @@ def test_sweep_driver_killed_at_seeded_moments_resumes_to_the_same_sweep(tmp_pat
         row = summary.set_index("trial_id").loc[trial]
         assert max(epochs) == row["epochs"], (trial, epochs)  # nothing ran past its end
     _assert_clean_end(tmp_path, final_ids)
+
+
+def _journaled_starts(tmp_path: Path) -> list[str]:
+    records = map(json.loads, _log_lines(tmp_path / "sweep" / "tracking" / "journal.jsonl"))
+    return [r["trial"] for r in records if r.get("op") == "trial_start"]
+
+
+def test_driver_killed_as_a_reused_process_starts_a_trial_resumes_that_trial(tmp_path) -> None:
+    """An inline trial on a reused process starts within milliseconds of Tune adding it, inside
+    Tune's one-second state save: the sweep saves Tune's state before any new trial starts, so
+    the trial killed there is resumed, not orphaned (its MLflow run left behind, the search
+    suggesting another: Optuna's trial ids are random, where random search's come back)."""
+    sweep = Sweep(tmp_path, _args(tmp_path, "scheduler=none", "search.num_samples=3",
+                                  "search.max_concurrent_trials=1",
+                                  "scheduler.max_t=2", "+experiment.params.epoch_sleep=0.2",
+                                  "scaling.num_workers=1", "trial.reuse_process=true"))
+    sweep.start()
+    assert _wait_for(lambda: len(_journaled_starts(tmp_path)) >= 2, sweep.proc, timeout=300)
+    sweep.kill9()
+    started = _journaled_starts(tmp_path)
+    sweep.start()
+    rc, out = sweep.wait()
+    assert rc == 0, out
+    summary = pd.read_csv(tmp_path / "sweep" / "summary.csv", dtype={"trial_id": str})
+    assert set(started) <= set(summary["trial_id"]) and len(summary) == 3, (started, out)
+    _assert_clean_end(tmp_path, set(summary["trial_id"]))
 
 
 def _pid_file(tmp_path: Path, rank: int, epoch: int) -> Path | None:

@@ -375,3 +375,43 @@ def test_tune_facing_surface(tmp_path) -> None:
     assert copy.rungs() == asha.rungs() and any(r for _, r in asha.rungs())
     assert copy.debug_string() == asha.debug_string()  # the replay counts no stop twice
     asha.on_trial_remove(None, Trial("t0"))  # no KeyError for a trial already completed
+
+
+class _Controller:
+    """What a scheduler reaches of Tune's wrapped controller when Tune asks it which trial to
+    start: the trials, and (behind the wrapper) the controller's state save."""
+
+    def __init__(self) -> None:
+        self.trials: list[Trial] = []
+        self.saves: list[list[str]] = []  # the trials each save held
+        self._tune_controller = self
+
+    def get_trials(self) -> list[Trial]:
+        return self.trials
+
+    def checkpoint(self, force: bool, wait: bool) -> None:
+        assert force and wait  # now, and on storage before the trial can start
+        self.saves.append([t.trial_id for t in self.trials])
+
+
+def _fifo(directory):
+    return ResumableFIFO(directory, Objective("val_acc", "max", 9))
+
+
+@pytest.mark.parametrize("make", [_asha, _fifo], ids=["asha", "fifo"])
+def test_tune_state_is_saved_before_a_new_trial_can_start(tmp_path, make) -> None:
+    """Tune saves its state once a second: a trial added and started inside that second would
+    be unknown to a resume after kill -9. The scheduler saves it first, once per new trial."""
+    scheduler, controller = make(tmp_path), _Controller()
+    assert scheduler.choose_trial_to_run(controller) is None and controller.saves == []
+    for trial_id in ("a", "b"):
+        trial = Trial(trial_id)
+        trial.status = "PENDING"
+        controller.trials.append(trial)
+        scheduler.on_trial_add(controller, trial)
+        assert scheduler.choose_trial_to_run(controller).trial_id == "a"
+        assert scheduler.choose_trial_to_run(controller).trial_id == "a"  # asked again: no save
+    assert controller.saves == [["a"], ["a", "b"]]
+    restored = pickle.loads(pickle.dumps(scheduler))  # Tune's tuner.pkl: a new driver saves anew
+    restored.choose_trial_to_run(controller)
+    assert controller.saves[-1] == ["a", "b"] and len(controller.saves) == 3
