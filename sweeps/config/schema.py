@@ -154,8 +154,9 @@ class TrialSection:
     # worker or process group; ~10 s less per trial on 2 cores), more workers a Train run;
     # train: always a Ray Train run; inline: the former, and refused for more than 1 worker.
     executor: str = "auto"
-    # Inline trials only: keep a trial's process for the next trial (Tune's reuse_actors), so
-    # imports and the loop's module stay loaded; false starts a new process per trial.
+    # Keep a trial's process for the next trial (Tune's reuse_actors): an inline trial's loop
+    # module and imports stay loaded, a Train trial's driver starts its controller ~3 s sooner
+    # on 2 cores; false starts a new process per trial.
     reuse_process: bool = True
 
 

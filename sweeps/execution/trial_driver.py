@@ -124,13 +124,13 @@ def run_trial(sampled: dict[str, Any], plan: TrialPlan) -> None:
     unseen = unseen_reports(run_dir, Path(plan.train_storage).parent, trial_id)
     for metrics in unseen:
         tune.report(metrics)  # trained and checkpointed before an interruption; Tune never saw
-    if plan.inline:
-        from sweeps._ray.tune import THREAD_TIMEOUT_ENV
-        from sweeps.execution.inline import run_inline
+    from sweeps._ray.tune import THREAD_TIMEOUT_ENV
 
-        # Tune reuses this process for the next trial only if this thread ends within its
-        # wait (2 s by default), else it fails that trial; a loop's cleanup may take longer.
-        os.environ.setdefault(THREAD_TIMEOUT_ENV, "60")
+    # Tune reuses this process for the next trial only if this thread ends within its wait
+    # (2 s by default), else it fails that trial; a loop's cleanup may take longer.
+    os.environ.setdefault(THREAD_TIMEOUT_ENV, "60")
+    if plan.inline:
+        from sweeps.execution.inline import run_inline
 
         run_inline(plan, trial_id, run_dir, config, clock)
         return

@@ -113,7 +113,7 @@ def build_tuner(cfg: SweepConfig, params: list[Param], trial: TrialPlan, plan: R
             max_concurrent_trials=None if generator else plan.max_concurrent_trials,
             trial_dirname_creator=lambda t: t.trial_id,
             # Inline trials keep their process for the next trial (imports stay loaded).
-            reuse_actors=trial.inline and cfg.trial.reuse_process,
+            reuse_actors=cfg.trial.reuse_process,
         ),
         run_config=tune.RunConfig(
             name=sweep_dir.name, storage_path=str(sweep_dir.parent), callbacks=callbacks,
