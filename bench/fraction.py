@@ -1,10 +1,18 @@
-"""python -m bench.fraction [--trials 2] [--sizes 5x2.0 6x5.0]
+"""python -m bench.fraction [--trials 2] [--sizes 5x2.0 6x5.0] [--workers 2]
 
 Fraction of sweep wall time spent in training steps, for trials of a given training compute
 (``EPOCHSxSECONDS`` per size: 5x2.0 is ~10 s a trial), for ``sweeps`` and for the plain Ray Tune +
-Train script of ``bench.overhead`` (the baseline), same trainable and trials, same Ray instance.
-The ratio is sweeps' fraction over plain's. ``python -m bench`` adds the ~1 s size from the
-overhead benchmark's runs (its trials train ~1 s each). Writes ``bench/results/fraction.json``.
+Train script of ``bench.overhead`` (the baseline), same trainable and trials, ``--workers`` Train
+workers per trial, same Ray instance. The ratio is sweeps' fraction over plain's.
+``python -m bench`` adds the ~1 s size from the overhead benchmark's runs (its trials train ~1 s
+each). Writes ``bench/results/fraction.json`` (``fraction_workers1.json`` for ``--workers 1``).
+
+**Slots.** The fraction is training seconds / (wall seconds x trial slots), where the slots are
+how many trials the side can run at once on the 2 CPUs: the plain script 1
+(``max_concurrent_trials=1``, its trial driver holds a CPU), sweeps ``min(trials, 2 // workers)``
+(its driver holds none). With 2 workers both sides run one trial at a time and this is plain
+training / wall; with 1 worker sweeps runs two at once, and dividing by its 2 slots keeps the
+fraction a share of the capacity (it cannot pass 1) rather than crediting it twice.
 """
 
 from __future__ import annotations
@@ -16,16 +24,24 @@ from typing import Any
 
 from bench.overhead import RESULTS, run_plain, run_sweeps
 
+CPUS = 2  # the private Ray instance's, as bench.overhead starts it
+
+
+def slots(side: str, trials: int, workers: int) -> int:
+    """Trials the side runs at once (see the module docstring)."""
+    return 1 if side == "plain" else max(1, min(trials, CPUS // workers))
+
 
 def _row(epochs: int, epoch_s: float, plain: dict[str, float],
          sweeps: dict[str, float]) -> dict[str, Any]:
     for run in (plain, sweeps):
-        run["fraction"] = run["training_s"] / run["wall_s"]
+        run["fraction"] = run["training_s"] / (run["wall_s"] * run.get("slots", 1))
     return {"epochs": epochs, "epoch_s": epoch_s, "trial_training_s": epochs * epoch_s,
             "plain": plain, "sweeps": sweeps, "ratio": sweeps["fraction"] / plain["fraction"]}
 
 
-def measure(sizes: list[tuple[int, float]], trials: int) -> list[dict[str, Any]]:
+def measure(sizes: list[tuple[int, float]], trials: int,
+            workers: int = 2) -> list[dict[str, Any]]:
     """One row per (epochs, epoch_s), in the connected Ray instance (or a new one)."""
     import ray
 
@@ -38,8 +54,9 @@ def measure(sizes: list[tuple[int, float]], trials: int) -> list[dict[str, Any]]
             for epochs, epoch_s in sizes:
                 runs = {}
                 for label, run in (("plain", run_plain), ("sweeps", run_sweeps)):
-                    wall, training = run(trials, epochs, epoch_s, storage)
-                    runs[label] = {"wall_s": wall, "training_s": training}
+                    wall, training = run(trials, epochs, epoch_s, storage, workers=workers)
+                    runs[label] = {"wall_s": wall, "training_s": training,
+                                   "slots": slots(label, trials, workers)}
                 rows.append(_row(epochs, epoch_s, runs["plain"], runs["sweeps"]))
     finally:
         if started:
@@ -50,9 +67,12 @@ def measure(sizes: list[tuple[int, float]], trials: int) -> list[dict[str, Any]]
 def from_overhead(result: dict[str, Any]) -> dict[str, Any]:
     """The row of the overhead benchmark's trials (medians of its repeats)."""
     m = result["median"]
+    trials, workers = result["trials"], result.get("workers", 2)
     return _row(result["epochs"], result["epoch_s"],
-                {k: m["plain"][k] for k in ("wall_s", "training_s")},
-                {k: m["sweeps"][k] for k in ("wall_s", "training_s")})
+                {**{k: m["plain"][k] for k in ("wall_s", "training_s")},
+                 "slots": slots("plain", trials, workers)},
+                {**{k: m["sweeps"][k] for k in ("wall_s", "training_s")},
+                 "slots": slots("sweeps", trials, workers)})
 
 
 def format_rows(rows: list[dict[str, Any]]) -> str:
@@ -72,10 +92,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--trials", type=int, default=2)
     parser.add_argument("--sizes", type=_size, nargs="+", default=[(5, 2.0), (6, 5.0)])
+    parser.add_argument("--workers", type=int, default=2, help="Train workers per trial")
     args = parser.parse_args()
-    rows = measure(args.sizes, args.trials)
+    rows = measure(args.sizes, args.trials, args.workers)
+    for row in rows:
+        row["workers"] = args.workers
     RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "fraction.json").write_text(json.dumps(rows, indent=2) + "\n")
+    name = "fraction.json" if args.workers == 2 else f"fraction_workers{args.workers}.json"
+    (RESULTS / name).write_text(json.dumps(rows, indent=2) + "\n")
     print(format_rows(rows))
 
 
