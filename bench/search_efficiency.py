@@ -43,6 +43,9 @@ pruning, basic launcher: one process per trial, no Ray) from its own virtual env
 It trains the same MLP on the same data with the same global batch, epoch for epoch
 (``bench/hydra_optuna/app.py``), against random (full budget) and TPE+ASHA on the first seed;
 its ratios are to the whole random search's epochs and seconds. It goes under ``mlp_hydra``.
+``--hydra-only`` runs that comparison alone, once per seed, with ``--workers`` Train workers per
+sweeps trial, and writes the medians over seeds (each contender's search wall, time to target,
+and sweeps TPE+ASHA's wall over Hydra's) to ``bench/results/hydra_optuna_workers<N>.json``.
 """
 
 from __future__ import annotations
@@ -51,6 +54,7 @@ import argparse
 import json
 import math
 import os
+import statistics
 import subprocess
 import sys
 import sysconfig
@@ -70,8 +74,9 @@ Report = tuple[float, str, int, float]  # (seconds since start, trial, epoch, va
 
 
 def run_sweeps(search: str, scheduler: str, trials: int, epochs: int, seed: int,
-               storage: str) -> list[Report]:
-    """One sweep of the digits experiment; its reports, in time order."""
+               storage: str, workers: int | None = None) -> list[Report]:
+    """One sweep of the digits experiment (its own 2 workers per trial unless ``workers``);
+    its reports, in time order."""
     from sweeps import compose, run_sweep
     from sweeps.search.schedulers import decision_log
 
@@ -79,7 +84,8 @@ def run_sweeps(search: str, scheduler: str, trials: int, epochs: int, seed: int,
     cfg = compose("digits", [f"search={search}", f"scheduler={scheduler}",
                              f"search.num_samples={trials}", f"scheduler.max_t={epochs}",
                              f"sweep.seed={seed}", f"sweep.dir={sweep_dir}",
-                             f"tracking.uri=sqlite:///{storage}/mlflow.db"])
+                             f"tracking.uri=sqlite:///{storage}/mlflow.db",
+                             *([f"scaling.num_workers={workers}"] if workers else [])])
     start = time.time()
     run_sweep(cfg)
     return _first_reports((r["t"] - start, r["trial"], int(r["epoch"]), float(r["value"]))
@@ -188,35 +194,42 @@ def reach(reports: list[Report], target: float) -> dict[str, Any]:
     return out
 
 
-def measure(trials: int, epochs: int, seed: int, hydra: bool = True) -> dict[str, Any]:
-    """All contenders on one problem (sweeps ones in the connected or a new Ray instance)."""
-    import ray
+def measure(trials: int, epochs: int, seed: int, hydra: bool = True,
+            workers: int | None = None) -> dict[str, Any]:
+    """All contenders on one problem: the sweeps ones in the connected Ray instance, or each
+    in its own as ``python -m sweeps`` starts one (Ray's start then counts in its seconds, as
+    the Hydra sweeper's process start counts in its). Each row also gets ``wall_s``, from the
+    call to its return (sweeps: summary, plots and MLflow's end included)."""
+    walls: dict[str, float] = {}
 
-    started = not ray.is_initialized()
-    if started:
-        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
-    try:
-        with tempfile.TemporaryDirectory() as storage:
-            random_reports = run_sweeps("random", "none", trials, epochs, seed, storage)
-            tpe_reports = run_sweeps("tpe", "asha", trials, epochs, seed, storage)
-            hydra_reports = run_hydra(trials, epochs, seed, storage) if hydra else None
-    finally:
-        if started:
-            ray.shutdown()
+    def timed(name: str, run: Any, *args: Any) -> list[Report]:
+        start = time.time()
+        reports = run(*args)
+        walls[name] = time.time() - start
+        return reports
+
+    with tempfile.TemporaryDirectory() as storage:
+        random_reports = timed("random (full budget)", run_sweeps, "random", "none", trials,
+                               epochs, seed, storage, workers)
+        tpe_reports = timed("sweeps TPE+ASHA", run_sweeps, "tpe", "asha", trials, epochs, seed,
+                            storage, workers)
+        hydra_reports = (timed("Hydra Optuna sweeper", run_hydra, trials, epochs, seed, storage)
+                         if hydra else None)
     target = max(r[3] for r in random_reports)
     rows = {"random (full budget)": reach(random_reports, target),
             "sweeps TPE+ASHA": reach(tpe_reports, target)}
     if hydra_reports is not None:
         rows["Hydra Optuna sweeper"] = reach(hydra_reports, target)
     base = rows["random (full budget)"]
-    for row in rows.values():
+    for name, row in rows.items():
+        row["wall_s"] = walls[name]
         # Against the whole random search (its full budget: what it took to find the target).
         row["epochs_ratio"] = (row["epochs_to_target"] / base["epochs_total"]
                                if row["epochs_to_target"] else None)
         row["seconds_ratio"] = (row["seconds_to_target"] / base["seconds_total"]
                                 if row["seconds_to_target"] else None)
-    return {"trials": trials, "epochs": epochs, "seed": seed, "target_val_acc": target,
-            "rows": rows}
+    return {"trials": trials, "epochs": epochs, "seed": seed, "workers": workers or 2,
+            "target_val_acc": target, "rows": rows}
 
 
 def format_table(result: dict[str, Any]) -> str:
@@ -424,21 +437,62 @@ def format_markdown(result: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def _legacy_child(out: str, trials: int, epochs: int, seed: int) -> None:
+def _legacy_child(out: str, trials: int, epochs: int, seed: int, workers: int = 0) -> None:
     """In its own (locked) process: ``measure()`` with the Hydra sweeper, to ``out``."""
-    Path(out).write_text(json.dumps(measure(trials, epochs, seed, hydra=True)))
+    Path(out).write_text(json.dumps(measure(trials, epochs, seed, hydra=True,
+                                            workers=workers or None)))
 
 
-def run_legacy(trials: int, epochs: int, seed: int, lock: str | None = LOCK) -> dict[str, Any]:
-    """The MLP comparison with Hydra's Optuna sweeper (``measure``), in a locked process."""
+def run_legacy(trials: int, epochs: int, seed: int, lock: str | None = LOCK,
+               workers: int | None = None) -> dict[str, Any]:
+    """The MLP comparison with Hydra's Optuna sweeper (``measure``), in a locked process;
+    sweeps' trials with the experiment's 2 workers unless ``workers``."""
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "legacy.json"
         cmd = [sys.executable, "-m", "bench.search_efficiency", "_legacy", str(out),
-               str(trials), str(epochs), str(seed)]
+               str(trials), str(epochs), str(seed), str(workers or 0)]
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(
             p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)}
         subprocess.run(["flock", lock, *cmd] if lock else cmd, cwd=ROOT, env=env, check=True)
         return json.loads(out.read_text())
+
+
+def hydra_ratios(per_seed: list[dict[str, Any]]) -> dict[str, Any]:
+    """Medians over seeds of each MLP contender's search wall (``seconds_total``: the call to
+    its last report), whole wall (``wall_s``: the call to its return) and time to target, and
+    sweeps TPE+ASHA's over Hydra's for both walls."""
+    def med(name: str, key: str) -> float | None:
+        values = [r["rows"][name][key] for r in per_seed]
+        return None if None in values else statistics.median(values)
+
+    names = list(per_seed[0]["rows"])
+    out: dict[str, Any] = {name: {key: med(name, key) for key in
+                                  ("seconds_total", "seconds_to_target", "epochs_total", "best")}
+                           for name in names}
+    for name in names:
+        out[name]["wall_s"] = statistics.median(r["rows"][name]["wall_s"] for r in per_seed)
+    out["call_wall_ratio_tpe_asha_to_hydra"] = statistics.median(
+        r["rows"]["sweeps TPE+ASHA"]["wall_s"] / r["rows"]["Hydra Optuna sweeper"]["wall_s"]
+        for r in per_seed)
+    out["wall_ratio_tpe_asha_to_hydra"] = statistics.median(
+        r["rows"]["sweeps TPE+ASHA"]["seconds_total"]
+        / r["rows"]["Hydra Optuna sweeper"]["seconds_total"] for r in per_seed)
+    return out
+
+
+def _hydra_only(seeds: list[int], trials: int, epochs: int, lock: str | None,
+                workers: int) -> None:
+    per_seed = []
+    for seed in seeds:
+        per_seed.append(run_legacy(trials, epochs, seed, lock, workers))
+        print(f"\nseed {seed}\n" + format_table(per_seed[-1]), flush=True)
+    result = {"trials": trials, "epochs": epochs, "workers": workers, "seeds": seeds,
+              "per_seed": per_seed,
+              "median": hydra_ratios(per_seed)}
+    RESULTS.mkdir(exist_ok=True)
+    path = RESULTS / f"hydra_optuna_workers{workers}.json"
+    path.write_text(json.dumps(result, indent=2) + "\n")
+    print("\nmedian over seeds: " + json.dumps(result["median"], indent=2))
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -446,7 +500,7 @@ def main(argv: list[str] | None = None) -> None:
     if argv[:1] == ["_sweep"]:  # one sweep, in the process run_one starts
         return _sweep_child(argv[2:], argv[1])
     if argv[:1] == ["_legacy"]:
-        return _legacy_child(argv[1], *map(int, argv[2:5]))
+        return _legacy_child(argv[1], *map(int, argv[2:6]))
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, nargs="+", default=DEFAULTS["seeds"])
     parser.add_argument("--seed", type=int, help="one seed (same as --seeds N)")
@@ -458,12 +512,17 @@ def main(argv: list[str] | None = None) -> None:
                         default=list(CONTENDERS), help="random always runs (the baseline)")
     parser.add_argument("--hydra", action="store_true",
                         help="also the MLP comparison with Hydra's Optuna sweeper (first seed)")
+    parser.add_argument("--hydra-only", action="store_true",
+                        help="only the MLP comparison with Hydra's Optuna sweeper, per seed; "
+                             "writes bench/results/hydra_optuna_workers<N>.json")
     parser.add_argument("--keep", metavar="DIR", help="put the sweeps in DIR and keep them")
     parser.add_argument("--no-lock", action="store_true",
                         help=f"do not take {LOCK} per sweep (the caller holds it)")
     args = parser.parse_args(argv)
     seeds = [args.seed] if args.seed is not None else args.seeds
     lock = None if args.no_lock else LOCK
+    if args.hydra_only:
+        return _hydra_only(seeds, args.trials, args.epochs, lock, args.workers)
     result = compare(seeds, args.trials, args.epochs, args.workers, args.contenders, lock,
                      args.keep, progress=lambda line: print(line, flush=True))
     if args.hydra:
