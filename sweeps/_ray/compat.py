@@ -172,8 +172,17 @@ def _probes() -> dict[str, Callable[[], None]]:
         "Trial.set_config": _params("ray.tune.experiment:Trial.set_config", "config"),
         "Tune's wrapped controller": _source_sets(
             "ray.tune.execution.tune_controller:TrialRunnerWrapper", "_tune_controller"),
-        "TuneController.checkpoint": _params(
-            "ray.tune.execution.tune_controller:TuneController.checkpoint", "force", "wait"),
+        "TuneController's storage": _source_sets(
+            "ray.tune.execution.tune_controller:TuneController", "_storage"),
+        "TuneController.save_to_dir": _attrs(
+            "ray.tune.execution.tune_controller:TuneController", "save_to_dir"),
+        "Tune's storage context paths": _attrs(
+            "ray.train._internal.storage:StorageContext", "experiment_driver_staging_path",
+            "experiment_fs_path"),
+        "Tune's storage syncer": _source_sets("ray.train._internal.storage:StorageContext",
+                                              "syncer"),
+        "Tune's storage filesystem": _source_mentions(
+            "ray.train._internal.storage:StorageContext", "self.storage_filesystem, "),
         "Tune's experiment-state file": _equals(
             "ray.tune.execution.tune_controller:TuneController.CKPT_FILE_TMPL",
             tune.STATE_GLOB.replace("*", "{}")),

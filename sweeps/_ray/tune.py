@@ -14,9 +14,16 @@ A scheduler saves Tune's experiment state before a new trial can start
 (``save_experiment_state``): Tune's own save runs once a second, so a trial added and started
 inside that second was unknown to a resume after a kill -9 (its MLflow run and files orphaned,
 the search suggesting another). Schedulers get the controller behind Tune's
-``TrialRunnerWrapper``; ``TuneController.checkpoint(force=True, wait=True)`` saves and syncs
-the state to storage before it returns. Public route: none (``CheckpointConfig`` forces a save
-only after a trial's checkpoints).
+``TrialRunnerWrapper``. ``TuneController.save_to_dir()`` writes the state into Tune's local
+staging directory (``controller._storage.experiment_driver_staging_path``: the state files
+that Tune's resume reads back, ``*.json``/``*.pkl`` at the top, and each trial's result files
+below, which the summary reads); the adapter then uploads the files that changed since its
+last save to the experiment directory on ``storage_filesystem``, each written beside and moved
+into place, the state files last. Tune's own ``checkpoint(force=True, wait=True)`` copies the
+whole staging directory on every save, every ended trial's files again: 0.1 s at 200 trials
+and growing. Tune's background sync is waited for first (``storage.syncer.wait()``) so the two
+never write the same file. Public route: none (``CheckpointConfig`` forces a save only after a
+trial's checkpoints).
 
 Tune's ``experiment_state-<time>.json`` (newest last) holds ``trial_data``; the sweep checks it
 parses before resuming, to fail with a clear error instead of Tune's traceback. Public route:
@@ -25,6 +32,8 @@ parses before resuming, to fail with a clear error instead of Tune's traceback. 
 
 from __future__ import annotations
 
+import logging
+import os
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +44,8 @@ STATE_GLOB = "experiment_state-*.json"
 # How long a reused function-trainable process waits for the last trial's thread to end
 # (FunctionTrainable.reset_config, read at each reuse; Ray's default 2 s). Public route: none.
 THREAD_TIMEOUT_ENV = "TUNE_FUNCTION_THREAD_TIMEOUT_S"
+
+log = logging.getLogger(__name__)
 
 
 def replace_restored_config(tuner: Any, scheduler: Any, callbacks: list, verbose: int,
@@ -63,10 +74,50 @@ def set_trial_config(trial: Any, config: dict[str, Any]) -> None:
 
 
 def save_experiment_state(tune_controller: Any) -> None:
-    """Save Tune's experiment state (trials, searcher) to storage now, and wait for it:
-    ``tune_controller`` is what Tune passes a scheduler (the controller in a wrapper)."""
+    """Save Tune's experiment state (trials, searcher, callbacks) to storage now, and wait for
+    it: ``tune_controller`` is what Tune passes a scheduler (the controller in a wrapper).
+
+    Uploads the staging directory's files that changed since this sweep's last save (the trials'
+    result files first, the state files last), each written beside and moved into place."""
     controller = getattr(tune_controller, "_tune_controller", tune_controller)
-    controller.checkpoint(force=True, wait=True)
+    storage = controller._storage
+    try:
+        storage.syncer.wait()  # a sync of Tune's own must not write these files meanwhile
+    except Exception as exc:  # Tune logs a failed sync and goes on; so does this save
+        log.warning("Tune's last sync of the experiment state failed: %s", exc)
+    controller.save_to_dir()
+    staging = storage.experiment_driver_staging_path
+    uploaded = _UPLOADED.setdefault(staging, {})
+    changed = []
+    for root, _, names in os.walk(staging):
+        for name in names:
+            path = os.path.join(root, name)
+            stat = os.stat(path)
+            if uploaded.get(path) != (stat.st_mtime_ns, stat.st_size):
+                changed.append((root == staging, os.path.relpath(path, staging), path,
+                                (stat.st_mtime_ns, stat.st_size)))
+    fs, dest = storage.storage_filesystem, storage.experiment_fs_path
+    made: set[str] = set()
+    for _, rel, path, signature in sorted(changed):  # trial files first, the state last
+        _put(fs, path, f"{dest}/{Path(rel).as_posix()}", made)
+        uploaded[path] = signature
+
+
+# staging dir -> file -> (mtime_ns, size) last uploaded by save_experiment_state
+_UPLOADED: dict[str, dict[str, tuple[int, int]]] = {}
+
+
+def _put(fs: Any, local: str, remote: str, made: set[str]) -> None:
+    """``local`` to ``remote`` on ``fs``, whole or not at all: written beside, then moved."""
+    import pyarrow.fs
+
+    parent, _, name = remote.rpartition("/")
+    if parent not in made:
+        fs.create_dir(parent, recursive=True)
+        made.add(parent)
+    part = f"{parent}/.{name}.part"
+    pyarrow.fs.copy_files(local, part, destination_filesystem=fs)
+    fs.move(part, remote)
 
 
 def experiment_state_files(sweep_dir: Path) -> list[Path]:

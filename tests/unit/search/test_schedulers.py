@@ -23,6 +23,7 @@ from sweeps.protocol import CLOCK_KEY
 from sweeps.search.asha import AsyncHalving, percentile
 from sweeps.search.outcome import Objective
 from sweeps.search.schedulers import ResumableASHA, ResumableFIFO, ended_trials, verdicts
+from tests.unit.ray_adapter.staged import StagedController
 
 
 class Trial:
@@ -377,21 +378,31 @@ def test_tune_facing_surface(tmp_path) -> None:
     asha.on_trial_remove(None, Trial("t0"))  # no KeyError for a trial already completed
 
 
-class _Controller:
+class _Controller(StagedController):
     """What a scheduler reaches of Tune's wrapped controller when Tune asks it which trial to
     start: the trials, and (behind the wrapper) the controller's state save."""
 
-    def __init__(self) -> None:
+    def __init__(self, root) -> None:
+        super().__init__(root)
         self.trials: list[Trial] = []
-        self.saves: list[list[str]] = []  # the trials each save held
-        self._tune_controller = self
+        self.saves: list[list[str]] = []  # the trials each save held, read back from storage
 
     def get_trials(self) -> list[Trial]:
         return self.trials
 
-    def checkpoint(self, force: bool, wait: bool) -> None:
-        assert force and wait  # now, and on storage before the trial can start
-        self.saves.append([t.trial_id for t in self.trials])
+    def state(self) -> dict:
+        return {"trial_data": [t.trial_id for t in self.trials]}
+
+    def save_to_dir(self) -> None:
+        super().save_to_dir()
+        self.pending = True
+
+    def choose(self, scheduler):
+        self.pending = False
+        chosen = scheduler.choose_trial_to_run(self)
+        if self.pending:  # saved: what storage holds now
+            self.saves.append(self.stored()["trial_data"])
+        return chosen
 
 
 def _fifo(directory):
@@ -402,16 +413,16 @@ def _fifo(directory):
 def test_tune_state_is_saved_before_a_new_trial_can_start(tmp_path, make) -> None:
     """Tune saves its state once a second: a trial added and started inside that second would
     be unknown to a resume after kill -9. The scheduler saves it first, once per new trial."""
-    scheduler, controller = make(tmp_path), _Controller()
-    assert scheduler.choose_trial_to_run(controller) is None and controller.saves == []
+    scheduler, controller = make(tmp_path / "sweep"), _Controller(tmp_path)
+    assert controller.choose(scheduler) is None and controller.saves == []
     for trial_id in ("a", "b"):
         trial = Trial(trial_id)
         trial.status = "PENDING"
         controller.trials.append(trial)
         scheduler.on_trial_add(controller, trial)
-        assert scheduler.choose_trial_to_run(controller).trial_id == "a"
-        assert scheduler.choose_trial_to_run(controller).trial_id == "a"  # asked again: no save
+        assert controller.choose(scheduler).trial_id == "a"
+        assert controller.choose(scheduler).trial_id == "a"  # asked again: no save
     assert controller.saves == [["a"], ["a", "b"]]
     restored = pickle.loads(pickle.dumps(scheduler))  # Tune's tuner.pkl: a new driver saves anew
-    restored.choose_trial_to_run(controller)
+    controller.choose(restored)
     assert controller.saves[-1] == ["a", "b"] and len(controller.saves) == 3
