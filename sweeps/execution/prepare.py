@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from sweeps.config.schema import SweepConfig
 from sweeps.config.validate import validate
 from sweeps.errors import ConfigError
+from sweeps.execution.cluster_address import check_reachable, join_error
 from sweeps.execution.code_shipping import check_shipping, runtime_env
 from sweeps.execution.resources import ResourcePlan, local_cluster_totals, plan_resources
 from sweeps.layout import SweepLayout
@@ -63,13 +64,26 @@ class Prepared:
 
 
 def sweep_dir_of(cfg: SweepConfig) -> Path:
-    """Absolute sweep directory (relative paths are taken from the current directory).
+    """Absolute sweep directory (relative paths are taken from the current directory;
+    ``file:///abs/path`` is that path). Any other URI is refused: the sweep directory is a
+    local or shared (NFS) filesystem path, and ``Path`` would silently turn ``s3://b/x`` into a
+    local folder named ``s3:``.
 
     Example:
         >>> sweep_dir_of(compose("digits", ["sweep.dir=outputs/d"])) == Path.cwd() / "outputs/d"
         True
     """
-    return Path(cfg.sweep.dir).expanduser().absolute()
+    raw = cfg.sweep.dir
+    scheme, sep, rest = raw.partition("://")
+    if sep and scheme and all(c.isalnum() or c in "+.-" for c in scheme):
+        if scheme.lower() != "file":
+            raise ConfigError("sweep.dir", raw, f"is a URI ({scheme}://), and sweeps keeps its "
+                              "sweep directory on a filesystem path only",
+                              "use a local path, or on a cluster a shared filesystem mounted "
+                              "at the same path on every node (e.g. "
+                              "sweep.dir=/mnt/shared/sweeps/digits)")
+        raw = "/" + rest.partition("/")[2] if not rest.startswith("/") else rest
+    return Path(raw).expanduser().absolute()
 
 
 def _check_writable(sweep_dir: Path) -> None:
@@ -105,8 +119,12 @@ def _cluster_totals(cfg: SweepConfig) -> tuple[float, float]:
         import ray
 
         if not ray.is_initialized():
-            ray.init(address=cfg.ray.address, log_to_driver=cfg.sweep.verbose,
-                     runtime_env=runtime_env(cfg))
+            address = cfg.ray.address
+            try:
+                ray.init(address=address, log_to_driver=cfg.sweep.verbose,
+                         runtime_env=runtime_env(cfg))
+            except ConnectionError as exc:
+                raise join_error(address, exc) from exc
         totals = ray.cluster_resources()
         return float(totals.get("CPU", 0)), float(totals.get("GPU", 0))
     return local_cluster_totals(cfg.ray)
@@ -121,6 +139,8 @@ def prepare(cfg: SweepConfig) -> Prepared:
         PosixPath('/.../outputs/d')
     """
     validate(cfg)
+    if cfg.ray.address and not _ray_connected():
+        check_reachable(cfg.ray.address)  # ray.init would wait minutes on a dead address
     check_shipping(cfg)  # code to ship exists and fits Ray's upload limit (before Ray starts)
     params, constants = parse_space(cfg.experiment.search_space)
     warnings = check_search(cfg, params)

@@ -210,6 +210,12 @@ CLI_BAD = [
     (["+experiment=digits", "scaling.num_workers=0"], "scaling.num_workers: 0 must be >= 1"),
     (["+experiment=digits", "experiment.trainable=nope:fn"], "experiment.trainable: 'nope:fn'"),
     (["+experiment=digits", "sweep.dir=/proc/x"], "sweep.dir: '/proc/x' is not writable"),
+    (["+experiment=digits", "sweep.dir=s3://bucket/digits"],
+     "sweep.dir: 's3://bucket/digits' is a URI (s3://)"),
+    # Port 1 on loopback: nothing listens. Ray's own join would wait ~2 minutes; the
+    # subprocess timeout below (30 s) is the bound for this one line.
+    (["+experiment=digits", "ray.address=127.0.0.1:1"],
+     "ray.address: '127.0.0.1:1' does not answer (nothing listens on 127.0.0.1:1"),
 ]
 
 
@@ -218,7 +224,8 @@ def test_cli_bad_input_exits_2_with_one_line_and_writes_nothing(tmp_path, args, 
     env = {**os.environ, "PYTHONPATH": str(ROOT), "RAY_ADDRESS": ""}
     proc = subprocess.run([sys.executable, "-m", "sweeps", *args, "ray.num_cpus=2"]
                           if args else [sys.executable, "-m", "sweeps"],
-                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+                          cwd=tmp_path, env=env, capture_output=True, text=True,
+                          timeout=30 if any("ray.address" in a for a in args) else 120)
     assert proc.returncode == 2, proc.stderr
     assert message in proc.stderr
     assert proc.stderr.strip().count("\n") == 0, proc.stderr  # one line, no traceback
