@@ -2,7 +2,7 @@
 
     python -m sweeps +experiment=digits ray.address=10.0.0.5:6379
     # ConfigError: ray.address: '10.0.0.5:6379' does not answer (nothing listens on
-    # 10.0.0.5:6379: connection refused); start the cluster there (ray start --head) ...
+    # 10.0.0.5:6379: connection refused); start a cluster at that address (ray start --head)...
 
 ``ray.init`` does not fail fast on a dead address: on Ray 2.60 a GCS address where nothing
 listens waits about two minutes and then exits the process, a ``ray://`` address times out
@@ -26,8 +26,8 @@ __all__ = ["check_reachable", "join_error", "host_port"]
 CONNECT_TIMEOUT_S = 10.0
 DEFAULT_GCS_PORT = 6379
 DEFAULT_CLIENT_PORT = 10001
-FIX = ("start the cluster there (ray start --head) or correct ray.address; "
-       "ray.address=null runs a private local Ray instead")
+FIX = ("start a cluster at that address (ray start --head) or set ray.address to a running "
+       "one; ray.address=null runs a private local Ray instead")
 
 
 def host_port(address: str) -> tuple[str, int] | None:
