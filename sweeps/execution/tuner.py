@@ -112,8 +112,11 @@ def build_tuner(cfg: SweepConfig, params: list[Param], trial: TrialPlan, plan: R
             num_samples=1 if cfg.search.algorithm == "grid" else cfg.search.num_samples,
             max_concurrent_trials=None if generator else plan.max_concurrent_trials,
             trial_dirname_creator=lambda t: t.trial_id,
-            # Inline trials keep their process for the next trial (imports stay loaded).
-            reuse_actors=cfg.trial.reuse_process,
+            # Inline trials keep their process for the next trial (imports stay loaded). Not
+            # Train trials: Tune caches a stopped trial's process without ending its Train run,
+            # whose controller can block on a report nobody reads, and the next trial on that
+            # process then errors after the thread timeout and the sweep hangs (reviewer, run).
+            reuse_actors=cfg.trial.reuse_process and trial.inline,
         ),
         run_config=tune.RunConfig(
             name=sweep_dir.name, storage_path=str(sweep_dir.parent), callbacks=callbacks,

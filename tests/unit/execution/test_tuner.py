@@ -163,7 +163,7 @@ def test_build_tuner_wires_search_scheduler_and_run_config_without_ray(
         assert [p.path for p in tc.search_alg._space.params] == [p.path for p in params]
         assert inner._param_space == {}
     assert isinstance(tc.scheduler, ResumableASHA) and tc.scheduler._halving.max_t == 6
-    assert tc.reuse_actors is True  # trial.reuse_process defaults on, for Train trials too
+    assert tc.reuse_actors is False  # Train trials: a stopped run can wedge a reused process
     assert tc.trial_dirname_creator(SimpleNamespace(trial_id="ab12_00001")) == "ab12_00001"
     assert (rc.name, rc.storage_path) == ("my_sweep", str(tmp_path / "outputs"))
     assert rc.callbacks == callbacks
@@ -174,7 +174,8 @@ def test_build_tuner_wires_search_scheduler_and_run_config_without_ray(
 def test_inline_trials_reserve_the_workers_share_and_reuse_their_process(
         tmp_path: Path, reuse: bool) -> None:
     """An inline trial's own process trains: Tune reserves the worker's CPUs for it (a Train
-    trial's driver reserves none), and trial.reuse_process keeps either for the next trial."""
+    trial's driver reserves none), and trial.reuse_process keeps its process for the next trial
+    (a Train trial's driver process is never reused)."""
     from dataclasses import replace
 
     cfg = compose("digits", ["scaling.num_workers=1", f"trial.reuse_process={reuse}"])
@@ -188,5 +189,5 @@ def test_inline_trials_reserve_the_workers_share_and_reuse_their_process(
     assert inner._trainable._resources.required_resources["CPU"] == 1.0
     train = build_tuner(cfg, params, trial_plan(cfg, constants, _plan(), tmp_path / "t", "sid"),
                         _plan(), tmp_path / "t", [])._local_tuner
-    assert train._tune_config.reuse_actors is reuse  # a Train trial's driver process too
+    assert train._tune_config.reuse_actors is False  # never a Train trial's driver process
     assert train._trainable._resources.required_resources.get("CPU", 0) == 0
