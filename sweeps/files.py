@@ -1,25 +1,45 @@
-"""Durable file writes: the one atomic replace and the one append that survive a crash.
+"""The files of a sweep directory, on a local (or NFS) path or an object store, written durably.
 
     write_atomic(sweep_dir / "state" / "sweep.json", json.dumps(record))
     write_atomic(path, lambda f: torch.save(payload, f))      # any writer of a binary file
     append_line(run_dir / "reports.jsonl", json.dumps(report))
+    read_lines(run_dir / "reports.jsonl"); read_text(path); exists(path); listdir(run_dir)
 
 Every file of a sweep that a crash must not tear goes through these (the sweep's record, the
 scheduler's and the tracking journals, Train's repaired run snapshot, the clock, checkpoints
-written by ``TrialSession``). ``write_atomic`` writes a temporary file next to the target,
-fsyncs it and renames it over the target, so a reader sees the old or the new content, never
-part of it. ``append_line`` fsyncs each line; a crash mid-append leaves at most one torn last
-line, which readers skip and the next append starts a fresh line after.
+written by ``TrialSession``), and every read of a file another process wrote. On a local path,
+``write_atomic`` writes a temporary file next to the target, fsyncs it and renames it over the
+target, so a reader sees the old or the new content, never part of it; ``append_line`` fsyncs
+each line, and a crash mid-append leaves at most one torn last line, which readers skip and the
+next append starts a fresh line after.
+
+On an object store (a path under a URI sweep directory's stand-in, ``sweeps.storage.location``)
+the same calls reach the store before they return: a whole object per ``write_atomic`` (a PUT is
+atomic) and one object per appended line (``sweeps.storage.objects``), so the same guarantees
+hold with no append and no fsync; reads go to the store, never to a local copy.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
-from collections.abc import Callable
+import shutil
+import tempfile
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
-__all__ = ["write_atomic", "append_line"]
+from sweeps.storage import objects
+from sweeps.storage.location import filesystem
+
+__all__ = ["write_atomic", "append_line", "read_lines", "read_text", "read_bytes", "exists",
+           "is_file", "is_dir", "listdir", "move", "remove_tree", "put_tree", "open_binary",
+           "local_copy", "is_remote", "publish", "remove_file", "download"]
+
+
+def is_remote(path: str | Path) -> bool:
+    """Whether ``path`` lives on an object store (a URI or a stand-in path)."""
+    return filesystem(path) is not None
 
 
 def write_atomic(path: str | Path, data: str | bytes | Callable[[BinaryIO], object]) -> Path:
@@ -31,7 +51,11 @@ def write_atomic(path: str | Path, data: str | bytes | Callable[[BinaryIO], obje
         >>> write_atomic(target, '{"n": 1}').read_text()
         '{"n": 1}'
     """
+    remote = filesystem(path)
     path = Path(path)
+    if remote is not None:
+        objects.put(*remote, objects.to_bytes(data))
+        return path
     tmp = path.with_name(f".{path.name}.tmp")
     with open(tmp, "wb") as f:
         if callable(data):
@@ -56,6 +80,10 @@ def append_line(path: str | Path, line: str) -> None:
         >>> log.read_text().splitlines()
         ['{"n": 1}', '{"n": 2', '{"n": 3}']
     """
+    remote = filesystem(path)
+    if remote is not None:
+        objects.append_record(*remote, line)
+        return
     with open(path, "ab") as f:
         if f.tell() > 0 and not _ends_with_newline(path):
             f.write(b"\n")
@@ -68,3 +96,149 @@ def _ends_with_newline(path: str | Path) -> bool:
     with open(path, "rb") as f:
         f.seek(-1, os.SEEK_END)
         return f.read(1) == b"\n"
+
+
+def read_lines(path: str | Path) -> list[str]:
+    """Every line ``append_line`` wrote to ``path``, in order ([] when there is none; a torn
+    last line is returned as it is, for the reader to skip)."""
+    remote = filesystem(path)
+    if remote is not None:
+        return objects.read_records(*remote)
+    try:
+        return Path(path).read_bytes().decode(errors="replace").splitlines()
+    except (FileNotFoundError, IsADirectoryError):
+        return []
+
+
+def read_bytes(path: str | Path) -> bytes:
+    """The file's bytes; ``FileNotFoundError`` when it is missing."""
+    remote = filesystem(path)
+    return objects.get(*remote) if remote is not None else Path(path).read_bytes()
+
+
+def read_text(path: str | Path, errors: str = "strict") -> str:
+    """The file's text; ``FileNotFoundError`` when it is missing."""
+    return read_bytes(path).decode(errors=errors)
+
+
+def exists(path: str | Path) -> bool:
+    remote = filesystem(path)
+    return objects.exists(*remote) if remote is not None else Path(path).exists()
+
+
+def is_file(path: str | Path) -> bool:
+    remote = filesystem(path)
+    return objects.is_file(*remote) if remote is not None else Path(path).is_file()
+
+
+def is_dir(path: str | Path) -> bool:
+    remote = filesystem(path)
+    return objects.is_dir(*remote) if remote is not None else Path(path).is_dir()
+
+
+def listdir(path: str | Path) -> list[str]:
+    """Names of the entries directly in ``path``, sorted ([] when it is missing)."""
+    remote = filesystem(path)
+    if remote is not None:
+        return objects.listdir(*remote)
+    return sorted(p.name for p in Path(path).iterdir()) if Path(path).is_dir() else []
+
+
+def move(src: str | Path, dst: str | Path) -> None:
+    """Rename a file or directory (on an object store: copy, then delete the source)."""
+    remote = filesystem(src)
+    if remote is None:
+        Path(src).rename(dst)
+        return
+    fs, source = remote
+    target = filesystem(dst)[1]  # type: ignore[index]
+    if objects.is_dir(fs, source):
+        objects.copy_tree(fs, source, target)
+        objects.delete_dir(fs, source)
+    else:
+        fs.move(source, target)
+
+
+def remove_tree(path: str | Path) -> None:
+    """Delete a directory and everything in it (nothing when it is missing)."""
+    remote = filesystem(path)
+    if remote is not None:
+        objects.delete_dir(*remote)
+    else:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def put_tree(source: str | Path, target: str | Path) -> None:
+    """Make ``target`` a copy of the local directory ``source``, replacing what was there:
+    locally through a staging directory renamed into place; on an object store by uploading
+    (a reader could see a partial copy meanwhile, as Ray Train's own uploads can)."""
+    remote = filesystem(target)
+    if remote is not None:
+        objects.delete_dir(*remote)
+        objects.upload_tree(str(source), *remote)
+        return
+    target = Path(target)
+    staging = target.with_name(f".{target.name}.partial-{os.getpid()}")
+    shutil.rmtree(staging, ignore_errors=True)
+    shutil.copytree(source, staging)
+    if target.exists():
+        shutil.rmtree(target)
+    os.replace(staging, target)
+
+
+def remove_file(path: str | Path) -> None:
+    """Delete a file (nothing when it is missing)."""
+    remote = filesystem(path)
+    if remote is not None:
+        objects.delete_file(*remote)
+    else:
+        Path(path).unlink(missing_ok=True)
+
+
+def publish(path: str | Path) -> None:
+    """Copy what a library wrote to the local file or directory ``path`` (plots, a parquet
+    file, Ray's log) to the object store its stand-in names; nothing for a local path."""
+    remote = filesystem(path)
+    if remote is not None and Path(path).exists():
+        objects.upload_tree(str(path), *remote)
+
+
+def open_binary(path: str | Path) -> Any:
+    """A seekable binary file of ``path`` (on an object store, only the ranges read are
+    fetched: a zip's directory without the whole archive)."""
+    remote = filesystem(path)
+    return objects.open_input(*remote) if remote is not None else open(path, "rb")
+
+
+def download(path: str | Path, local: str | Path) -> Path:
+    """Copy the file or directory ``path`` (on the object store, or local) to ``local``."""
+    remote = filesystem(path)
+    local = Path(local)
+    if remote is None:
+        if Path(path).is_dir():
+            shutil.copytree(path, local, dirs_exist_ok=True)
+        else:
+            shutil.copy2(path, local)
+        return local
+    fs, source = remote
+    if objects.is_dir(fs, source):
+        local.mkdir(parents=True, exist_ok=True)
+    objects.download_tree(fs, source, str(local))
+    return local
+
+
+@contextlib.contextmanager
+def local_copy(path: str | Path) -> Iterator[Path]:
+    """``path`` as a local file or directory: itself, or a temporary download removed after.
+
+    Example:
+        >>> with local_copy("/etc") as here:
+        ...     here == Path("/etc")
+        True
+    """
+    remote = filesystem(path)
+    if remote is None:
+        yield Path(path)
+        return
+    with tempfile.TemporaryDirectory(prefix="sweeps-download-") as tmp:
+        yield download(path, Path(tmp) / Path(str(path).partition("?")[0]).name)

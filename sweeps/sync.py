@@ -1,4 +1,4 @@
-"""python -m sweeps.sync SWEEP_DIR [--timeout 300]
+"""python -m sweeps.sync SWEEP_DIR [--timeout 300]      (a path, or s3://bucket/prefix)
 
 Send a sweep's tracking records that did not reach MLflow (the server was unreachable when the
 sweep ended). Safe to run any number of times: records already applied are not sent again.
@@ -11,7 +11,9 @@ import json
 import sys
 from pathlib import Path
 
+from sweeps import files
 from sweeps.layout import SweepLayout
+from sweeps.storage.location import is_uri, stand_in
 from sweeps.tracking.journal import Journal
 
 __all__ = ["sync"]
@@ -23,11 +25,13 @@ def sync(sweep_dir: str | Path, timeout_s: float = 300.0) -> int:
     from sweeps.tracking.mlflow_sink import MLflowSink
     from sweeps.tracking.setup import quiet_http_retries
 
-    layout = SweepLayout(Path(sweep_dir))
+    raw = str(sweep_dir)
+    layout = SweepLayout(stand_in(raw) if is_uri(raw) and not raw.startswith("file://")
+                         else Path(sweep_dir))
     state_dir, meta_path = layout.tracking, layout.tracking_meta
-    if not meta_path.exists():
+    if not files.exists(meta_path):
         raise FileNotFoundError(f"{sweep_dir} has no tracking/meta.json: not a tracked sweep")
-    meta = json.loads(meta_path.read_text())
+    meta = json.loads(files.read_text(meta_path))
     quiet_http_retries()
     journal = Journal(state_dir)
     sink = MLflowSink(meta["uri"], meta["experiment_name"], state_dir, meta["model_name"])

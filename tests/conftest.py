@@ -168,3 +168,105 @@ def mlflow_server(tmp_path: Path) -> Iterator[MLflowServer]:
 # Doctest collection (pyproject's --doctest-modules) imports every module under tests/; this one
 # raises at import on purpose (a user module that fails to import: tests/unit/test_worker_contract).
 collect_ignore = ["unit/broken_loop.py"]
+
+
+class MotoS3:
+    """A real S3 endpoint on loopback: moto's server as its own process (random port), with
+    authentication on, so credentials are checked as AWS checks them. The fixture creates an
+    IAM user whose keys the tests export (``env``), and the bucket ``bucket``. Stopped by PID.
+    """
+
+    BUCKET = "sweeps-test"
+
+    def __init__(self, root: Path) -> None:
+        import socket
+
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            self.port = s.getsockname()[1]
+        self.endpoint = f"http://127.0.0.1:{self.port}"
+        self.root = root
+        self.proc: subprocess.Popen | None = None
+        self.env: dict[str, str] = {}
+
+    def start(self, timeout_s: float = 60) -> None:
+        import urllib.request
+
+        log = (self.root / "moto.log").open("ab")
+        # The first 4 requests (the IAM user, its policy and key) are let through unsigned;
+        # every later one must be signed with a key moto knows.
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(self.port)],
+            stdout=log, stderr=log, start_new_session=True, cwd=self.root,
+            env={**os.environ, "INITIAL_NO_AUTH_ACTION_COUNT": "4"})
+        deadline = time.monotonic() + timeout_s
+        while True:
+            try:
+                urllib.request.urlopen(f"{self.endpoint}/moto-api/", timeout=2)
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"moto_server did not start; see {self.root}/moto.log") \
+                        from None
+                time.sleep(0.2)
+        self._credentials()
+
+    def _credentials(self) -> None:
+        import json
+
+        import boto3
+
+        common = dict(endpoint_url=self.endpoint, region_name="us-east-1",
+                      aws_access_key_id="setup", aws_secret_access_key="setup")
+        iam = boto3.client("iam", **common)
+        iam.create_user(UserName="sweeps")
+        policy = iam.create_policy(PolicyName="all", PolicyDocument=json.dumps({
+            "Version": "2012-10-17",
+            "Statement": [{"Effect": "Allow", "Action": "*", "Resource": "*"}]}))
+        iam.attach_user_policy(UserName="sweeps", PolicyArn=policy["Policy"]["Arn"])
+        key = iam.create_access_key(UserName="sweeps")["AccessKey"]
+        self.env = {"AWS_ENDPOINT_URL": self.endpoint, "AWS_ACCESS_KEY_ID": key["AccessKeyId"],
+                    "AWS_SECRET_ACCESS_KEY": key["SecretAccessKey"],
+                    "AWS_DEFAULT_REGION": "us-east-1", "AWS_EC2_METADATA_DISABLED": "true"}
+        self.client().create_bucket(Bucket=self.BUCKET)
+
+    def client(self):  # noqa: ANN201 (a boto3 S3 client with the test user's keys)
+        import boto3
+
+        return boto3.client("s3", endpoint_url=self.endpoint, region_name="us-east-1",
+                            aws_access_key_id=self.env["AWS_ACCESS_KEY_ID"],
+                            aws_secret_access_key=self.env["AWS_SECRET_ACCESS_KEY"])
+
+    def keys(self, prefix: str) -> list[str]:
+        """Every object key under ``prefix`` in the test bucket."""
+        pages = self.client().get_paginator("list_objects_v2").paginate(
+            Bucket=self.BUCKET, Prefix=prefix)
+        return [o["Key"] for page in pages for o in page.get("Contents", [])]
+
+    def stop(self) -> None:
+        if self.proc is not None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            self.proc.wait(timeout=30)
+            self.proc = None
+
+
+@pytest.fixture(scope="module")
+def moto_s3(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MotoS3]:
+    """One started moto S3 server per test module, its credentials and endpoint exported to
+    this process (and so to the Ray instances it starts) while the module runs."""
+    server = MotoS3(tmp_path_factory.mktemp("moto"))
+    saved = dict(os.environ)
+    try:
+        server.start()
+        os.environ.update(server.env)
+        yield server
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+        server.stop()
+        from sweeps.storage import location
+
+        location._filesystem.cache_clear()  # filesystems of this endpoint die with it

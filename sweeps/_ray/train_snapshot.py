@@ -37,7 +37,9 @@ ALL_KEYS = (*REQUIRED_KEYS, "ray_version", "pending_training_results", "pending_
 def load(run_dir: Path) -> dict[str, Any] | None:
     """The parsed snapshot of ``run_dir``, or None when it is missing or does not parse."""
     try:
-        return json.loads((run_dir / SNAPSHOT_FILE).read_text())
+        from sweeps import files
+
+        return json.loads(files.read_text(run_dir / SNAPSHOT_FILE))
     except (OSError, ValueError):
         return None
 

@@ -121,8 +121,14 @@ def _put(fs: Any, local: str, remote: str, made: set[str]) -> None:
 
 
 def experiment_state_files(sweep_dir: Path) -> list[Path]:
-    """Tune's experiment-state files in ``sweep_dir``, oldest first."""
-    return sorted(sweep_dir.glob(STATE_GLOB)) if sweep_dir.is_dir() else []
+    """Tune's experiment-state files in ``sweep_dir`` (a local path or an object-store stand-in,
+    ``sweeps.files``), oldest first."""
+    import fnmatch
+
+    from sweeps import files
+
+    return [sweep_dir / name for name in files.listdir(sweep_dir)
+            if fnmatch.fnmatch(name, STATE_GLOB)]
 
 
 def trials_in_state(data: dict[str, Any]) -> list:

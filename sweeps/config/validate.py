@@ -34,6 +34,12 @@ def _require(ok: bool, key: str, value: object, rule: str, fix: str) -> None:
         raise ConfigError(key, value, rule, fix)
 
 
+def _object_store(sweep_dir: str) -> bool:
+    from sweeps.storage.location import is_uri
+
+    return is_uri(sweep_dir) and not sweep_dir.startswith("file://")
+
+
 def validate(cfg: SweepConfig) -> None:
     """Check every value that needs no Ray; raise ``ConfigError`` on the first bad one.
 
@@ -56,6 +62,10 @@ def validate(cfg: SweepConfig) -> None:
     _require(s.algorithm == "optuna" or not s.sampler, "search.sampler", dict(s.sampler),
              f"is set, but search={s.algorithm} does not use it",
              "add search=optuna to run that sampler, or drop search.sampler")
+    _require(sc.name != "pbt" or not _object_store(cfg.sweep.dir), "scheduler", "pbt",
+             f"needs a filesystem sweep.dir, and {cfg.sweep.dir} is an object store (PBT copies "
+             "a donor's checkpoint into the exploiting trial's run directory on disk)",
+             "use scheduler=asha, or a local or shared-filesystem sweep.dir for PBT")
     _require(s.num_samples >= 1, "search.num_samples", s.num_samples, "must be >= 1",
              "set search.num_samples=8")
     _require(s.max_concurrent_trials is None or s.max_concurrent_trials >= 1,

@@ -16,6 +16,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from sweeps import files
 from sweeps.files import write_atomic
 
 __all__ = ["CHECKPOINT_FILE", "HF_SUBDIR", "save_checkpoint", "load_checkpoint", "load_model",
@@ -97,7 +98,7 @@ def hf_checkpoint_dir(path: str | Path | None) -> Path | None:
         return None
     for candidate in (Path(path), Path(path) / HF_SUBDIR):
         try:
-            config = json.loads((candidate / "config.json").read_text())
+            config = json.loads(files.read_text(candidate / "config.json"))
         except (OSError, ValueError):
             continue
         if isinstance(config, dict) and (config.get("architectures") or config.get("model_type")):
@@ -121,7 +122,7 @@ def model_form(checkpoint: str | Path | None, loader: str | None) -> str:
         return "none"
     if loader:
         return "loader"
-    if (Path(checkpoint) / CHECKPOINT_FILE).is_file():
+    if files.is_file(Path(checkpoint) / CHECKPOINT_FILE):
         return "sweeps"
     return "transformers" if hf_checkpoint_dir(checkpoint) is not None else "files"
 

@@ -61,7 +61,9 @@ class TrialClock:
         """The clock of the trial in ``run_dir``, as decided on its first report if any."""
         clock = cls(time_attr, str(run_dir), count=reports_before)
         try:
-            saved = json.loads(run_file(run_dir, CLOCK_FILE).read_text())
+            from sweeps.files import read_text
+
+            saved = json.loads(read_text(run_file(run_dir, CLOCK_FILE)))
             if saved.get("time_attr") == time_attr:
                 clock.by, clock.offset = saved["by"], float(saved["offset"])
         except (OSError, ValueError, KeyError, TypeError):
@@ -75,10 +77,11 @@ class TrialClock:
         else:
             self.by = "reports"
         if self.run_dir is not None:
-            from sweeps.files import write_atomic
+            from sweeps.files import is_remote, write_atomic
 
             path = run_file(self.run_dir, CLOCK_FILE)
-            path.parent.mkdir(parents=True, exist_ok=True)
+            if not is_remote(path):
+                path.parent.mkdir(parents=True, exist_ok=True)
             write_atomic(path, json.dumps({k: v for k, v in asdict(self).items()
                                            if k in ("time_attr", "by", "offset")}))
 

@@ -22,6 +22,7 @@ from sweeps.execution.ray_session import Interrupt
 from sweeps.execution.runner import SweepInterrupted, SweepResult
 from sweeps.resume.state import SweepRecord
 from sweeps.search.outcome import Objective
+from sweeps.storage.location import display
 
 if TYPE_CHECKING:  # Ray, pandas and MLflow are imported once a sweep really runs
     from ray.tune import Callback, ResultGrid
@@ -89,6 +90,7 @@ def _start(prep: Prepared) -> tuple[SweepRecord, dict[str, dict[str, Any]]]:
     lines. Returns the record and the trials that had ended (resuming; else none)."""
     from omegaconf import OmegaConf
 
+    from sweeps.files import write_atomic
     from sweeps.placement.reaper import release_all
     from sweeps.resume.notes import resume_notes
     from sweeps.resume.state import new_record, save_record
@@ -100,11 +102,11 @@ def _start(prep: Prepared) -> tuple[SweepRecord, dict[str, dict[str, Any]]]:
     record.starts += 1
     record.tracking_uri = record.tracking_uri or prep.tracking_uri
     save_record(prep.sweep_dir, record)
-    prep.layout.config(record.starts).write_text(OmegaConf.to_yaml(OmegaConf.structured(cfg)))
+    write_atomic(prep.layout.config(record.starts), OmegaConf.to_yaml(OmegaConf.structured(cfg)))
     ended = ended_trials(prep.sweep_dir) if prep.resuming else {}
     print(f"sweep {cfg.sweep.name}: {prep.trials} trials "
           f"({cfg.search.algorithm}, scheduler {cfg.scheduler.name}, max {cfg.scheduler.max_t} "
-          f"epochs); {prep.resources.describe()}\n  dir {prep.sweep_dir}", flush=True)
+          f"epochs); {prep.resources.describe()}\n  dir {display(prep.sweep_dir)}", flush=True)
     if prep.warm_start is not None:
         print(f"  warm start: {prep.warm_start.describe()}", flush=True)
     if prep.resuming:
@@ -172,12 +174,15 @@ def _finish(prep: Prepared, objective: Objective, results: ResultGrid,
 def _plots(prep: Prepared, objective: Objective, summary: Summary,
            results: ResultGrid) -> tuple[list[Path] | None, str | None]:
     """The end-of-sweep PNGs, or why there are none (never fails the sweep)."""
+    from sweeps.files import publish
     from sweeps.report.plots import NotEnoughTrials, histories_of, plot_sweep
 
     best_id = summary.best["trial_id"] if summary.best else None
     try:
-        return plot_sweep(summary.table, histories_of(results), prep.params, objective.metric,
-                          best_id, prep.layout.plots, summary.pareto), None
+        plots = plot_sweep(summary.table, histories_of(results), prep.params, objective.metric,
+                           best_id, prep.layout.plots, summary.pareto)
+        publish(prep.layout.plots)  # to the object store of a URI sweep directory
+        return plots, None
     except NotEnoughTrials as exc:
         return None, str(exc)
     except Exception as exc:  # a plotting bug must not hide a finished sweep

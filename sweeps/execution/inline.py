@@ -38,8 +38,10 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from sweeps import files
 from sweeps._ray import train_snapshot
 from sweeps.protocol import CHECKPOINT_PATH_KEY, CLOCK_KEY
+from sweeps.storage.location import filesystem
 
 if TYPE_CHECKING:
     from sweeps.execution.clock import TrialClock
@@ -97,6 +99,11 @@ class InlineRun:
             return None
         from ray.train import Checkpoint
 
+        from sweeps.storage.location import filesystem
+
+        remote = filesystem(self.run_dir / self.latest)
+        if remote is not None:  # an object store: Ray downloads it in as_directory()
+            return Checkpoint(remote[1], filesystem=remote[0])
         return Checkpoint(str(self.run_dir / self.latest))
 
     def restart(self) -> None:
@@ -146,11 +153,13 @@ class InlineRun:
 
     def _persist(self, checkpoint: Any, name: str, delete_source: bool, upload: Any) -> Path:
         target = self.run_dir / name
-        self.run_dir.mkdir(parents=True, exist_ok=True)
+        remote = filesystem(target)
+        if remote is None:
+            self.run_dir.mkdir(parents=True, exist_ok=True)
         if upload is not None:  # the loop's checkpoint_upload_fn, called as Train calls it
             uploaded = upload(checkpoint, name)
-            path = Path(getattr(uploaded, "path", ""))
-            if path.resolve() != target.resolve():
+            path = str(getattr(uploaded, "path", ""))
+            if (path != remote[1]) if remote else (Path(path).resolve() != target.resolve()):
                 raise ValueError(f"ray.train.report(checkpoint_upload_fn=...) returned "
                                  f"{getattr(uploaded, 'path', uploaded)!r}; an inline trial "
                                  f"keeps its checkpoints in {target}: return "
@@ -158,14 +167,9 @@ class InlineRun:
                                  "trial.executor=train")
             return target
         source = Path(checkpoint.path)
-        if source.resolve() == target.resolve():
+        if remote is None and source.resolve() == target.resolve():
             return target
-        staging = self.run_dir / f".{name}.partial-{os.getpid()}"
-        shutil.rmtree(staging, ignore_errors=True)
-        shutil.copytree(source, staging)
-        if target.exists():  # the same name reported again after a restart
-            shutil.rmtree(target)
-        os.replace(staging, target)
+        files.put_tree(source, target)  # replaces the same name reported again after a restart
         if delete_source:
             shutil.rmtree(source, ignore_errors=True)
         return target
@@ -181,7 +185,7 @@ class InlineRun:
         train_snapshot.write(self.run_dir, train_snapshot.rebuilt(
             self.kept, latest_name=name, next_index=self.next_index + 1))
         for old, _, _ in dropped:
-            shutil.rmtree(self.run_dir / old, ignore_errors=True)
+            files.remove_tree(self.run_dir / old)
 
 
 @contextlib.contextmanager

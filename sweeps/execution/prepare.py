@@ -27,6 +27,8 @@ from sweeps.layout import SweepLayout
 from sweeps.resume.state import ResumeInfo, check_tune_state, decide_resume
 from sweeps.search.checks import check_search, objectives_of, trial_count
 from sweeps.search.space import Param, parse_space
+from sweeps.storage.location import is_uri, remote_of, stand_in, uri_of
+from sweeps.storage.preflight import check_store
 
 if TYPE_CHECKING:
     from sweeps.search.warm_start import WarmStart
@@ -65,29 +67,32 @@ class Prepared:
 
 def sweep_dir_of(cfg: SweepConfig) -> Path:
     """Absolute sweep directory (relative paths are taken from the current directory;
-    ``file:///abs/path`` is that path). Any other URI is refused: the sweep directory is a
-    local or shared (NFS) filesystem path, and ``Path`` would silently turn ``s3://b/x`` into a
-    local folder named ``s3:``.
+    ``file:///abs/path`` is that path). Any other URI (``s3://bucket/prefix``, anything
+    ``pyarrow.fs.FileSystem.from_uri`` knows) is an object-store sweep directory, returned as
+    its stand-in path (``sweeps.storage.location``): every file of it lives in the store.
 
     Example:
         >>> sweep_dir_of(compose("digits", ["sweep.dir=outputs/d"])) == Path.cwd() / "outputs/d"
         True
+        >>> from sweeps.storage import uri_of
+        >>> uri_of(sweep_dir_of(compose("digits", ["sweep.dir=s3://bucket/sweeps/d/"])))
+        's3://bucket/sweeps/d'
     """
     raw = cfg.sweep.dir
-    scheme, sep, rest = raw.partition("://")
-    if sep and scheme and all(c.isalnum() or c in "+.-" for c in scheme):
+    if is_uri(raw):
+        scheme, _, rest = raw.partition("://")
         if scheme.lower() != "file":
-            raise ConfigError("sweep.dir", raw, f"is a URI ({scheme}://), and sweeps keeps its "
-                              "sweep directory on a filesystem path only",
-                              "use a local path, or on a cluster a shared filesystem mounted "
-                              "at the same path on every node (e.g. "
-                              "sweep.dir=/mnt/shared/sweeps/digits)")
+            return stand_in(raw)
         raw = "/" + rest.partition("/")[2] if not rest.startswith("/") else rest
     return Path(raw).expanduser().absolute()
 
 
 def _check_writable(sweep_dir: Path) -> None:
-    """Fail unless ``sweep_dir`` can be created and written, leaving nothing behind."""
+    """Fail unless ``sweep_dir`` can be created and written, leaving nothing behind (on an
+    object store: a probe object written, read back and deleted, ``sweeps.storage.preflight``)."""
+    if remote_of(sweep_dir) is not None:
+        check_store(uri_of(sweep_dir))
+        return
     existing = sweep_dir
     while not existing.exists():
         existing = existing.parent

@@ -121,6 +121,17 @@ def _ray_logs_to_file(ray_log: Path, verbose: bool) -> Iterator[Callable[[], Non
         handler.close()
         for lg, (handlers, propagate) in zip(loggers, saved, strict=True):
             lg.handlers, lg.propagate = handlers, propagate
+        _publish_quietly(ray_log)
+
+
+def _publish_quietly(path: Path) -> None:
+    """Ray's log to the object store of a URI sweep directory (a log: a failure only warns)."""
+    from sweeps.files import publish
+
+    try:
+        publish(path)
+    except Exception as exc:
+        log.warning("could not upload %s: %s", path.name, exc)
 
 
 @contextlib.contextmanager
@@ -158,5 +169,8 @@ def _record_release(layout: SweepLayout) -> None:
         return
     if held:
         log.warning("%d placement group(s) still held at sweep end", held)
-    layout.state.mkdir(exist_ok=True)
-    layout.end.write_text(json.dumps({"held_placement_groups": held, "time": time.time()}))
+    from sweeps.files import is_remote, write_atomic
+
+    if not is_remote(layout.state):
+        layout.state.mkdir(exist_ok=True)
+    write_atomic(layout.end, json.dumps({"held_placement_groups": held, "time": time.time()}))

@@ -13,12 +13,15 @@ Nothing else in the loop's metrics changes.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from ray.tune.integration.ray_train import TuneReportCallback
 
 from sweeps.execution import report_log
 from sweeps.execution.clock import TrialClock
+from sweeps.files import is_remote
 
 __all__ = ["SweepReportCallback"]
 
@@ -32,7 +35,19 @@ class SweepReportCallback(TuneReportCallback):
 
     def after_report(self, run_context: Any, metrics: list[dict[str, Any]],
                      checkpoint: Any) -> None:
+        if checkpoint is not None and self.clock.run_dir and is_remote(self.clock.run_dir):
+            # On an object store Train's checkpoint.path is the bucket's object path: the sweep
+            # names it by its path under the run directory, as every other file of the sweep.
+            checkpoint = _Located(str(Path(self.clock.run_dir) /
+                                      PurePosixPath(checkpoint.path).name))
         if metrics:
             metrics = [report_log.record(self.clock, metrics[0],
                                          checkpoint.path if checkpoint else None), *metrics[1:]]
         super().after_report(run_context, metrics, checkpoint)
+
+
+@dataclass(frozen=True)
+class _Located:
+    """What ``TuneReportCallback.after_report`` reads of a checkpoint: its ``path``."""
+
+    path: str

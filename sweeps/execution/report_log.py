@@ -21,7 +21,7 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sweeps.files import append_line
+from sweeps.files import append_line, read_lines
 from sweeps.protocol import CHECKPOINT_PATH_KEY, CLOCK_KEY, REPORTS_FILE, run_file
 
 if TYPE_CHECKING:
@@ -50,9 +50,8 @@ def record(clock: TrialClock, metrics: dict[str, Any],
 
 def records(run_dir: str | Path) -> list[dict[str, Any]]:
     """Every complete line, in order."""
-    path = run_file(run_dir, REPORTS_FILE)
     out = []
-    for line in path.read_text().splitlines() if path.is_file() else []:
+    for line in read_lines(run_file(run_dir, REPORTS_FILE)):
         try:
             out.append(json.loads(line))
         except ValueError:  # torn last line

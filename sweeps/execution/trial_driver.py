@@ -102,6 +102,7 @@ def run_trial(sampled: dict[str, Any], plan: TrialPlan) -> None:
     from sweeps.execution.report_bridge import SweepReportCallback
     from sweeps.execution.worker import loop_entry
     from sweeps.placement.ledger import PlacementGroupLedger
+    from sweeps.storage.location import uri_of
 
     trial_id = tune.get_context().get_trial_id()
     if trial_id in plan.ended:
@@ -148,7 +149,7 @@ def run_trial(sampled: dict[str, Any], plan: TrialPlan) -> None:
                                      resources_per_worker=dict(plan.worker_resources)),
         run_config=RunConfig(
             name=trial_id,
-            storage_path=plan.train_storage,
+            storage_path=uri_of(plan.train_storage),  # the URI itself on an object store
             checkpoint_config=CheckpointConfig(
                 num_to_keep=plan.checkpoint_keep,
                 checkpoint_score_attribute=plan.objective.metric,

@@ -22,6 +22,7 @@ from sweeps.layout import SweepLayout
 from sweeps.search.outcome import Objective
 from sweeps.search.searchers import make_search_alg, tune_param_space
 from sweeps.search.space import Param
+from sweeps.storage.location import storage_of, uri_of
 
 if TYPE_CHECKING:  # Ray stays off the --help and dry-run path
     from ray.tune import Callback, Tuner
@@ -119,7 +120,8 @@ def build_tuner(cfg: SweepConfig, params: list[Param], trial: TrialPlan, plan: R
             reuse_actors=cfg.trial.reuse_process and trial.inline,
         ),
         run_config=tune.RunConfig(
-            name=sweep_dir.name, storage_path=str(sweep_dir.parent), callbacks=callbacks,
+            name=storage_of(sweep_dir)[1], storage_path=storage_of(sweep_dir)[0],
+            callbacks=callbacks,
             verbose=1 if cfg.sweep.verbose else 0,
             failure_config=tune.FailureConfig(max_failures=cfg.trial.max_retries),
         ),
@@ -139,7 +141,7 @@ def restore_tuner(cfg: SweepConfig, params: list[Param], trial: TrialPlan, sweep
 
     alias_old_modules()  # a sweep pickled before the package layout
 
-    tuner = tune.Tuner.restore(str(sweep_dir), _trainable(trial), resume_unfinished=True,
+    tuner = tune.Tuner.restore(uri_of(sweep_dir), _trainable(trial), resume_unfinished=True,
                                resume_errored=True,
                                param_space=tune_param_space(cfg, params, restoring=True))
     replace_restored_config(tuner, make_scheduler(cfg, sweep_dir), callbacks,

@@ -18,6 +18,7 @@ from typing import Any
 
 from ray.tune import Callback
 
+from sweeps.files import read_text
 from sweeps.protocol import CONFIG_READS_FILE, run_file
 
 __all__ = ["UnreadKeysCheck", "unread_keys"]
@@ -51,7 +52,7 @@ class UnreadKeysCheck(Callback):
         self.checked = True
         path = run_file(Path(self.train_storage) / trial.trial_id, CONFIG_READS_FILE)
         try:
-            read = json.loads(path.read_text())
+            read = json.loads(read_text(path))
         except (OSError, ValueError):
             read = []
         self.unread = unread_keys(self.searched, read)

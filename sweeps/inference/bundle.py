@@ -22,6 +22,7 @@ from typing import Any, NamedTuple
 from sweeps.errors import SweepError
 from sweeps.layout import SweepLayout
 from sweeps.report.best import FIX
+from sweeps.storage.location import is_uri
 from sweeps.tracking.setup import using_tracking_uri
 
 __all__ = ["ModelSource", "Pretrained", "resolve_source"]
@@ -121,7 +122,43 @@ def resolve_source(source: str | Path, who: str = "load_best", model_loader: str
     text = str(source)
     if text.startswith(URI_SCHEMES):
         return _resolve_uri(text, who, model_loader, tracking_uri)
+    if is_uri(text) and not text.startswith("file://"):
+        return _resolve_store(text, who, model_loader)
     return _resolve_dir(Path(source), who, model_loader, text)
+
+
+def _resolve_store(uri: str, who: str, loader: str | None) -> ModelSource:
+    """A sweep directory (its best checkpoint) or a checkpoint directory on an object store
+    (``s3://bucket/sweeps/digits``): the checkpoint is downloaded to a temporary directory,
+    which stays for the model's readers (``sweeps.predict``'s actors load it there)."""
+    import tempfile
+
+    from sweeps import files
+    from sweeps.execution.checkpoint import CHECKPOINT_FILE
+    from sweeps.storage.location import stand_in
+
+    root = stand_in(uri)
+    try:
+        found = files.is_file(SweepLayout(root).best)
+    except OSError as exc:
+        raise SweepError(f"{who}: {uri} could not be read ({str(exc).splitlines()[0][:200]}); "
+                         "check AWS_ENDPOINT_URL and the credentials") from exc
+    if found:
+        best = json.loads(files.read_text(SweepLayout(root).best)) or {}
+        if not best.get("checkpoint"):
+            raise SweepError(f"{who}: no trial of the sweep in {uri} saved a checkpoint "
+                             "(see summary.csv and each trial's error.txt)")
+        checkpoint, loader = best["checkpoint"], loader or best.get("model_loader")
+    elif files.is_file(root / CHECKPOINT_FILE) or files.is_file(root / "config.json"):
+        checkpoint = uri
+    else:
+        raise SweepError(f"{who}: {uri} holds no best.json (not a finished sweep) and no "
+                         f"checkpoint; {FIX}")
+    local = Path(tempfile.mkdtemp(prefix="sweeps-best-")) / Path(checkpoint.partition("?")[0]).name
+    if not files.exists(checkpoint):
+        raise SweepError(f"{who}: the best checkpoint {checkpoint} is gone; it was deleted "
+                         "after the sweep")
+    return _checkpoint_source(files.download(checkpoint, local), loader, who, uri)
 
 
 def _resolve_dir(path: Path, who: str, loader: str | None, shown: str) -> ModelSource:

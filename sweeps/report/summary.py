@@ -18,6 +18,7 @@ or one entry nothing changes.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 from dataclasses import dataclass, field
@@ -27,12 +28,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from sweeps.files import listdir, remove_file, write_atomic
 from sweeps.layout import SweepLayout
 from sweeps.protocol import CHECKPOINT_PATH_KEY as CHECKPOINT_KEY
 from sweeps.protocol import CLOCK_KEY
 from sweeps.report.pareto import ParetoFront, front_of, pareto_records
 from sweeps.search.outcome import Objective, Verdict
 from sweeps.search.space import flatten
+from sweeps.storage.location import uri_of
 
 __all__ = ["Summary", "summarize", "format_table", "write_summary", "best_overrides",
            "loop_traceback", "pareto_json"]
@@ -125,10 +128,15 @@ def _trial_row(result: Any, objective: Objective, verdicts: dict[str, Verdict],
 
 
 def _kept(path: Any) -> bool:
-    """Whether a reported checkpoint is still there (Train deletes all but ``keep``); remote
-    storage (``s3://...``) is not listed here and counts as kept."""
-    text = str(path)
-    return "://" in text or Path(text).is_dir()
+    """Whether a reported checkpoint is still there (Train deletes all but ``keep``), on the
+    local filesystem or the object store (``sweeps.files``; one listing per run directory)."""
+    path = Path(str(path))
+    return path.name in _listing(str(path.parent))
+
+
+@functools.lru_cache(maxsize=4096)
+def _listing(directory: str) -> frozenset[str]:
+    return frozenset(listdir(directory))
 
 
 def summarize(results: Any, objective: Objective, param_paths: list[str],
@@ -144,6 +152,7 @@ def summarize(results: Any, objective: Objective, param_paths: list[str],
         >>> summary.pareto.members  # doctest: +SKIP
         ('9a6685fe', '1c2d3e4f')
     """
+    _listing.cache_clear()  # checkpoints come and go between calls
     objectives = dict(metrics or {}) if len(metrics or {}) >= 2 else {}
     extra = [m for m in objectives if m != objective.metric]
     rows, bests, failed = [], [], {}
@@ -225,16 +234,23 @@ def write_summary(summary: Summary, sweep_dir: Path) -> None:
     """``summary.csv``, ``summary.parquet`` and ``best.json`` in the sweep directory, and
     ``pareto.json`` (objectives, front size, each member's values and params) for a
     multi-objective sweep."""
+    import io
+
     layout = SweepLayout(sweep_dir)
-    summary.table.to_csv(layout.summary_csv, index=False)
+    write_atomic(layout.summary_csv, summary.table.to_csv(index=False))
     mixed = [c for c in summary.table if summary.table[c].dtype == object]
-    summary.table.astype({c: str for c in mixed}).to_parquet(layout.summary_parquet, index=False)
-    layout.best.write_text(json.dumps(summary.best, indent=2, default=str) + "\n")
+    parquet = io.BytesIO()
+    summary.table.astype({c: str for c in mixed}).to_parquet(parquet, index=False)
+    write_atomic(layout.summary_parquet, parquet.getvalue())
+    best = summary.best
+    if best and best.get("checkpoint"):  # on an object store: its URI, not the stand-in
+        best = {**best, "checkpoint": uri_of(best["checkpoint"])}
+    write_atomic(layout.best, json.dumps(best, indent=2, default=str) + "\n")
     front, path = summary.pareto, pareto_json(sweep_dir)
     if front is None:
-        path.unlink(missing_ok=True)  # a stale front must not outlive a single-objective rerun
+        remove_file(path)  # a stale front must not outlive a single-objective rerun
         return
-    path.write_text(json.dumps({
+    write_atomic(path, json.dumps({
         "objectives": front.objectives, "size": len(front.members),
         "trials": len(front.trial_ids), "members": pareto_records(summary.table, front),
     }, indent=2, default=str) + "\n")

@@ -22,12 +22,14 @@ import uuid
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from sweeps import files
 from sweeps._ray.tune import experiment_state_files, trials_in_state
 from sweeps.config.schema import SweepConfig
 from sweeps.errors import ConfigError, StateError
 from sweeps.files import write_atomic
 from sweeps.layout import SweepLayout
 from sweeps.search.space import Param, flatten, flatten_space
+from sweeps.storage.location import display
 
 __all__ = ["FORMAT_VERSION", "SweepRecord", "ResumeInfo", "StateError", "decide_resume",
            "identity_of", "new_record", "save_record", "load_record", "state_dir",
@@ -120,22 +122,22 @@ def save_record(sweep_dir: Path, record: SweepRecord) -> None:
 def load_record(sweep_dir: Path) -> SweepRecord | None:
     """The record in ``sweep_dir``, None when there is none; ``StateError`` when unusable."""
     path = SweepLayout(sweep_dir).record
-    if not path.exists():
+    if not files.exists(path):
         if tune_state_files(sweep_dir):
             raise StateError(
-                f"{sweep_dir} holds a sweep from an older sweeps version (it has Tune state but "
-                f"no state/{RECORD_FILE}), which cannot be resumed; start a new sweep with "
-                "sweep.name=NEW, or move that directory away")
+                f"{display(sweep_dir)} holds a sweep from an older sweeps version (it has Tune "
+                f"state but no state/{RECORD_FILE}), which cannot be resumed; start a new sweep "
+                "with sweep.name=NEW, or move that directory away")
         return None
     try:
-        data = json.loads(path.read_text())
+        data = json.loads(files.read_text(path))
     except (OSError, ValueError) as exc:
-        raise StateError(f"{path} is unreadable ({exc}); it is written atomically, so it was "
-                         "changed by hand or the disk failed; restore it, or start a new sweep "
-                         "with sweep.name=NEW") from exc
+        raise StateError(f"{display(path)} is unreadable ({exc}); it is written atomically, "
+                         "so it was changed by hand or the disk failed; restore it, or start a "
+                         "new sweep with sweep.name=NEW") from exc
     version = data.get("format_version")
     if version != FORMAT_VERSION:
-        raise StateError(f"{sweep_dir} was written by sweeps state format {version}, this "
+        raise StateError(f"{display(sweep_dir)} was written by sweeps state format {version}, this "
                          f"sweeps reads format {FORMAT_VERSION}; resume it with the sweeps "
                          "version that wrote it, or start a new sweep with sweep.name=NEW")
     known = set(SweepRecord.__dataclass_fields__)
@@ -147,8 +149,8 @@ def _check_ray_version(record: SweepRecord, sweep_dir: Path) -> None:
 
     running = importlib.metadata.version("ray")
     if record.ray_version and record.ray_version.split(".")[:2] != running.split(".")[:2]:
-        raise StateError(f"{sweep_dir} was written with ray {record.ray_version}; this is ray "
-                         f"{running}, whose Tune cannot restore it; resume with "
+        raise StateError(f"{display(sweep_dir)} was written with ray {record.ray_version}; "
+                         f"this is ray {running}, whose Tune cannot restore it; resume with "
                          f"ray=={record.ray_version}, or start a new sweep with sweep.name=NEW")
 
 
@@ -157,7 +159,8 @@ def _check_identity(record: SweepRecord, ident: dict[str, str], sweep_dir: Path)
         old, new = record.identity.get(key, "<unset>"), ident.get(key, "<unset>")
         if old != new:
             raise ConfigError(
-                key, new, f"differs from the sweep being resumed in {sweep_dir} (it has {old})",
+                key, new, f"differs from the sweep being resumed in {display(sweep_dir)} (it "
+                f"has {old})",
                 f"set it back to {old} to resume that sweep, or start a new one with "
                 "sweep.name=NEW")
 
@@ -179,11 +182,11 @@ def decide_resume(cfg: SweepConfig, params: list[Param], sweep_dir: Path,
     if record is None:
         if mode == "must":
             raise ConfigError("sweep.resume", mode, f"but there is no sweep to resume in "
-                              f"{sweep_dir}", "check sweep.name (or sweep.dir), or use "
+                              f"{display(sweep_dir)}", "check sweep.name (or sweep.dir), or use "
                               "sweep.resume=auto to start it")
         return None
     if mode == "never":
-        raise ConfigError("sweep.resume", mode, f"but {sweep_dir} already holds sweep "
+        raise ConfigError("sweep.resume", mode, f"but {display(sweep_dir)} already holds sweep "
                           f"{record.name!r}", "use sweep.resume=auto to continue it, or pick a "
                           "new sweep.name to start another")
     _check_ray_version(record, sweep_dir)
@@ -194,15 +197,15 @@ def decide_resume(cfg: SweepConfig, params: list[Param], sweep_dir: Path,
 
 def check_tune_state(sweep_dir: Path) -> None:
     """Fail with ``StateError`` if the newest Tune state file does not parse (torn/corrupted)."""
-    files = tune_state_files(sweep_dir)
-    if not files:
+    found = tune_state_files(sweep_dir)
+    if not found:
         return
-    newest = files[-1]
+    newest = found[-1]
     try:
-        trials_in_state(json.loads(newest.read_text()))
+        trials_in_state(json.loads(files.read_text(newest)))
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise StateError(
-            f"{newest} is corrupted ({type(exc).__name__}: {str(exc)[:120]}), so the sweep "
-            "cannot be resumed from it; nothing was changed. Restore that file from a backup, "
-            "or start a new sweep with sweep.name=NEW (the trials' checkpoints stay under "
-            f"{sweep_dir / 'train'})") from exc
+            f"{display(newest)} is corrupted ({type(exc).__name__}: {str(exc)[:120]}), so the "
+            "sweep cannot be resumed from it; nothing was changed. Restore that file from a "
+            "backup, or start a new sweep with sweep.name=NEW (the trials' checkpoints stay under "
+            f"{display(sweep_dir / 'train')})") from exc

@@ -23,6 +23,7 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
+from sweeps import files
 from sweeps._ray import train_snapshot
 from sweeps._ray.train_snapshot import SNAPSHOT_FILE as SNAPSHOT
 from sweeps.execution.checkpoint import CHECKPOINT_FILE
@@ -37,13 +38,13 @@ def _valid(directory: Path) -> bool:
     """A checkpoint directory that Train can hand back: it exists, and when it is in sweeps'
     own format (``checkpoint.pt``, ``TrialSession``) that file is a complete archive. A user
     loop's own files are the loop's business: only their directory's presence is checked."""
-    if not directory.is_dir():
+    if not files.is_dir(directory):
         return False
     path = directory / CHECKPOINT_FILE
-    if not path.exists():
+    if not files.exists(path):
         return True
     try:
-        with zipfile.ZipFile(path) as archive:
+        with files.open_binary(path) as f, zipfile.ZipFile(f) as archive:
             return bool(archive.namelist())
     except (zipfile.BadZipFile, OSError):
         return False
@@ -51,11 +52,9 @@ def _valid(directory: Path) -> bool:
 
 def checkpoint_epochs(run_dir: Path) -> list[int]:
     """Epochs of the valid ``TrialSession`` checkpoints in ``run_dir``, ascending."""
-    if not run_dir.is_dir():
-        return []
-    return sorted(e for d in run_dir.iterdir()
-                  if (e := checkpoint_dir_epoch(d.name)) is not None and _valid(d)
-                  and (d / CHECKPOINT_FILE).is_file())
+    return sorted(e for name in files.listdir(run_dir)
+                  if (e := checkpoint_dir_epoch(name)) is not None and _valid(run_dir / name)
+                  and files.is_file(run_dir / name / CHECKPOINT_FILE))
 
 
 def latest_checkpoint(run_dir: Path) -> tuple[str, dict[str, Any], int] | None:
@@ -72,27 +71,28 @@ def _rebuilt_snapshot(run_dir: Path) -> dict[str, Any]:
     found = []
     for epoch in checkpoint_epochs(run_dir):
         name = checkpoint_dir_name(epoch)
-        found.append((name, load_checkpoint(run_dir / name).get("metrics", {"epoch": epoch}),
-                      epoch - 1))
+        with files.local_copy(run_dir / name) as local:
+            found.append((name, load_checkpoint(local).get("metrics", {"epoch": epoch}),
+                          epoch - 1))
     return train_snapshot.rebuilt(found)
 
 
 def _move_aside(directory: Path, suffix: str) -> Path:
     target = directory.with_name(f"{directory.name}.{suffix}")
-    if target.exists():
+    if files.exists(target):
         target = directory.with_name(f"{directory.name}.{suffix}-{int(time.time())}")
-    directory.rename(target)
+    files.move(directory, target)
     return target
 
 
 def repair_run(run_dir: Path) -> list[str]:
     """Check and, if needed, repair one Train run directory; return what was done."""
     snapshot_path = run_dir / SNAPSHOT
-    if not snapshot_path.is_file():
+    if not files.is_file(snapshot_path):
         return []
     trial = run_dir.name
     try:
-        snapshot = json.loads(snapshot_path.read_text())
+        snapshot = json.loads(files.read_text(snapshot_path))
         names = [name for name, _ in train_snapshot.entries(snapshot)]
     except (OSError, ValueError, KeyError, TypeError) as exc:
         _move_aside(snapshot_path, "corrupt")
@@ -110,7 +110,7 @@ def repair_run(run_dir: Path) -> list[str]:
     for name in bad:
         directory = run_dir / name
         state = "is missing (deleted?)"
-        if directory.exists():
+        if files.exists(directory):
             moved = _move_aside(directory, "corrupt")
             state = f"is unreadable (truncated?); moved to {moved.name}"
         notes.append(f"trial {trial}: checkpoint {name} {state}")
@@ -133,9 +133,9 @@ def claim_run(run_dir: Path, params: dict[str, Any]) -> list[str]:
     marker = run_dir / TRIAL_FILE
     text = json.dumps(json.loads(json.dumps(params, default=str)), sort_keys=True)
     notes = []
-    if marker.is_file():
+    if files.is_file(marker):
         try:
-            same = json.dumps(json.loads(marker.read_text()), sort_keys=True) == text
+            same = json.dumps(json.loads(files.read_text(marker)), sort_keys=True) == text
         except ValueError:
             same = False
         if same:
@@ -143,6 +143,7 @@ def claim_run(run_dir: Path, params: dict[str, Any]) -> list[str]:
         moved = _move_aside(run_dir, "orphan")
         notes.append(f"trial {run_dir.name}: its run directory was written for other params (a "
                      f"trial lost in a crash had this id); moved to {moved.name}, starting anew")
-    run_dir.mkdir(parents=True, exist_ok=True)
+    if not files.is_remote(run_dir):
+        run_dir.mkdir(parents=True, exist_ok=True)
     write_atomic(marker, text)
     return notes

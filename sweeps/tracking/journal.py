@@ -16,14 +16,21 @@ starts on a fresh line. The applied count is written to a temporary file and ren
 ``pending()`` runs after every appended record, so it reads only from the byte offset of the
 first unapplied record, never the whole file (a full re-read cost 130 ms at 20,000 records),
 and only complete lines, so a record being appended by another thread is never half-read.
+
+On an object store (``sweeps.files``) each record is its own object. ``records()`` reads them
+all from the store (what another process wrote, e.g. the scheduler's log read by a trial);
+``pending()``, used only by the process that appends (the sweep driver's tracking), reads the
+store once and then keeps what it appends in memory.
 """
 
 from __future__ import annotations
 
 import json
+import threading
 from pathlib import Path
 from typing import Any
 
+from sweeps import files
 from sweeps.files import append_line, write_atomic
 
 __all__ = ["Journal"]
@@ -34,22 +41,29 @@ class Journal:
 
     def __init__(self, directory: str | Path, name: str = "journal") -> None:
         self.directory = Path(directory)
-        self.directory.mkdir(parents=True, exist_ok=True)
+        self.remote = files.is_remote(self.directory)
+        if not self.remote:
+            self.directory.mkdir(parents=True, exist_ok=True)
         self.path = self.directory / f"{name}.jsonl"
         self.applied_path = self.directory / f"{name}.applied"
         self._base = (0, 0)  # (byte offset, records before it): where pending() starts reading
         self._ends: dict[int, int] = {}  # record count -> byte offset just after that record
+        self._cache: list[dict[str, Any]] | None = None  # object store: read once, then appended
+        self._applied: int | None = None  # object store: the count this process last wrote
+        self._lock = threading.Lock()
 
     def append(self, record: dict[str, Any]) -> None:
-        """Add ``record`` durably (fsync) at the end of the journal."""
-        append_line(self.path, json.dumps(record, default=str, separators=(",", ":")))
+        """Add ``record`` durably (fsync, or one object) at the end of the journal."""
+        line = json.dumps(record, default=str, separators=(",", ":"))
+        with self._lock:
+            append_line(self.path, line)
+            if self._cache is not None:
+                self._cache.append(json.loads(line))
 
     def records(self) -> list[dict[str, Any]]:
         """All complete records, in order (a torn line is skipped)."""
-        if not self.path.exists():
-            return []
         out = []
-        for line in self.path.read_bytes().splitlines():
+        for line in files.read_lines(self.path):
             try:
                 out.append(json.loads(line))
             except ValueError:
@@ -58,14 +72,21 @@ class Journal:
 
     def applied(self) -> int:
         """How many records have been applied."""
+        if self._applied is not None:
+            return self._applied
         try:
-            return int(self.applied_path.read_text().strip() or 0)
+            return int(files.read_text(self.applied_path).strip() or 0)
         except (FileNotFoundError, ValueError):
             return 0
 
     def pending(self) -> list[tuple[int, dict[str, Any]]]:
         """(index, record) of every complete record not yet applied."""
         done = self.applied()
+        if self.remote:
+            with self._lock:
+                if self._cache is None:
+                    self._cache = self.records()
+                return list(enumerate(self._cache))[done:]
         if done < self._base[1]:  # the applied count went back (edited by hand): rescan
             self._base = (0, 0)
         if not self.path.exists():
@@ -90,5 +111,7 @@ class Journal:
     def mark_applied(self, count: int) -> None:
         """Record that the first ``count`` records are applied (atomic)."""
         write_atomic(self.applied_path, str(count))
+        if self.remote:
+            self._applied = count
         if count in self._ends:
             self._base = (self._ends[count], count)

@@ -48,7 +48,7 @@ def log_pytorch_model(uri: str, run_id: str, best: dict[str, Any], model_loader:
             model_id=model_in_runs_experiment(uri, run_id),
             code_paths=[str(code.parent if code.name == "__init__.py" else code)],
             pip_requirements=pinned(("torch", "mlflow", "cloudpickle", "numpy")),
-            metadata={**metadata, "checkpoint": best["checkpoint"]},
+            metadata={**metadata, "checkpoint": best.get("checkpoint_uri", best["checkpoint"])},
             **extra,
         )
     return info.model_uri

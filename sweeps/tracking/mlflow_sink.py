@@ -23,7 +23,9 @@ import re
 from pathlib import Path
 from typing import Any
 
+from sweeps import files
 from sweeps.files import write_atomic
+from sweeps.storage.location import uri_of
 from sweeps.tracking.mlflow_model import log_pytorch_model
 
 __all__ = ["MLflowSink", "TransientTrackingError", "PARAM_LIMIT"]
@@ -69,8 +71,8 @@ class MLflowSink:
         self.client = MlflowClient(uri)
         self.state_dir = Path(state_dir)
         self.map_path = self.state_dir / "runs.json"
-        self.state: dict[str, Any] = (json.loads(self.map_path.read_text())
-                                      if self.map_path.exists() else {"trials": {}})
+        self.state: dict[str, Any] = (json.loads(files.read_text(self.map_path))
+                                      if files.exists(self.map_path) else {"trials": {}})
         self._warned: set[str] = set()
 
     # -- state ---------------------------------------------------------------------------
@@ -235,8 +237,9 @@ class MLflowSink:
 
     def _op_artifacts(self, r: dict[str, Any]) -> None:
         for path in r["paths"]:
-            if Path(path).exists():
-                self.client.log_artifact(self.parent_run_id, path, r["artifact_path"])
+            if files.exists(path):
+                with files.local_copy(path) as local:
+                    self.client.log_artifact(self.parent_run_id, str(local), r["artifact_path"])
 
     def _close_open_trials(self, r: dict[str, Any]) -> None:
         """No trial run outlives its sweep's run as RUNNING (e.g. one restored by a resume
@@ -257,8 +260,9 @@ class MLflowSink:
         self._close_open_trials(r)
         for key, value in r.get("tags", {}).items():
             self.client.set_tag(run, key, str(value)[:PARAM_LIMIT])
-        if r.get("summary_csv") and Path(r["summary_csv"]).exists():
-            self.client.log_artifact(run, r["summary_csv"])
+        if r.get("summary_csv") and files.exists(r["summary_csv"]):
+            with files.local_copy(r["summary_csv"]) as local:
+                self.client.log_artifact(run, str(local))
         best = r.get("best")
         if best and self.run_id(best["trial_id"]):
             best_run = self.run_id(best["trial_id"])
@@ -283,6 +287,11 @@ class MLflowSink:
         names (``sweeps.execution.checkpoint.model_form``): a PyTorch model or, for a Hugging
         Face checkpoint, a Transformers pipeline (``mlflow.transformers``), registered under
         ``model_name`` when set; or the checkpoint directory's files as artifacts."""
+        if best.get("checkpoint") and files.is_remote(best["checkpoint"]):
+            with files.local_copy(best["checkpoint"]) as local:  # from the object store
+                self._log_best_model({**best, "checkpoint": str(local),
+                                      "checkpoint_uri": uri_of(best["checkpoint"])})
+            return
         from sweeps.execution.checkpoint import model_form
 
         form = best.get("model_form") or model_form(best["checkpoint"], self.model_loader)

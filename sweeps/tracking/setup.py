@@ -146,22 +146,25 @@ def start_tracking(prep: Prepared, sweep_id: str, start: int = 1) -> MLflowTrack
 
     from omegaconf import OmegaConf
 
+    from sweeps.files import is_remote, write_atomic
+    from sweeps.storage.location import uri_of
     from sweeps.tracking.callback import MLflowTracking, TrackingSettings
 
     cfg, t = prep.cfg, prep.cfg.tracking
     layout = prep.layout
     state_dir = layout.tracking
-    state_dir.mkdir(exist_ok=True)
+    if not is_remote(state_dir):
+        state_dir.mkdir(exist_ok=True)
     settings = TrackingSettings(
         uri=prep.tracking_uri or "", experiment_name=t.experiment_name or cfg.experiment.name,
         model_name=(t.model_name or cfg.experiment.name) if t.register_model else None,
         state_dir=str(state_dir), max_epochs=cfg.scheduler.max_t, scheduler=cfg.scheduler.name,
         flush_timeout_s=t.flush_timeout_s, metric=cfg.experiment.metric,
         mode=cfg.experiment.mode, model_loader=cfg.experiment.model_loader)
-    layout.tracking_meta.write_text(json.dumps(settings.__dict__, indent=2))
+    write_atomic(layout.tracking_meta, json.dumps(settings.__dict__, indent=2))
     tracking = MLflowTracking(settings)
     config = OmegaConf.to_container(OmegaConf.structured(cfg))
-    tags = {"sweeps.sweep_name": cfg.sweep.name, "sweeps.sweep_dir": str(prep.sweep_dir)}
+    tags = {"sweeps.sweep_name": cfg.sweep.name, "sweeps.sweep_dir": uri_of(prep.sweep_dir)}
     if prep.warm_start is not None:  # where the searcher's earlier trials came from
         tags["sweeps.warm_start.source"] = prep.warm_start.source
         tags["sweeps.warm_start.trials"] = str(len(prep.warm_start.trials))

@@ -210,8 +210,12 @@ CLI_BAD = [
     (["+experiment=digits", "scaling.num_workers=0"], "scaling.num_workers: 0 must be >= 1"),
     (["+experiment=digits", "experiment.trainable=nope:fn"], "experiment.trainable: 'nope:fn'"),
     (["+experiment=digits", "sweep.dir=/proc/x"], "sweep.dir: '/proc/x' is not writable"),
-    (["+experiment=digits", "sweep.dir=s3://bucket/digits"],
-     "sweep.dir: 's3://bucket/digits' is a URI (s3://)"),
+    # An object store: nothing listens at the endpoint; a scheme pyarrow does not know.
+    (["+experiment=digits", "sweep.dir='s3://bucket/digits?endpoint_override=127.0.0.1:1"
+      "&scheme=http'"],
+     "sweep.dir: 's3://bucket/digits' could not be reached: nothing answered at 127.0.0.1:1"),
+    (["+experiment=digits", "sweep.dir=foo://bucket/digits"],
+     "sweep.dir: 'foo://bucket/digits' has the scheme foo://, which pyarrow"),
     # Port 1 on loopback: nothing listens. Ray's own join would wait ~2 minutes; the
     # subprocess timeout below (30 s) is the issue's bound for this one line.
     (["+experiment=digits", "ray.address=127.0.0.1:1"],

@@ -1,0 +1,16 @@
+"""Sweep directories on object stores (``sweep.dir=s3://bucket/prefix``): where they live
+(``location``), whether they can be written (``preflight``), and the object operations behind
+``sweeps.files`` (``objects``)."""
+
+from sweeps.storage.location import (
+                                     display,
+                                     filesystem,
+                                     is_uri,
+                                     remote_of,
+                                     stand_in,
+                                     storage_of,
+                                     uri_of,
+)
+
+__all__ = ["display", "filesystem", "is_uri", "remote_of", "stand_in", "storage_of",
+           "uri_of"]

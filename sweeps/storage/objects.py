@@ -1,0 +1,160 @@
+"""Object-store operations behind ``sweeps.files``, on a pyarrow filesystem.
+
+    put(fs, "bucket/sweep/state/sweep.json", b"{...}")     # one whole object, atomic
+    append_record(fs, "bucket/sweep/state/scheduler.jsonl", '{"trial": ...}')
+    read_records(fs, "bucket/sweep/state/scheduler.jsonl")  # every record, in order
+
+An object store has no append and no fsync, and a PUT is atomic: an object is there whole or
+not at all. So an appended log ``<name>`` is kept as one object per record under
+``<name>.records/<seq>-<writer>``: ``seq`` is one past the highest the writer found when it
+first appended (listed once per process and log), ``writer`` a random id, so two writers never
+overwrite each other, and the records read back in the order they were appended. Appended
+records are never torn and never lost once ``append_record`` returned; reading them back lists
+the prefix and fetches the records in parallel.
+"""
+
+from __future__ import annotations
+
+import io
+import threading
+import uuid
+from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+__all__ = ["RECORDS", "put", "get", "info", "exists", "is_file", "is_dir", "listdir",
+           "delete_dir", "delete_file", "copy_tree", "upload_tree", "download_tree",
+           "append_record", "read_records", "open_input", "to_bytes"]
+
+RECORDS = ".records"  # suffix of the prefix that holds an appended log's records
+_WRITER = uuid.uuid4().hex[:8]
+_next_seq: dict[tuple[int, str], int] = {}
+_seq_lock = threading.Lock()
+
+
+def _file_type() -> Any:
+    from pyarrow.fs import FileType
+
+    return FileType
+
+
+def put(fs: Any, path: str, data: bytes) -> None:
+    """Replace the object ``path`` with ``data`` (atomic: readers see old or new)."""
+    with fs.open_output_stream(path) as out:
+        out.write(data)
+
+
+def get(fs: Any, path: str) -> bytes:
+    """The object's bytes; ``FileNotFoundError`` when there is none."""
+    if not is_file(fs, path):
+        raise FileNotFoundError(path)
+    with fs.open_input_stream(path) as f:
+        return f.read()
+
+
+def open_input(fs: Any, path: str) -> Any:
+    """A seekable binary file of the object (reads only the ranges asked for)."""
+    return fs.open_input_file(path)
+
+
+def info(fs: Any, path: str) -> Any:
+    return fs.get_file_info(path)
+
+
+def exists(fs: Any, path: str) -> bool:
+    return info(fs, path).type != _file_type().NotFound
+
+
+def is_file(fs: Any, path: str) -> bool:
+    return info(fs, path).type == _file_type().File
+
+
+def is_dir(fs: Any, path: str) -> bool:
+    return info(fs, path).type == _file_type().Directory
+
+
+def listdir(fs: Any, path: str) -> list[str]:
+    """Names directly under ``path``, sorted ([] when there is nothing)."""
+    from pyarrow.fs import FileSelector
+
+    infos = fs.get_file_info(FileSelector(path, allow_not_found=True))
+    return sorted(i.base_name for i in infos)
+
+
+def delete_dir(fs: Any, path: str) -> None:
+    if is_dir(fs, path):
+        fs.delete_dir(path)
+
+
+def delete_file(fs: Any, path: str) -> None:
+    if is_file(fs, path):
+        fs.delete_file(path)
+
+
+def copy_tree(fs: Any, src: str, dst: str) -> None:
+    """Copy a file or a directory tree within the store."""
+    import pyarrow.fs
+
+    pyarrow.fs.copy_files(src, dst, source_filesystem=fs, destination_filesystem=fs)
+
+
+def upload_tree(local: str, fs: Any, path: str) -> None:
+    """Copy a local file or directory tree to ``path``."""
+    import pyarrow.fs
+
+    pyarrow.fs.copy_files(local, path, destination_filesystem=fs)
+
+
+def download_tree(fs: Any, path: str, local: str) -> None:
+    """Copy the object ``path`` (or every object under it) to the local ``local``."""
+    import pyarrow.fs
+
+    pyarrow.fs.copy_files(path, local, source_filesystem=fs)
+
+
+def _seq(name: str) -> int:
+    try:
+        return int(name.partition("-")[0])
+    except ValueError:
+        return -1
+
+
+def append_record(fs: Any, path: str, line: str) -> None:
+    """Add ``line`` to the appended log ``path`` as its own object."""
+    prefix = f"{path}{RECORDS}"
+    key = (id(fs), prefix)
+    with _seq_lock:
+        if key not in _next_seq:
+            _next_seq[key] = max((_seq(n) for n in listdir(fs, prefix)), default=-1) + 1
+        seq = _next_seq[key]
+        _next_seq[key] = seq + 1
+    put(fs, f"{prefix}/{seq:010d}-{_WRITER}", line.encode())
+
+
+def read_records(fs: Any, path: str) -> list[str]:
+    """Every record of the appended log ``path``, in order ([] when it has none)."""
+    prefix = f"{path}{RECORDS}"
+    names = sorted(listdir(fs, prefix), key=lambda n: (_seq(n), n))
+    return _fetch_all(fs, [f"{prefix}/{n}" for n in names])
+
+
+def _fetch_all(fs: Any, paths: Iterable[str]) -> list[str]:
+    paths = list(paths)
+
+    def fetch(p: str) -> str:
+        with fs.open_input_stream(p) as f:
+            return f.read().decode()
+
+    if len(paths) < 4:
+        return [fetch(p) for p in paths]
+    with ThreadPoolExecutor(max_workers=min(16, len(paths))) as pool:
+        return list(pool.map(fetch, paths))
+
+
+def to_bytes(data: Any) -> bytes:
+    """``write_atomic``'s data (text, bytes, or a function writing a binary file) as bytes."""
+    if callable(data):
+        buffer = io.BytesIO()
+        data(buffer)
+        return buffer.getvalue()
+    return data.encode() if isinstance(data, str) else bytes(data)

@@ -1,0 +1,108 @@
+"""sweeps.files on a real S3 endpoint (moto's server, a separate process): the same calls as on
+disk, with the object store's rules (whole objects, one object per appended record)."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from pathlib import Path
+
+import pytest
+
+from sweeps import files
+from sweeps.execution import report_log
+from sweeps.storage import objects, stand_in, uri_of
+from sweeps.tracking.journal import Journal
+
+
+@pytest.fixture
+def root(moto_s3) -> Path:
+    """A fresh sweep directory's stand-in in the test bucket."""
+    return stand_in(f"s3://{moto_s3.BUCKET}/unit/{uuid.uuid4().hex[:8]}")
+
+
+def _prefix(path: Path) -> str:
+    return uri_of(path).split("/", 3)[3]
+
+
+def test_whole_files_land_in_the_bucket_and_read_back(root, moto_s3) -> None:
+    target = root / "state" / "sweep.json"
+    assert not files.exists(target) and files.listdir(root) == []
+    files.write_atomic(target, '{"n": 1}')
+    files.write_atomic(target, lambda f: f.write(b'{"n": 2}'))  # replaced whole
+    assert files.read_text(target) == '{"n": 2}'
+    assert files.is_file(target) and files.is_dir(root / "state")
+    assert files.listdir(root) == ["state"]
+    assert moto_s3.keys(_prefix(root)) == [_prefix(target)]
+    assert not Path(target).exists(), "nothing is kept under the local stand-in"
+    with pytest.raises(FileNotFoundError):
+        files.read_text(root / "missing.json")
+
+
+def test_appended_lines_are_one_object_each_in_order(root, moto_s3) -> None:
+    log = root / "train" / "t1" / "reports.jsonl"
+    for n in range(1, 13):
+        files.append_line(log, json.dumps({"n": n}))
+    assert [json.loads(line)["n"] for line in files.read_lines(log)] == list(range(1, 13))
+    keys = moto_s3.keys(_prefix(log))
+    assert len(keys) == 12 and all(k.startswith(_prefix(log) + objects.RECORDS + "/")
+                                   for k in keys)
+
+
+def test_a_new_writer_continues_after_the_records_it_finds(root) -> None:
+    """A resumed sweep (another process, another machine) appends after what is there."""
+    log = root / "state" / "scheduler.jsonl"
+    files.append_line(log, "a")
+    files.append_line(log, "b")
+    objects._next_seq.clear()  # as in a fresh process
+    objects._WRITER = "other123"
+    files.append_line(log, "c")
+    assert files.read_lines(log) == ["a", "b", "c"]
+
+
+def test_journal_on_s3_applies_each_record_once_across_a_restart(root) -> None:
+    journal = Journal(root / "tracking")
+    for i in range(5):
+        journal.append({"op": "metrics", "i": i})
+    assert [r["i"] for _, r in journal.pending()] == [0, 1, 2, 3, 4]
+    journal.mark_applied(3)
+    journal.append({"op": "metrics", "i": 5})
+    assert [i for i, _ in journal.pending()] == [3, 4, 5]
+    objects._next_seq.clear()
+    again = Journal(root / "tracking")  # the resumed sweep's driver
+    assert [r["i"] for _, r in again.pending()] == [3, 4, 5]
+    assert [r["i"] for r in again.records()] == [0, 1, 2, 3, 4, 5]
+
+
+def test_report_log_on_s3(root) -> None:
+    run = root / "train" / "t2"
+    report_log.append(run, {"val_acc": 0.5, "sweeps_epoch": 1}, 1, str(run / "checkpoint_a"))
+    report_log.append(run, {"val_acc": 0.6, "sweeps_epoch": 2}, 2, None)
+    assert [r["n"] for r in report_log.records(run)] == [1, 2]
+
+
+def test_directories_move_copy_and_go(root, tmp_path) -> None:
+    source = tmp_path / "ckpt"
+    source.mkdir()
+    (source / "checkpoint.pt").write_bytes(b"PK\x05\x06" + b"\0" * 18)
+    (source / "extra").mkdir()
+    (source / "extra" / "notes.txt").write_text("x")
+    target = root / "train" / "t3" / "checkpoint_epoch_0001"
+    files.put_tree(source, target)
+    assert files.listdir(target) == ["checkpoint.pt", "extra"]
+    files.put_tree(source / "extra", target)  # replaced, not merged
+    assert files.listdir(target) == ["notes.txt"]
+    aside = target.with_name(target.name + ".corrupt")
+    files.move(target, aside)
+    assert not files.exists(target) and files.listdir(aside) == ["notes.txt"]
+    with files.local_copy(aside) as local:
+        assert (local / "notes.txt").read_text() == "x"
+    assert not local.exists(), "the download is removed after use"
+    files.remove_tree(aside)
+    assert files.listdir(root / "train" / "t3") == []
+
+
+def test_a_local_path_is_untouched_by_the_store(tmp_path) -> None:
+    path = tmp_path / "a.json"
+    files.write_atomic(path, "1")
+    assert not files.is_remote(path) and files.read_text(path) == "1"
