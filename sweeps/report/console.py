@@ -14,7 +14,9 @@ from __future__ import annotations
 import shlex
 from typing import TYPE_CHECKING
 
+from sweeps import files
 from sweeps.config.schema import SweepConfig
+from sweeps.storage.location import display
 
 if TYPE_CHECKING:  # an annotation only: the report side does not import the runner
     from sweeps.execution.runner import SweepResult
@@ -63,20 +65,21 @@ def print_result(result: SweepResult, cfg: SweepConfig) -> None:
         for trial_id, reason in result.failed.items():
             error_file = layout.error_file(trial_id)
             print(f"  {trial_id}: {reason}")
-            if error_file.is_file():
-                for line in loop_traceback(error_file.read_text(errors="replace")):
+            if files.is_file(error_file):
+                for line in loop_traceback(files.read_text(error_file, errors="replace")):
                     print(f"    {line}")
-                print(f"    (whole traceback: {error_file})")
+                print(f"    (whole traceback: {display(error_file)})")
     if result.unread_keys:
         print(f"\nwarning: the training loop never read the searched key(s) "
               f"{', '.join(result.unread_keys)}: the search changed nothing for them")
     best = result.best
     if best is None:
         print(f"\nno trial reported {metric}; see the trials' error.txt under "
-              f"{result.sweep_dir}")
+              f"{display(result.sweep_dir)}")
         return
     overrides = best_overrides(best["config"])
-    checkpoint = (f"{best['checkpoint']}  (sweeps.load_best('{result.sweep_dir}'))"
+    checkpoint = (f"{display(best['checkpoint'])}  "
+                  f"(sweeps.load_best('{display(result.sweep_dir)}'))"
                   if best["checkpoint"] else "none (the training loop saved no checkpoint)")
     print(f"\nbest trial {best['trial_id']}: {metric}={best['value']:.4f} at epoch "
           f"{best['epoch']}\n  best config as Hydra overrides: {overrides}"
@@ -84,10 +87,11 @@ def print_result(result: SweepResult, cfg: SweepConfig) -> None:
           f"{cfg.experiment.name} search=random search.num_samples=1 scheduler=none "
           f"sweep.name={cfg.sweep.name}_best {overrides}"
           f"\n  checkpoint: {checkpoint}"
-          f"\n  summary: {layout.summary_csv} (and .parquet)"
-          + (f"\n  pareto front: {pareto_json(result.sweep_dir)}" if front is not None else ""))
+          f"\n  summary: {display(layout.summary_csv)} (and .parquet)"
+          + (f"\n  pareto front: {display(pareto_json(result.sweep_dir))}"
+             if front is not None else ""))
     if result.plots:
-        print(f"  plots: {', '.join(str(p) for p in result.plots)}")
+        print(f"  plots: {', '.join(display(p) for p in result.plots)}")
     elif result.plots_note:
         print(f"  plots: {result.plots_note}")
     if result.tracking_uri:

@@ -122,7 +122,10 @@ def check_store(uri: str) -> None:
         objects.put(fs, probe, b"probe")
         if objects.get(fs, probe) != b"probe":
             raise OSError("the probe object read back differently")
+        alone = objects.listdir(fs, base) == [probe.rpartition("/")[2]]
         fs.delete_file(probe)
+        if alone:  # pyarrow leaves a directory marker where it deleted the last object
+            fs.delete_dir(base)
     except Exception as exc:
         rule, fix = _reason(uri, exc)
         raise ConfigError(KEY, uri.partition("?")[0], rule, fix) from None

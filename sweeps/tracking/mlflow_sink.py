@@ -102,7 +102,7 @@ class MLflowSink:
         if "experiment_id" not in self.state:
             exp = self.client.get_experiment_by_name(self.experiment_name)
             eid = exp.experiment_id if exp else self.client.create_experiment(
-                self.experiment_name)
+                self.experiment_name, artifact_location=_beside_store(self.uri))
             self.state["experiment_id"] = eid
             self._save()
         return self.state["experiment_id"]
@@ -313,3 +313,18 @@ class MLflowSink:
             self.state["model_logged"] = log_pytorch_model(self.uri, run_id, best,
                                                            self.model_loader, self.model_name)
         self._save()
+
+
+def _beside_store(uri: str) -> str | None:
+    """A SQLite store's artifacts in ``mlruns/`` beside its file (MLflow's default is the
+    current directory's ``mlruns/``, so a sweep resumed from another directory, or with
+    ``tracking.uri`` elsewhere, would scatter them); None: the server's or store's own default.
+
+    Example:
+        >>> _beside_store("sqlite:////w/mlflow.db"), _beside_store("http://h:5000")
+        ('file:///w/mlruns', None)
+    """
+    from sweeps.tracking.setup import local_store
+
+    store = local_store(uri) if uri.startswith("sqlite:") else None
+    return (store.absolute().parent / "mlruns").as_uri() if store is not None else None

@@ -1,0 +1,100 @@
+"""A sweep whose directory is on S3 (moto's server, a real endpoint in its own process, with
+authentication on): killed with SIGKILL mid-sweep and resumed by the same command from
+another working directory, as from another machine. Nothing of the sweep lives on local disk.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+import torch
+
+from sweeps import files, load_best
+from sweeps.layout import SweepLayout
+from sweeps.search.schedulers import ended_trials
+from sweeps.storage import stand_in
+from tests.integration.test_resume import (
+    TRAINABLE,
+    Sweep,
+    _epochs,
+    _mlflow_runs,
+    _wait_for,
+)
+from trainables.digits import evaluate, load_split
+
+pytestmark = pytest.mark.slow
+
+
+def test_sweep_on_s3_killed_resumes_from_another_directory(tmp_path, moto_s3) -> None:
+    uri = f"s3://{moto_s3.BUCKET}/{uuid.uuid4().hex[:8]}/digits"
+    prefix = uri.split("/", 3)[3]
+    sweep_dir = stand_in(uri)
+    args = ["+experiment=digits", TRAINABLE, f"+experiment.params.log_dir={tmp_path / 'logs'}",
+            f"sweep.dir={uri}", f"tracking.uri=sqlite:///{tmp_path / 'mlflow.db'}",
+            "search.num_samples=4", "scheduler.max_t=4", "scaling.num_workers=2",
+            "+experiment.params.epoch_sleep=1.0", "ray.num_cpus=2"]
+    first, second = tmp_path / "here", tmp_path / "elsewhere"
+    first.mkdir()
+    second.mkdir()
+
+    sweep = Sweep(first, args)
+    sweep.start()
+    # Kill once a trial has ended (its decision is in the bucket) and another has trained.
+    _wait_for(lambda: ended_trials(sweep_dir) and len({t for t, _, _ in _epochs(tmp_path)})
+              >= 2, sweep.proc)
+    assert sweep.proc.poll() is None, "the sweep ended before the kill"
+    sweep.kill9()
+    killed_at, ended = time.time(), set(ended_trials(sweep_dir))
+
+    again = Sweep(second, args)  # the same command, from another working directory
+    again.start()
+    rc, out = again.wait()
+    assert rc == 0, out
+    assert "resuming:" in out and f"dir {uri}" in out, out
+
+    # Every trial ended once: the ones that had ended were not trained again.
+    trained = _epochs(tmp_path, "trained.log")
+    for trial in ended:
+        assert all(ts < killed_at for t, _, ts in trained if t == trial), trial
+    layout = SweepLayout(sweep_dir)
+    summary = files.read_text(layout.summary_csv).splitlines()
+    trial_ids = {line.split(",")[0] for line in summary[1:]}
+    assert len(trial_ids) == 4 and all(("completed" in line or "stopped" in line)
+                                       for line in summary[1:]), summary
+
+    # Checkpoints and results are in the bucket, not on local disk.
+    keys = set(moto_s3.keys(prefix))
+    for trial in trial_ids:
+        assert any(k.startswith(f"{prefix}/train/{trial}/checkpoint_epoch_")
+                   and k.endswith("/checkpoint.pt") for k in keys), trial
+        assert f"{prefix}/{trial}/result.json" in keys
+    for name in ("best.json", "summary.csv", "summary.parquet", "state/sweep.json",
+                 "state/end.json", "config.yaml", "config.start2.yaml"):
+        assert f"{prefix}/{name}" in keys, name
+    best = json.loads(files.read_text(layout.best))
+    assert best["checkpoint"].startswith(f"{uri}/train/{best['trial_id']}/checkpoint_epoch_")
+    assert json.loads(files.read_text(layout.end))["held_placement_groups"] == 0
+    leftovers = sorted(p.name for d in (first, second) for p in d.iterdir()
+                       if not p.name.startswith("run"))
+    assert leftovers == [], f"written to the working directories: {leftovers}"
+
+    # The MLflow runs continue: one parent (started twice), one run per trial, each epoch once.
+    client, runs = _mlflow_runs(tmp_path)
+    assert [r.info.run_name for r in runs if r.info.status == "RUNNING"] == []
+    parents = [r for r in runs if r.data.tags.get("sweeps.role") == "parent"]
+    assert len(parents) == 1 and parents[0].data.tags["sweeps.starts"] == "2"
+    children = [r for r in runs if r.data.tags.get("sweeps.role") == "trial"]
+    assert sorted(r.data.tags["sweeps.trial_id"] for r in children) == sorted(trial_ids)
+    for run in children:
+        steps = [m.step for m in client.get_metric_history(run.info.run_id, "val_acc")]
+        assert steps == list(range(1, len(steps) + 1)), steps
+
+    # The best model loads from the bucket's URI, anywhere, and scores what the sweep says.
+    model = load_best(uri)
+    _, _, x_va, y_va = load_split()
+    _, correct, count = evaluate(model, torch.from_numpy(x_va), torch.from_numpy(y_va))
+    assert correct / count == pytest.approx(best["value"], abs=1e-9)
