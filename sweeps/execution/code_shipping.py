@@ -192,13 +192,28 @@ def runtime_env(cfg: SweepConfig) -> dict[str, Any] | None:
     for key in sorted(_submitted_job_keys() & {"working_dir", "py_modules"}):
         if env.pop(key, None) is not None:
             log.info("ray.%s: left to the submitted job's runtime env", key)
-    if not env:
-        return None
     local_wd = env.get("working_dir")
-    env["excludes"] = [*DEFAULT_EXCLUDES, *cfg.ray.excludes,
-                       *(_sweep_excludes(cfg, Path(local_wd))
-                         if local_wd and not _is_uri(local_wd) else [])]
-    return env
+    if env:
+        env["excludes"] = [*DEFAULT_EXCLUDES, *cfg.ray.excludes,
+                           *(_sweep_excludes(cfg, Path(local_wd))
+                             if local_wd and not _is_uri(local_wd) else [])]
+    store = _store_env(cfg)
+    if store:
+        env["env_vars"] = store
+    return env or None
+
+
+# Where an object-store sweep.dir is (not who may read it): sent to a joined cluster's workers.
+# Credentials are not: each node takes its own from the standard chain (an instance role, its
+# own ~/.aws), so no key travels in Ray's job config.
+STORE_ENV = ("AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3", "AWS_REGION", "AWS_DEFAULT_REGION")
+
+
+def _store_env(cfg: SweepConfig) -> dict[str, str]:
+    """The endpoint and region of an object-store ``sweep.dir``, for a joined cluster."""
+    if not cfg.ray.address or not _is_uri(cfg.sweep.dir) or cfg.sweep.dir.startswith("file:"):
+        return {}
+    return {k: os.environ[k] for k in STORE_ENV if os.environ.get(k)}
 
 
 def _human(nbytes: float) -> str:

@@ -194,3 +194,20 @@ def test_a_trainable_outside_what_is_shipped_is_warned_about(
     with caplog.at_level("WARNING", logger="sweeps.execution.code_shipping"):
         check_shipping(cfg)
     assert ("which is not shipped to the cluster" in caplog.text) is warned, caplog.text
+
+
+@pytest.mark.parametrize(("overrides", "expected"), [
+    # A joined cluster's workers are told where the bucket is; never the keys.
+    (["ray.address=auto", "ray.working_dir=none", "sweep.dir=s3://b/sweeps/d"],
+     {"env_vars": {"AWS_ENDPOINT_URL": "http://127.0.0.1:9000", "AWS_DEFAULT_REGION": "eu-1"}}),
+    # A local Ray inherits this process's environment; a filesystem sweep.dir needs nothing.
+    (["ray.working_dir=none", "sweep.dir=s3://b/sweeps/d"], None),
+    (["ray.address=auto", "ray.working_dir=none", "sweep.dir=/mnt/shared/d"], None),
+])
+def test_object_store_endpoint_reaches_a_joined_cluster(monkeypatch, overrides, expected) -> None:
+    monkeypatch.setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:9000")
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "eu-1")
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKIASECRET")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "secret-value")
+    monkeypatch.delenv("RAY_JOB_CONFIG_JSON_ENV_VAR", raising=False)
+    assert runtime_env(compose("digits", overrides)) == expected
