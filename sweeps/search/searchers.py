@@ -51,14 +51,13 @@ def make_search_alg(cfg: SweepConfig, max_concurrent: int = 0, params: list[Para
         from ray.tune.search.basic_variant import BasicVariantGenerator
 
         return BasicVariantGenerator(random_state=cfg.sweep.seed, max_concurrent=max_concurrent)
-    from ray.tune.search.optuna import OptunaSearch
-
+    from sweeps.search.optuna_searcher import MetricTolerantOptunaSearch
     from sweeps.search.optuna_space import DefineByRun
     from sweeps.search.samplers import build_sampler
 
     objectives = objectives_of(cfg)
     several = len(objectives) > 1
-    return OptunaSearch(
+    return MetricTolerantOptunaSearch(
         space=DefineByRun(params),
         metric=list(objectives) if several else cfg.experiment.metric,
         mode=list(objectives.values()) if several else cfg.experiment.mode,

@@ -1,0 +1,53 @@
+"""Ray's ``OptunaSearch``, tolerant of reports that do not carry the metric.
+
+    searcher = MetricTolerantOptunaSearch(space=DefineByRun(params), metric="val_acc", ...)
+
+Built by ``sweeps.search.searchers.make_search_alg`` for ``search=tpe`` and ``search=optuna``.
+A loop may report without the metric (a loss-only report between evaluations, the
+Transformers Trainer's training logs), which the docs allow and ASHA skips. Deliberate
+divergence from Ray: its ``OptunaSearch.on_trial_result`` indexes ``result[metric]`` and the
+``KeyError`` ends the whole sweep; here such a report is passed over. And a trial whose last
+report lacks the metric is told to Optuna with the last value it did report (Ray would tell
+Optuna nothing, marking the trial pruned, so TPE would never learn from it).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ray.tune.search.optuna import OptunaSearch
+
+__all__ = ["MetricTolerantOptunaSearch"]
+
+
+class MetricTolerantOptunaSearch(OptunaSearch):
+    """``OptunaSearch`` that skips results without the metric (single objective)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._last: dict[str, dict[str, Any]] = {}
+
+    def _seen(self) -> dict[str, dict[str, Any]]:
+        """The last result with the metric, per running trial (also for a searcher restored
+        from a state saved before this attribute existed)."""
+        return self.__dict__.setdefault("_last", {})
+
+    def _carries(self, result: dict[str, Any] | None) -> bool:
+        if isinstance(self.metric, list):
+            return bool(result) and all(result.get(m) is not None for m in self.metric)
+        return bool(result) and result.get(self.metric) is not None
+
+    def on_trial_result(self, trial_id: str, result: dict[str, Any]) -> None:
+        if not self._carries(result):
+            return
+        self._seen()[trial_id] = result
+        super().on_trial_result(trial_id, result)
+
+    def on_trial_complete(self, trial_id: str, result: dict[str, Any] | None = None,
+                          error: bool = False) -> None:
+        last = self._seen().pop(trial_id, None)
+        if not self._carries(result) and last is not None:
+            result = {**(result or {}), **{k: last[k] for k in
+                                           (self.metric if isinstance(self.metric, list)
+                                            else [self.metric])}}
+        super().on_trial_complete(trial_id, result, error)

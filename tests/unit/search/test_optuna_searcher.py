@@ -1,0 +1,30 @@
+"""Reports without the metric do not crash an Optuna search (Ray's OptunaSearch raised
+KeyError and ended the sweep), and a trial whose last report lacks it is told to Optuna with
+the last value it reported. No Ray cluster: the searcher is plain Python."""
+
+from __future__ import annotations
+
+import optuna
+import pytest
+
+from sweeps import compose
+from sweeps.search.searchers import make_search_alg
+
+
+@pytest.mark.parametrize(("results", "told"), [
+    ([{"loss": 0.5}, {"val_acc": 0.7, "training_iteration": 2}, {"loss": 0.1}], 0.7),
+    ([{"val_acc": 0.6, "training_iteration": 1}, {"val_acc": 0.8, "training_iteration": 2}],
+     0.8),
+    ([{"loss": 0.5}], None),  # never reported the metric: pruned, as Ray does
+])
+def test_results_without_the_metric(results, told) -> None:
+    searcher = make_search_alg(compose("digits", ["search=tpe"]))
+    assert searcher.suggest("t1")
+    for result in results:
+        searcher.on_trial_result("t1", result)
+    searcher.on_trial_complete("t1", results[-1])
+    trial = searcher._ot_study.trials[0]
+    if told is None:
+        assert trial.state == optuna.trial.TrialState.PRUNED
+    else:
+        assert trial.state == optuna.trial.TrialState.COMPLETE and trial.value == told
