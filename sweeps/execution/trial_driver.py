@@ -64,6 +64,9 @@ class TrialPlan:
     # trial.executor resolved: the loop runs in the trial process itself, no Train run
     # (1 worker; sweeps.execution.inline)
     inline: bool = False
+    # scaling.backend resolved (nccl on GPU, gloo on CPU, or the user's): Ray Train's
+    # TorchConfig(backend=...) for a Train run; an inline trial has no DDP peers
+    backend: str = "gloo"
 
     def worker_config(self, sampled: dict[str, Any]) -> dict[str, Any]:
         """The ``config`` every Train worker receives: the experiment's params, its constants
@@ -95,6 +98,7 @@ def run_trial(sampled: dict[str, Any], plan: TrialPlan) -> None:
     """Tune function trainable: run this trial's Train run to completion (or until stopped)."""
     from ray import tune
     from ray.train import CheckpointConfig, FailureConfig, RunConfig, ScalingConfig
+    from ray.train.torch import TorchConfig
 
     from sweeps._ray.train import controller_env, count_handovers, trainer_class, wait_for_handover
     from sweeps.config.validate import import_trainable
@@ -142,6 +146,7 @@ def run_trial(sampled: dict[str, Any], plan: TrialPlan) -> None:
         train_loop_per_worker=loop_entry(import_trainable(plan.trainable),
                                          plan.context(trial_id)),
         train_loop_config=config,
+        torch_config=TorchConfig(backend=plan.backend),
         datasets=dict(plan.datasets) or None,
         dataset_config=data_config(plan.datasets_to_split),
         scaling_config=ScalingConfig(num_workers=plan.num_workers, use_gpu=plan.use_gpu,
