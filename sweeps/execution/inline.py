@@ -22,6 +22,12 @@ it does in a Train run. So resume, the best checkpoint, MLflow and a later
 ``trial.executor=train`` run of the same trial all read it unchanged. A loop that raises is
 restarted from its latest checkpoint up to ``trial.max_failures`` times, as Train restarts its
 worker group; a trial process that dies is Tune's to retry (``trial.max_retries``).
+
+The device: the trial process holds the worker's resources (``scaling.gpus_per_worker`` of a GPU
+too, a share below 1 included), so Ray sets its ``CUDA_VISIBLE_DEVICES`` to the GPU it was given,
+and ``ray.train.torch.get_device()``/``prepare_model`` answer from that assignment as in a Train
+worker: ``cuda:0`` (the one visible GPU) with a GPU, ``cpu`` without one, even on a node whose
+GPUs the process can see (``sweeps._ray.train_fn``).
 """
 
 from __future__ import annotations
