@@ -13,9 +13,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-__all__ = ["CLOCK_KEY", "STEP_KEY", "CHECKPOINT_PATH_KEY", "REPORTS_FILE", "CONFIG_READS_FILE",
-           "CLOCK_FILE", "TRIAL_FILE", "SCHEDULER_LOG", "run_file", "checkpoint_dir_name",
-           "checkpoint_dir_epoch"]
+__all__ = ["CLOCK_KEY", "STEP_KEY", "CHECKPOINT_PATH_KEY", "ERROR_KEY", "REPORTS_FILE",
+           "CONFIG_READS_FILE", "CLOCK_FILE", "TRIAL_FILE", "OUT_OF_MEMORY_FILE", "SCHEDULER_LOG",
+           "run_file", "checkpoint_dir_name", "checkpoint_dir_epoch"]
 
 # Added to every result by the trial's report bridge (sweeps.execution.report_bridge): the trial's
 # progress in epochs, 1-based and monotone (from the loop's own time attribute, shifted by one
@@ -27,12 +27,18 @@ CLOCK_KEY = "sweeps_epoch"
 STEP_KEY = "sweeps_step"
 # Tune's key for the checkpoint a result came with (ray.tune.integration.ray_train).
 CHECKPOINT_PATH_KEY = "checkpoint_path"
+# A trial driver's last result when it ends its trial as failed without raising (so that Tune
+# does not retry it): the reason, which the scheduler makes the trial's verdict
+# (sweeps.execution.gpu_memory: a trial out of GPU memory).
+ERROR_KEY = "sweeps_error"
 
 # Files in a trial's run directory.
 REPORTS_FILE = "reports.jsonl"  # TrialSession's rank-0 report log (fsync'ed per epoch)
 CONFIG_READS_FILE = "config_reads.json"  # keys of the config the loop read (rank 0)
 CLOCK_FILE = "clock.json"  # how the clock reads the loop's time attribute (see report_bridge)
 TRIAL_FILE = "trial.json"  # the params the run directory was written for
+# A worker's note that it ran out of GPU memory, one per rank (sweeps.execution.gpu_memory)
+OUT_OF_MEMORY_FILE = "out_of_memory.rank{rank}.json"
 
 
 # The scheduler's decision log, ``<sweep dir>/state/<SCHEDULER_LOG>.jsonl``: written by the

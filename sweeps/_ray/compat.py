@@ -146,7 +146,9 @@ def _probes() -> dict[str, Callable[[], None]]:
             "dataset_shards"),
         "Train's worker API methods": _attrs(
             f"{train_fn.TRAIN_FN_UTILS_MODULE}:LocalTrainFnUtils", "report", "get_checkpoint",
-            "get_dataset_shard", "get_context"),
+            "get_dataset_shard", "get_context", "is_distributed"),
+        "get_devices asks is_distributed": _source_mentions(
+            "ray.train.v2.torch.train_loop_utils:get_devices", "is_distributed()"),
         "Train's tensor check": _attrs(train_fn.TENSOR_CHECK.partition(":")[0],
                                        train_fn.TENSOR_CHECK.partition(":")[2]),
         "Train's worker API setter": _attrs(train_fn.TRAIN_FN_UTILS_MODULE, "set_train_fn_utils",

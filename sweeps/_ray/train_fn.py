@@ -10,16 +10,18 @@ per-worker call (``ray.train.report``, ``get_checkpoint``, ``get_context``,
 process-global ``TrainFnUtils`` object; its local-mode implementation (``LocalTrainFnUtils``,
 what ``ScalingConfig(num_workers=0)`` installs) keeps only the last report. ``serving``
 installs a subclass whose ``report`` and ``get_checkpoint`` are the sweep's own, for the
-duration of one loop.
+duration of one loop. Its ``is_distributed`` answers True in a Ray worker, so
+``ray.train.torch.get_device()`` returns the device of the GPU (or the CPU) Ray gave the trial
+process, as in a Train worker, where local mode would pick any GPU torch can see.
 
 Those calls also refuse to run inside a Tune function trainable (they raise "deprecated when
 running in a function passed to Ray Tune" when the process has a Tune session whose
 ``world_rank`` is None). ``serving`` marks the trial's Tune session as rank 0 while the loop
 runs, which is what a Train worker's session says, and puts it back after.
 
-Private: ``ray.train.v2._internal.execution.train_fn_utils`` (``LocalTrainFnUtils``,
-``set_train_fn_utils``), the Tune session's ``world_rank`` and Ray's ``contains_tensor`` (the
-check its ``report`` makes). Public route: Train V2's local
+Private: ``ray.train.v2._internal.execution.train_fn_utils`` (``LocalTrainFnUtils``, its
+``is_distributed``, ``set_train_fn_utils``), the Tune session's ``world_rank`` and Ray's
+``contains_tensor`` (the check its ``report`` makes). Public route: Train V2's local
 mode with a reporting hook (local mode drops reports; no upstream issue found at 2.60).
 """
 
@@ -71,6 +73,17 @@ def _utils_class() -> type:
 
         def get_checkpoint(self) -> Any:
             return self._get_checkpoint()
+
+        def is_distributed(self) -> bool:
+            # Read by ray.train.torch.get_device()/get_devices() (and so prepare_model and
+            # prepare_data_loader) only: True takes the device from the GPUs Ray assigned this
+            # process, as in a Train worker; False is local mode's torch.cuda guess, a GPU
+            # whenever torch sees one. In a Ray worker the trial process holds exactly the
+            # worker's resources, so answer as a Train worker does (cpu for a CPU trial on a
+            # GPU node, the assigned GPU for a GPU share); outside Ray, local mode.
+            import ray
+
+            return ray.is_initialized()
 
         def get_dataset_shard(self, dataset_info: Any) -> Any:
             name = dataset_info.dataset_name

@@ -38,6 +38,7 @@ SEARCH_ALGORITHMS = ("tpe", "random", "grid", "optuna")
 SCHEDULERS = ("asha", "none", "pbt")
 MODES = ("min", "max")
 RESUME_MODES = ("auto", "never", "must")
+BACKENDS = ("nccl", "gloo")  # scaling.backend (null: nccl on GPU, gloo on CPU)
 
 
 @dataclass
@@ -129,7 +130,12 @@ class ScalingSection:
     num_workers: int = 2
     use_gpu: bool | None = None  # None: GPU when the cluster has one, else CPU (gloo)
     cpus_per_worker: float | None = None  # None: 1, or an equal share when that does not fit
+    # Below 1, trials share a GPU: 0.25 runs four 1-worker trials on each GPU (Ray divides the
+    # GPU's count, not its memory). A multi-worker trial needs 1 or more under nccl
     gpus_per_worker: float = 1.0
+    # The DDP process-group backend, Ray Train's TorchConfig(backend=...). None: nccl on GPU,
+    # gloo on CPU. gloo on GPU lets the ranks of one trial share a GPU (nccl refuses that)
+    backend: str | None = None
 
 
 @dataclass

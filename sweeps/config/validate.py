@@ -14,6 +14,7 @@ import importlib
 from typing import Any
 
 from sweeps.config.schema import (
+    BACKENDS,
     MODES,
     RESUME_MODES,
     SCHEDULERS,
@@ -101,6 +102,7 @@ def validate(cfg: SweepConfig) -> None:
              sk.cpus_per_worker, "must be > 0 or null", "leave it null for 1 CPU per worker")
     _require(sk.gpus_per_worker > 0, "scaling.gpus_per_worker", sk.gpus_per_worker,
              "must be > 0", "set scaling.gpus_per_worker=1")
+    _check_backend(sk.backend)
     _require(cfg.checkpoint.every >= 1, "checkpoint.every", cfg.checkpoint.every, "must be >= 1",
              "set checkpoint.every=1 to save each epoch")
     _require(cfg.checkpoint.keep >= 1, "checkpoint.keep", cfg.checkpoint.keep, "must be >= 1",
@@ -212,6 +214,25 @@ def _check_objectives(cfg: SweepConfig) -> None:
                  f"judges trials by one metric, but experiment.metrics has {len(e.metrics)} "
                  "objectives", "use scheduler=none with several objectives (every trial "
                  "trains scheduler.max_t epochs), or keep one metric")
+
+
+def _check_backend(backend: str | None) -> None:
+    """``scaling.backend``: null, nccl or gloo, with the closest one named for a typo.
+
+    Example:
+        >>> try:
+        ...     _check_backend("NCCL")
+        ... except ConfigError as exc:
+        ...     print(exc)
+        scaling.backend: 'NCCL' must be null, nccl or gloo; did you mean nccl? leave it null ...
+    """
+    if backend is None or backend in BACKENDS:
+        return
+    close = difflib.get_close_matches(str(backend).lower(), BACKENDS, n=1, cutoff=0.5)
+    hint = f"did you mean {close[0]}? " if close else ""
+    raise ConfigError("scaling.backend", backend, "must be null, nccl or gloo",
+                      f"{hint}leave it null for nccl on GPU and gloo on CPU, or set "
+                      "scaling.backend=gloo to train GPU ranks with gloo")
 
 
 def _check_space_keys(e: ExperimentSection) -> None:

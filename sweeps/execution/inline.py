@@ -21,7 +21,14 @@ over when the loop returns or reports again, so the loop's code after its last r
 it does in a Train run. So resume, the best checkpoint, MLflow and a later
 ``trial.executor=train`` run of the same trial all read it unchanged. A loop that raises is
 restarted from its latest checkpoint up to ``trial.max_failures`` times, as Train restarts its
-worker group; a trial process that dies is Tune's to retry (``trial.max_retries``).
+worker group (not after running out of GPU memory: ``sweeps.execution.gpu_memory``); a trial
+process that dies is Tune's to retry (``trial.max_retries``).
+
+The device: the trial process holds the worker's resources (``scaling.gpus_per_worker`` of a GPU
+too, a share below 1 included), so Ray sets its ``CUDA_VISIBLE_DEVICES`` to the GPU it was given,
+and ``ray.train.torch.get_device()``/``prepare_model`` answer from that assignment as in a Train
+worker: ``cuda:0`` (the one visible GPU) with a GPU, ``cpu`` without one, even on a node whose
+GPUs the process can see (``sweeps._ray.train_fn``).
 """
 
 from __future__ import annotations
@@ -219,9 +226,11 @@ def world_of_one(use_gpu: bool) -> Iterator[None]:
 def run_inline(plan: TrialPlan, trial_id: str, run_dir: Path, config: dict[str, Any],
                clock: TrialClock) -> None:
     """Run the trial's loop here until it returns, restarting it from its latest checkpoint
-    when it raises (up to ``plan.max_failures``; -1: always)."""
+    when it raises (up to ``plan.max_failures``; -1: always), except after it ran out of GPU
+    memory (``sweeps.execution.gpu_memory``: the same values would allocate the same again)."""
     from sweeps._ray.train_fn import serving
     from sweeps.config.validate import import_trainable
+    from sweeps.execution import gpu_memory
     from sweeps.execution.worker import loop_entry
 
     run = InlineRun(run_dir, plan.objective.metric, plan.objective.mode, plan.checkpoint_keep,
@@ -243,6 +252,8 @@ def run_inline(plan: TrialPlan, trial_id: str, run_dir: Path, config: dict[str, 
                                 trial_id, type(exc).__name__, exc)
                     run.flush()
                     return
+                if gpu_memory.noted(run_dir) is not None:  # out of GPU memory: not rerun
+                    raise
                 if plan.max_failures != -1 and failures >= plan.max_failures:
                     raise
                 failures += 1

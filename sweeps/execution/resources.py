@@ -9,6 +9,19 @@ worker's share. Deliberate divergence from Tune's default of 1 CPU per trial: th
 blocks on ``trainer.fit()``, so it reserves no CPU, just 1 MiB of Ray's ``memory`` resource (a trial
 with no resource at all is rejected by Tune). Reserving a core for an idle process would halve
 the trials a 2-core machine runs.
+
+GPUs shared by trials (``scaling.gpus_per_worker`` below 1): Ray gives a fractional request a
+share of one GPU, never parts of two, and divides the GPU's count, not its memory (each process
+must stay within its share; Ray's "Accelerator Support" docs). So ``floor(1 / share)`` workers
+fit on a GPU: at 0.25, four 1-worker trials per GPU, CPUs permitting. An inline trial's process
+holds the share itself (Tune's placement-group bundle; Ray sets its ``CUDA_VISIBLE_DEVICES``
+to the GPU it got), a Train trial's worker holds it in a Train run.
+
+The ranks of one multi-worker trial at a share below 1 may land on one GPU (Train packs its
+workers; ray#48012), and nccl refuses two ranks on one device ("Duplicate GPU detected") after
+every worker has started. So that trial is refused here, before anything starts, unless
+``scaling.backend=gloo``, which runs any number of ranks on one device (slower than nccl, so
+not the default).
 """
 
 from __future__ import annotations
@@ -18,7 +31,7 @@ import os
 from dataclasses import dataclass
 
 from sweeps.config.schema import RaySection, ScalingSection
-from sweeps.errors import ClusterFitError
+from sweeps.errors import ClusterFitError, ConfigError
 
 __all__ = ["ResourcePlan", "plan_resources", "local_cluster_totals", "TRIAL_DRIVER_RESOURCES"]
 
@@ -39,6 +52,7 @@ class ResourcePlan:
     cluster_gpus: float
     # trial.executor resolved: the loop runs in the trial process (sweeps.execution.inline)
     inline: bool = False
+    backend: str = "gloo"  # scaling.backend resolved: the TorchConfig backend of a Train run
 
     @property
     def worker_resources(self) -> dict[str, float]:
@@ -48,14 +62,52 @@ class ResourcePlan:
             res["GPU"] = self.gpus_per_worker
         return res
 
+    @property
+    def workers_per_gpu(self) -> int:
+        """How many workers (inline trials: trials) share one GPU; 1 for whole GPUs or CPU.
+
+        Example:
+            >>> plan_resources(ScalingSection(num_workers=1, gpus_per_worker=0.3), 8, 1
+            ...                ).workers_per_gpu
+            3
+        """
+        if not self.use_gpu or self.gpus_per_worker >= 1:
+            return 1
+        return math.floor(1 / self.gpus_per_worker + 1e-9)
+
     def describe(self) -> str:
+        """One line: each worker's share, the executor or DDP backend, trials at once, and
+        how a shared GPU is divided.
+
+        Example:
+            >>> print(plan_resources(ScalingSection(num_workers=1, gpus_per_worker=0.25), 16, 1,
+            ...                      executor="train").describe())
+            1 worker(s) x (0.25 GPU + 1 CPU), nccl; up to 4 trial(s) at once on 16 CPU / 1 GPU;
+            4 trials share each GPU (0.25 GPU each; Ray does not divide its memory: each must
+            fit in 25% of it)
+        """
         device = f"{self.gpus_per_worker:g} GPU + " if self.use_gpu else ""
-        how = ("inline: the loop runs in the trial's own process, no Train controller or "
-               "workers; trial.executor=train for a Ray Train run" if self.inline
-               else f"{'nccl' if self.use_gpu else 'gloo'}")
-        return (f"{self.num_workers} worker(s) x ({device}{self.cpus_per_worker:g} CPU), "
+        if self.inline:
+            how = ("inline: the loop runs in the trial's own process, no Train controller or "
+                   "workers; trial.executor=train for a Ray Train run")
+        elif self.backend != ("nccl" if self.use_gpu else "gloo"):
+            how = f"{self.backend} (scaling.backend={self.backend})"
+        else:
+            how = self.backend
+        text = (f"{self.num_workers} worker(s) x ({device}{self.cpus_per_worker:g} CPU), "
                 f"{how}; up to {self.max_concurrent_trials} "
                 f"trial(s) at once on {self.cluster_cpus:g} CPU / {self.cluster_gpus:g} GPU")
+        share = self.workers_per_gpu
+        if share < 2:
+            return text
+        who = "trials" if self.num_workers == 1 else f"workers (DDP ranks, {self.backend})"
+        each = (f"({self.gpus_per_worker:g} GPU each; Ray does not divide its memory: each must "
+                f"fit in {self.gpus_per_worker:.0%} of it)")
+        by_gpu = _gpu_slots(self.gpus_per_worker, self.cluster_gpus) // self.num_workers
+        if self.trials_that_fit < by_gpu:  # the CPUs are the limit
+            return (f"{text}; a GPU takes {share} {who} {each}, but the CPUs run "
+                    f"{self.trials_that_fit} trial(s) at once")
+        return f"{text}; {share} {who} share each GPU {each}"
 
 
 def _visible_gpus() -> int:
@@ -78,23 +130,66 @@ def local_cluster_totals(ray_cfg: RaySection) -> tuple[float, float]:
     return float(cpus), float(gpus)
 
 
+def _gpu_slots(gpw: float, gpus: float) -> int:
+    """Workers of ``gpw`` GPUs each that ``gpus`` GPUs hold: a share below 1 never spans two
+    GPUs, so 0.4 puts 2 on each (not 2.5).
+
+    Example:
+        >>> _gpu_slots(0.4, 2), _gpu_slots(0.25, 1), _gpu_slots(1, 3), _gpu_slots(2, 5)
+        (4, 4, 3, 2)
+    """
+    if gpw < 1:
+        return math.floor(gpus + 1e-9) * math.floor(1 / gpw + 1e-9)
+    return math.floor(gpus / gpw + 1e-9)
+
+
+def _check_backend(scaling: ScalingSection, use_gpu: bool, backend: str, gpw: float) -> None:
+    """nccl needs GPUs, and a GPU per rank: refuse a trial it cannot train, before it starts
+    (two ranks of one trial can share a GPU when two shares fit in one: ``gpus_per_worker``
+    at most 0.5)."""
+    n = scaling.num_workers
+    if backend == "nccl" and not use_gpu:
+        why = ("scaling.use_gpu=false" if scaling.use_gpu is False
+               else "the cluster has no GPU")
+        raise ConfigError("scaling.backend", "nccl", f"needs GPUs, but the trials train on CPUs "
+                          f"({why})", "set scaling.backend=gloo (or leave it null), or "
+                          "scaling.use_gpu=true on a cluster with GPUs")
+    together = min(n, math.floor(1 / gpw + 1e-9)) if use_gpu and gpw < 1 else 1
+    if backend == "nccl" and together > 1:
+        raise ConfigError(
+            "scaling.gpus_per_worker", gpw,
+            f"lets Ray put {together} DDP ranks of one trial (scaling.num_workers={n}) on one "
+            "GPU, and nccl refuses that (\"Duplicate GPU detected\", after the workers started)",
+            "set scaling.gpus_per_worker=1, or scaling.backend=gloo to train those ranks with "
+            "gloo")
+
+
 def plan_resources(scaling: ScalingSection, cpus: float, gpus: float,
                    max_concurrent: int | None = None, executor: str = "auto") -> ResourcePlan:
-    """Fit one trial into ``cpus``/``gpus``; raise ``ClusterFitError`` if it can never fit.
+    """Fit one trial into ``cpus``/``gpus``; raise ``ClusterFitError`` if it can never fit, and
+    ``ConfigError`` for a DDP backend that cannot train it (see the module docstring).
 
     Example:
         >>> plan_resources(ScalingSection(num_workers=2), cpus=2, gpus=0).max_concurrent_trials
         1
+        >>> plan_resources(ScalingSection(num_workers=1, gpus_per_worker=0.25), 16, 1
+        ...                ).max_concurrent_trials
+        4
     """
     n = scaling.num_workers
     use_gpu = scaling.use_gpu if scaling.use_gpu is not None else gpus > 0
     gpw = scaling.gpus_per_worker if use_gpu else 0.0
-    if use_gpu and n * gpw > gpus:
+    backend = scaling.backend or ("nccl" if use_gpu else "gloo")
+    inline = executor != "train" and n == 1  # validated: inline => 1 worker
+    _check_backend(scaling, use_gpu, backend, gpw)
+    if use_gpu and _gpu_slots(gpw, gpus) < n:
         raise ClusterFitError(
             "scaling.num_workers", n,
             f"needs {n * gpw:g} GPUs ({gpw:g} per worker, use_gpu=true) but the cluster has "
-            f"{gpus:g}", f"set scaling.num_workers={max(1, int(gpus // gpw))}"
-            if gpus >= gpw else "set scaling.use_gpu=false to train on CPUs")
+            f"{gpus:g}" + (f" (a GPU holds {math.floor(1 / gpw + 1e-9)} such workers)"
+                           if gpw < 1 and gpus >= 1 else ""),
+            f"set scaling.num_workers={max(1, _gpu_slots(gpw, gpus))}"
+            if _gpu_slots(gpw, gpus) >= 1 else "set scaling.use_gpu=false to train on CPUs")
     cpw = scaling.cpus_per_worker
     if cpw is None:  # 1 CPU each, or an equal share so that one trial fits on this cluster
         cpw = 1.0 if n <= cpus else math.floor(100 * cpus / n) / 100
@@ -111,10 +206,10 @@ def plan_resources(scaling: ScalingSection, cpus: float, gpus: float,
             "scaling.cpus_per_worker")
     fits = math.floor(cpus / (n * cpw) + 1e-9)
     if use_gpu:
-        fits = min(fits, math.floor(gpus / (n * gpw) + 1e-9))
+        fits = min(fits, _gpu_slots(gpw, gpus) // n)
     # An explicit search.max_concurrent_trials wins (an autoscaling cluster grows to fit it);
     # the runner warns when it exceeds what fits now, since the surplus trials wait.
     return ResourcePlan(use_gpu=use_gpu, num_workers=n, cpus_per_worker=cpw,
                         gpus_per_worker=gpw, max_concurrent_trials=max_concurrent or fits,
                         trials_that_fit=fits, cluster_cpus=cpus, cluster_gpus=gpus,
-                        inline=executor != "train" and n == 1)  # validated: inline => 1 worker
+                        inline=inline, backend=backend)

@@ -11,7 +11,8 @@ trial's clock back to Tune: ``sweeps.execution.report_bridge``) and the placemen
 (``sweeps.placement``). A Train run resumes from its latest checkpoint when started again
 with the same (storage path, name), so a retried or resumed trial picks up where it stopped.
 With ``plan.inline`` (1-worker trials, ``trial.executor``) the loop runs right here instead,
-writing the same run directory (``sweeps.execution.inline``).
+writing the same run directory (``sweeps.execution.inline``). A loop that ran out of GPU memory
+ends its trial without raising, so Tune does not retry it (``sweeps.execution.gpu_memory``).
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from sweeps.execution.context import TrialContext
 from sweeps.search.outcome import Objective
 from sweeps.search.space import deep_merge, unflatten
 
-__all__ = ["TrialPlan", "run_trial", "start_limits", "unseen_reports"]
+__all__ = ["TrialPlan", "run_trial", "start_limits", "unseen_reports", "end_out_of_memory"]
 
 log = logging.getLogger(__name__)
 
@@ -64,6 +65,9 @@ class TrialPlan:
     # trial.executor resolved: the loop runs in the trial process itself, no Train run
     # (1 worker; sweeps.execution.inline)
     inline: bool = False
+    # scaling.backend resolved (nccl on GPU, gloo on CPU, or the user's): Ray Train's
+    # TorchConfig(backend=...) for a Train run; an inline trial has no DDP peers
+    backend: str = "gloo"
 
     def worker_config(self, sampled: dict[str, Any]) -> dict[str, Any]:
         """The ``config`` every Train worker receives: the experiment's params, its constants
@@ -95,6 +99,7 @@ def run_trial(sampled: dict[str, Any], plan: TrialPlan) -> None:
     """Tune function trainable: run this trial's Train run to completion (or until stopped)."""
     from ray import tune
     from ray.train import CheckpointConfig, FailureConfig, RunConfig, ScalingConfig
+    from ray.train.torch import TorchConfig
 
     from sweeps._ray.train import controller_env, count_handovers, trainer_class, wait_for_handover
     from sweeps.config.validate import import_trainable
@@ -130,10 +135,20 @@ def run_trial(sampled: dict[str, Any], plan: TrialPlan) -> None:
     # Tune reuses this process for the next trial only if this thread ends within its wait
     # (2 s by default), else it fails that trial; a loop's cleanup may take longer.
     os.environ.setdefault(THREAD_TIMEOUT_ENV, "60")
+    from sweeps.execution import gpu_memory
+
+    gpu_memory.clear(run_dir)  # this attempt runs the loop, whatever an earlier one ran into
     if plan.inline:
         from sweeps.execution.inline import run_inline
 
-        run_inline(plan, trial_id, run_dir, config, clock)
+        try:
+            run_inline(plan, trial_id, run_dir, config, clock)
+        except Exception:
+            if gpu_memory.noted(run_dir) is None:
+                raise
+        else:
+            return
+        end_out_of_memory(plan, run_dir)  # outside the except: its tensors are released
         return
     logged_before = len(report_log.records(run_dir))
     # Read by the Train controller this process starts (Ray propagates RAY_TRAIN_* env vars).
@@ -143,6 +158,7 @@ def run_trial(sampled: dict[str, Any], plan: TrialPlan) -> None:
         train_loop_per_worker=loop_entry(import_trainable(plan.trainable),
                                          plan.context(trial_id)),
         train_loop_config=config,
+        torch_config=TorchConfig(backend=plan.backend),
         datasets=dict(plan.datasets) or None,
         dataset_config=data_config(plan.datasets_to_split),
         scaling_config=ScalingConfig(num_workers=plan.num_workers, use_gpu=plan.use_gpu,
@@ -159,9 +175,33 @@ def run_trial(sampled: dict[str, Any], plan: TrialPlan) -> None:
             callbacks=[SweepReportCallback(clock), PlacementGroupLedger(plan.sweep_id, trial_id)],
         ),
     )
-    trainer.fit()
+    ran_out = False
+    try:
+        trainer.fit()
+    except Exception:
+        if gpu_memory.noted(run_dir) is None:
+            raise
+        ran_out = True  # a worker ran out of GPU memory: end the trial, do not raise
     # Every report the bridge forwarded (one log line each) must reach Tune before returning.
     wait_for_handover(counting, len(unseen) + len(report_log.records(run_dir)) - logged_before)
+    if ran_out:
+        end_out_of_memory(plan, run_dir)
+
+
+def end_out_of_memory(plan: TrialPlan, run_dir: Path) -> None:
+    """End a trial whose loop ran out of GPU memory, without raising: its reason goes to Tune
+    as ``ERROR_KEY`` and the scheduler fails the trial, so Tune does not retry it
+    (``sweeps.execution.gpu_memory`` says why)."""
+    from ray import tune
+
+    from sweeps.execution import gpu_memory
+    from sweeps.protocol import ERROR_KEY
+
+    found = gpu_memory.noted(run_dir) or {}
+    gpu_memory.release_cached_memory()
+    text = gpu_memory.reason(found, plan.worker_resources.get("GPU"))
+    log.warning("trial %s: %s", run_dir.name, text)
+    tune.report({ERROR_KEY: text})
 
 
 def data_config(datasets_to_split: list[str] | None) -> Any:

@@ -76,7 +76,7 @@ def trial_plan(cfg: SweepConfig, constants: dict[str, Any], plan: ResourcePlan,
         preemption_watcher=cfg.ray.address is not None or _alive_nodes() > 1,
         datasets=datasets or {},
         datasets_to_split=None if e.datasets_to_split is None else list(e.datasets_to_split),
-        inline=plan.inline,
+        inline=plan.inline, backend=plan.backend,
     )
 
 

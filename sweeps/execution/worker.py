@@ -8,7 +8,9 @@ notes which keys the loop reads. Rank 0 writes the keys read so far to ``config_
 the trial's run directory each time a new one is read (reads happen before the first report, so
 the file is complete when the driver checks it after that report; see ``sweeps.execution.unread``).
 ``sweeps.trial_context()`` is set before the loop starts. A ``TrackedConfig`` pickles as a plain
-``dict``, so a loop that saves its config in a checkpoint does not need sweeps to load it.
+``dict``, so a loop that saves its config in a checkpoint does not need sweeps to load it. A CUDA
+out-of-memory error that escapes the loop is noted in the run directory, and a restarted worker
+of the same attempt raises it again at once (``sweeps.execution.gpu_memory``).
 """
 
 from __future__ import annotations
@@ -147,7 +149,10 @@ def run_loop(config: dict[str, Any], *, loop: Callable[..., Any],
     """Call ``loop`` the way Ray Train would, with the sweep's context set."""
     import ray.train
 
+    from sweeps.execution import gpu_memory
+
     rank = ray.train.get_context().get_world_rank()
+    gpu_memory.raise_noted(context.run_dir)  # a restart after this attempt ran out: not again
     log = ReadLog(run_file(context.run_dir, CONFIG_READS_FILE) if rank == 0 else None)
     _set(context)
     try:
@@ -155,6 +160,10 @@ def run_loop(config: dict[str, Any], *, loop: Callable[..., Any],
             loop(TrackedConfig(config, log))
         else:
             loop()
+    except Exception as exc:
+        if gpu_memory.is_out_of_memory(exc):
+            gpu_memory.note(context.run_dir, rank, exc)
+        raise
     finally:
         _set(None)
 

@@ -23,7 +23,8 @@ Before judging they screen each result: a NaN/inf metric is judged as the worst 
 per trial), and a trial whose clock reaches the first judgement (ASHA's grace period, or epoch 1)
 without ever reporting the metric is stopped with an error naming the keys it did report
 (``sweeps.search.outcome`` then calls it ``error``). Results without the metric are otherwise
-fine: a loop may report a training loss between evaluations.
+fine: a loop may report a training loss between evaluations. A result carrying ``ERROR_KEY`` (a
+trial driver ending its trial without a retry, e.g. out of GPU memory) is stopped with that error.
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ from ray.tune.schedulers import FIFOScheduler, TrialScheduler
 from sweeps._ray.tune import save_experiment_state
 from sweeps.errors import ConfigError
 from sweeps.layout import SweepLayout
-from sweeps.protocol import CLOCK_KEY, SCHEDULER_LOG
+from sweeps.protocol import CLOCK_KEY, ERROR_KEY, SCHEDULER_LOG
 from sweeps.search.asha import AsyncHalving
 from sweeps.search.outcome import Objective, Verdict, read_verdicts
 from sweeps.tracking.callback import NOT_METRICS
@@ -153,6 +154,8 @@ class _Logged:
 
     def _screen(self, trial_id: str, result: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
         """(the result to judge, an error that fails the trial) for one result."""
+        if result.get(ERROR_KEY):  # the trial driver ended it (sweeps.execution.gpu_memory)
+            return result, str(result[ERROR_KEY])
         metric, objective = self._objective.metric, self._objective
         if metric in result:
             self._seen.add(trial_id)

@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any
 from ray.tune import Callback
 
 from sweeps.layout import SweepLayout
-from sweeps.protocol import CLOCK_KEY, STEP_KEY
+from sweeps.protocol import CLOCK_KEY, ERROR_KEY, STEP_KEY
 from sweeps.search.space import flatten
 from sweeps.tracking.journal import Journal
 from sweeps.tracking.masking import mask_params, mask_tree
@@ -54,7 +54,7 @@ NOT_METRICS = frozenset({
     "hostname", "pid", "time_this_iter_s", "timestamp", "date", "time_since_restore",
     "timesteps_since_restore", "iterations_since_restore", "config", "checkpoint_dir_name",
     "done", "trial_id", "experiment_tag", "should_checkpoint", "checkpoint_path", "epoch",
-    CLOCK_KEY, STEP_KEY,
+    CLOCK_KEY, STEP_KEY, ERROR_KEY,
 })
 
 

@@ -137,6 +137,8 @@ BAD = [
     (["sweep.dir=/etc/hostname/sub"], "sweep.dir", "which is a file"),
     (["trial.start_timeout_s=0"], "trial.start_timeout_s", "-1 to wait forever"),
     (["trial.executor=local"], "trial.executor", "must be one of auto, train, inline"),
+    (["scaling.backend=nc"], "scaling.backend", "did you mean nccl?"),
+    (["scaling.backend=nccl"], "scaling.backend", "(the cluster has no GPU)"),
     (["trial.executor=inline", "scaling.num_workers=2"], "trial.executor",
      "set scaling.num_workers=1, or trial.executor=auto"),
 ]
@@ -216,6 +218,15 @@ CLI_BAD = [
      "sweep.dir: 's3://bucket/digits' could not be reached: nothing answered at 127.0.0.1:1"),
     (["+experiment=digits", "sweep.dir=foo://bucket/digits"],
      "sweep.dir: 'foo://bucket/digits' has the scheme foo://, which pyarrow"),
+    # issue 14: ranks of one trial sharing a GPU under nccl, and the backend key (a GPU that
+    # is not there: ray.num_gpus plans for it without starting Ray)
+    (["+experiment=digits", "ray.num_gpus=1", "scaling.gpus_per_worker=0.5"],
+     "sweeps: error: scaling.gpus_per_worker: 0.5 lets Ray put 2 DDP ranks of one trial "
+     "(scaling.num_workers=2) on one GPU, and nccl refuses that (\"Duplicate GPU detected\", "
+     "after the workers started); set scaling.gpus_per_worker=1, or scaling.backend=gloo to "
+     "train those ranks with gloo"),
+    (["+experiment=digits", "scaling.backend=ncl"],
+     "scaling.backend: 'ncl' must be null, nccl or gloo; did you mean nccl?"),
     # Port 1 on loopback: nothing listens. Ray's own join would wait ~2 minutes; the
     # subprocess timeout below (30 s) is the issue's bound for this one line.
     (["+experiment=digits", "ray.address=127.0.0.1:1"],

@@ -22,7 +22,8 @@ from sweeps.execution.resources import plan_resources
         (dict(num_workers=2, cpus_per_worker=0.5), 2, 0, None, (False, 0.5, 0.0, 2, 2)),
         (dict(num_workers=2), 16, 4, None, (True, 1.0, 1.0, 2, 2)),
         (dict(num_workers=2, use_gpu=False), 16, 4, None, (False, 1.0, 0.0, 8, 8)),
-        (dict(num_workers=2, gpus_per_worker=0.5), 16, 4, None, (True, 1.0, 0.5, 4, 4)),
+        (dict(num_workers=2, gpus_per_worker=0.5, backend="gloo"), 16, 4, None,
+         (True, 1.0, 0.5, 4, 4)),
     ],
 )
 def test_plan(scaling: dict, cpus: float, gpus: float, limit, expected) -> None:
