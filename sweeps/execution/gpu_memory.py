@@ -41,6 +41,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from sweeps import files
 from sweeps.files import write_atomic
 from sweeps.protocol import OUT_OF_MEMORY_FILE, run_file
 
@@ -75,16 +76,18 @@ def is_out_of_memory(exc: BaseException) -> bool:
 
 
 def _files(run_dir: str | Path) -> list[Path]:
+    """The notes in ``run_dir``, on disk or on an object store (``sweeps.files``)."""
     prefix, _, suffix = OUT_OF_MEMORY_FILE.partition("{rank}")
-    folder = Path(run_dir)
-    return sorted(folder.glob(f"{prefix}*{suffix}")) if folder.is_dir() else []
+    return [Path(run_dir) / name for name in files.listdir(run_dir)
+            if name.startswith(prefix) and name.endswith(suffix)]
 
 
 def note(run_dir: str | Path, rank: int, exc: BaseException) -> None:
     """Note in the run directory that worker ``rank`` ran out of GPU memory (one file per
     rank, so two ranks failing together never write the same file)."""
     first = next((ln for ln in str(exc).strip().splitlines() if ln.strip()), type(exc).__name__)
-    Path(run_dir).mkdir(parents=True, exist_ok=True)
+    if not files.is_remote(run_dir):
+        Path(run_dir).mkdir(parents=True, exist_ok=True)
     write_atomic(run_file(run_dir, OUT_OF_MEMORY_FILE.format(rank=rank)),
                  json.dumps({"rank": rank, "error": first}))
 
@@ -102,7 +105,7 @@ def noted(run_dir: str | Path) -> dict[str, Any] | None:
     """
     for path in _files(run_dir):
         try:
-            return json.loads(path.read_text())
+            return json.loads(files.read_text(path))
         except (OSError, ValueError):  # written atomically: only a hand edit gets here
             continue
     return None
@@ -111,7 +114,7 @@ def noted(run_dir: str | Path) -> dict[str, Any] | None:
 def clear(run_dir: str | Path) -> None:
     """Forget the notes: a new attempt of the trial (its driver started again) runs the loop."""
     for path in _files(run_dir):
-        path.unlink(missing_ok=True)
+        files.remove_file(path)
 
 
 def raise_noted(run_dir: str | Path) -> None:

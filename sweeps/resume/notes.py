@@ -26,13 +26,15 @@ def resume_notes(layout: SweepLayout, num_samples: int,
         >>> resume_notes(SweepLayout(Path(tempfile.mkdtemp())), 4, {"a1": {}})[0]
         'resuming: 1 of 4 trials had ended and are kept; 0 continue (none); 3 not started yet'
     """
+    from sweeps import files
     from sweeps.resume.train_runs import checkpoint_epochs, repair_run
 
     notes: list[str] = []
     continuing = []
     train = layout.train
-    for run_dir in sorted(train.iterdir()) if train.is_dir() else []:
-        if not run_dir.is_dir() or "." in run_dir.name or run_dir.name in ended:
+    for name in files.listdir(train):  # on disk or on an object store
+        run_dir = train / name
+        if "." in name or name in ended or not files.is_dir(run_dir):
             continue
         notes += repair_run(run_dir)
         epochs = checkpoint_epochs(run_dir)

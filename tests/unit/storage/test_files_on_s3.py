@@ -106,3 +106,15 @@ def test_a_local_path_is_untouched_by_the_store(tmp_path) -> None:
     path = tmp_path / "a.json"
     files.write_atomic(path, "1")
     assert not files.is_remote(path) and files.read_text(path) == "1"
+
+
+def test_out_of_memory_notes_on_s3(root) -> None:
+    """A Train worker on any node notes its OOM where the trial driver reads it."""
+    from sweeps.execution import gpu_memory
+
+    run = root / "train" / "t4"
+    assert gpu_memory.noted(run) is None
+    gpu_memory.note(run, 1, RuntimeError("CUDA error: out of memory"))
+    assert gpu_memory.noted(run) == {"rank": 1, "error": "CUDA error: out of memory"}
+    gpu_memory.clear(run)
+    assert gpu_memory.noted(run) is None
