@@ -7,9 +7,9 @@ On entry: Tune's environment defaults are set (a value the user exported wins), 
 to ``<sweep dir>/ray.log`` unless ``sweep.verbose``, a private local Ray instance starts unless
 this process is already connected (``ray.init`` by the caller, or ``ray.address`` joined by
 ``prepare``), and SIGTERM is made to do what Ctrl-C does. On exit, in reverse: the SIGTERM
-handler is put back; a Ray instance started here has its held placement groups counted into
-``state/end.json`` and is shut down (a joined one keeps running); the ``ray`` loggers are put
-back as they were.
+handler is put back; the placement groups still held are counted into ``state/end.json`` (all
+of a Ray instance started here, which is then shut down; this job's on a joined one, which
+keeps running); the ``ray`` loggers are put back as they were.
 """
 
 from __future__ import annotations
@@ -66,10 +66,10 @@ def ray_session(cfg: SweepConfig, prepared: Prepared) -> Iterator[Interrupt]:
             with _sigterm_as_sigint() as interrupt:
                 yield interrupt
         finally:
+            _record_release(layout, whole_instance=started)
             if started:
                 import ray
 
-                _record_release(layout)
                 ray.shutdown()
 
 
@@ -143,16 +143,18 @@ def _sigterm_as_sigint() -> Iterator[Interrupt]:
         signal.signal(signal.SIGTERM, previous)
 
 
-def _record_release(layout: SweepLayout) -> None:
-    """Before shutting down the Ray instance it started, the sweep checks that no placement
-    group is still held and writes the count to ``state/end.json`` (a warning if not 0)."""
+def _record_release(layout: SweepLayout, whole_instance: bool) -> None:
+    """At the sweep's end the sweep checks that no placement group is still held and writes
+    the count to ``state/end.json`` (a warning if not 0): every group of a Ray instance it
+    started (before shutting it down), or on a cluster it joined the groups of its own job
+    (other jobs' groups are theirs)."""
     import json
     import time
 
-    from sweeps.placement.reaper import held_groups
+    from sweeps.placement.reaper import held_groups, held_job_groups
 
     try:
-        held = held_groups()
+        held = held_groups() if whole_instance else held_job_groups()
     except Exception as exc:  # Ray is already going down: nothing to check against
         log.debug("could not count placement groups: %s", exc)
         return
