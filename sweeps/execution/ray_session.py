@@ -31,7 +31,7 @@ from sweeps.execution.prepare import Prepared
 from sweeps.execution.resources import ResourcePlan
 from sweeps.layout import SweepLayout
 
-__all__ = ["Interrupt", "ray_session"]
+__all__ = ["Interrupt", "ray_session", "repeated_steps_quiet"]
 
 log = logging.getLogger(__name__)
 
@@ -63,7 +63,7 @@ def ray_session(cfg: SweepConfig, prepared: Prepared) -> Iterator[Interrupt]:
         attach_ray_log()
         try:
             # After ray.init, which installs its own SIGTERM handler (it aborts the process).
-            with _sigterm_as_sigint() as interrupt:
+            with _sigterm_as_sigint() as interrupt, repeated_steps_quiet():
                 yield interrupt
         finally:
             _record_release(layout, whole_instance=started)
@@ -121,6 +121,35 @@ def _ray_logs_to_file(ray_log: Path, verbose: bool) -> Iterator[Callable[[], Non
         handler.close()
         for lg, (handlers, propagate) in zip(loggers, saved, strict=True):
             lg.handlers, lg.propagate = handlers, propagate
+
+
+@contextlib.contextmanager
+def repeated_steps_quiet() -> Iterator[None]:
+    """Within the block, Optuna's "The reported value is ignored because this `step=N` is
+    already reported" is not printed. Ray's ``OptunaSearch`` reports each result at Tune's
+    ``training_iteration``, which starts again at 1 when Tune retries a trial (its driver's
+    node was lost) or a sweep resumes, so every epoch the trial reports again printed one such
+    warning over the progress lines. Harmless: sweeps' Optuna study prunes nothing and judges a
+    trial by its final value only.
+
+    Example:
+        >>> import optuna, warnings
+        >>> trial = optuna.create_study().ask()
+        >>> trial.report(0.5, step=1)
+        >>> with warnings.catch_warnings(record=True) as seen:
+        ...     warnings.simplefilter("always")
+        ...     trial.report(0.6, step=1)
+        ...     with repeated_steps_quiet():
+        ...         trial.report(0.7, step=1)
+        >>> [str(w.message)[:51] for w in seen]  # the first report again, not the second
+        ['The reported value is ignored because this `step=1`']
+    """
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=r"The reported value is ignored because "
+                                r"this `step=\d+` is already reported", category=UserWarning)
+        yield
 
 
 @contextlib.contextmanager
