@@ -121,6 +121,8 @@ def _probes() -> dict[str, Callable[[], None]]:
                                                      "get_worker_group_state"),
         "PlacementGroupID.from_hex": _attrs("ray._raylet:PlacementGroupID", "from_hex"),
         "actors by id": _params("ray._private.state:actors", "actor_id"),
+        "the head node's resource": _equals("ray._common.constants:HEAD_NODE_RESOURCE_NAME",
+                                            placement.HEAD_NODE_RESOURCE),
         # train.py
         "TorchTrainer default callbacks": _attrs("ray.train.torch:TorchTrainer",
                                                  "_create_default_callbacks"),
@@ -201,10 +203,11 @@ def _probes() -> dict[str, Callable[[], None]]:
 
 
 # Internals whose adapter function has a fallback: a Ray without them runs, degraded, with a
-# warning (the hand-over wait, the two left-out callbacks, the group recorded at creation).
+# warning (the hand-over wait, the two left-out callbacks, the group recorded at creation, trial
+# drivers on the head node).
 SOFT = frozenset({"trial session queues", "Train's cleaner callback",
                   "Train's datasets callback", "worker group creates its placement group",
-                  "raylet notices printed by the driver"})
+                  "raylet notices printed by the driver", "the head node's resource"})
 
 
 @functools.cache

@@ -5,6 +5,7 @@
     class Ledger(WorkerGroupCallback): ... # Train V2 controller callback base class
     record_groups_on_creation(on_create)   # call on_create(pg) as Train creates each group
     group_of(worker_group)                 # the placement group of a started worker group
+    head_node_pin()                        # {"node:__internal_head__": 0.001} on a cluster
 
 Why private: a stopped trial's worker placement group outlives its controller (ray#54305) and
 Train V2 has no public hook where its groups are created, nor a public callback base class
@@ -13,6 +14,10 @@ Train V2 has no public hook where its groups are created, nor a public callback 
 ``PlacementGroup`` object, impossible across processes). ``ray._private.state.actors`` reads an
 actor's state without the dashboard (public route: ``ray.util.state.get_actor``, which needs
 ``ray[default]``'s dashboard running; the sweep's local instance starts without it).
+``node:__internal_head__`` is the resource only the head node has
+(``ray._common.constants.HEAD_NODE_RESOURCE_NAME``); Ray pins its own Train state actor and
+autoscaling coordinator to the head with 0.001 of it (public route: a custom resource the
+cluster's operator declares on the head, or a node label, neither of which sweeps can assume).
 """
 
 from __future__ import annotations
@@ -23,9 +28,10 @@ from typing import Any
 from ray.train.v2._internal.execution.callback import WorkerGroupCallback
 
 __all__ = ["WorkerGroupCallback", "remove_group", "actor_state", "record_groups_on_creation",
-           "group_of", "WORKER_GROUP_MODULE"]
+           "group_of", "head_node_pin", "WORKER_GROUP_MODULE", "HEAD_NODE_RESOURCE"]
 
 WORKER_GROUP_MODULE = "ray.train.v2._internal.execution.worker_group.worker_group"
+HEAD_NODE_RESOURCE = "node:__internal_head__"
 
 
 def remove_group(pg_hex: str) -> bool:
@@ -80,3 +86,16 @@ def record_groups_on_creation(on_create: Callable[[Any], None]) -> bool:
 def group_of(worker_group: Any) -> Any:
     """The placement group of a started Train worker group (``after_worker_group_start``)."""
     return worker_group.get_worker_group_state().placement_group_handle.placement_group
+
+
+def head_node_pin() -> dict[str, float]:
+    """Resources that place an actor on the connected cluster's head node: 0.001 of the head's
+    own resource, or {} when no node has it (a Ray that renamed it: unpinned, not unplaceable).
+
+    Example:
+        >>> head_node_pin()  # doctest: +SKIP
+        {'node:__internal_head__': 0.001}
+    """
+    import ray
+
+    return {HEAD_NODE_RESOURCE: 0.001} if HEAD_NODE_RESOURCE in ray.cluster_resources() else {}

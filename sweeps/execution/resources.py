@@ -8,7 +8,9 @@ run; an inline trial (one worker, ``trial.executor``) is the trial driver alone,
 worker's share. Deliberate divergence from Tune's default of 1 CPU per trial: the driver only
 blocks on ``trainer.fit()``, so it reserves no CPU, just 1 MiB of Ray's ``memory`` resource (a trial
 with no resource at all is rejected by Tune). Reserving a core for an idle process would halve
-the trials a 2-core machine runs.
+the trials a 2-core machine runs. On a cluster that driver (and the Train controller Ray places
+beside it) runs on the head node (``sweeps.execution.tuner.trial_plan``), so losing a worker
+node costs only the trials whose workers ran there.
 """
 
 from __future__ import annotations

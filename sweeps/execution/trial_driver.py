@@ -64,6 +64,9 @@ class TrialPlan:
     # trial.executor resolved: the loop runs in the trial process itself, no Train run
     # (1 worker; sweeps.execution.inline)
     inline: bool = False
+    # What the Tune trial driver reserves besides TRIAL_DRIVER_RESOURCES (a Train trial's: on
+    # a cluster, a pin to the head node; sweeps.execution.tuner.trial_plan)
+    driver_pin: dict[str, float] = field(default_factory=dict)
 
     def worker_config(self, sampled: dict[str, Any]) -> dict[str, Any]:
         """The ``config`` every Train worker receives: the experiment's params, its constants

@@ -39,6 +39,7 @@ def _no_ray(monkeypatch: pytest.MonkeyPatch):
     import ray
 
     monkeypatch.setattr(tuner_mod, "_alive_nodes", lambda: 1)
+    monkeypatch.setattr(tuner_mod, "_head_node_pin", lambda: {"node:__internal_head__": 0.001})
     yield
     assert not ray.is_initialized(), "a unit test started Ray"
 
@@ -191,3 +192,27 @@ def test_inline_trials_reserve_the_workers_share_and_reuse_their_process(
                         _plan(), tmp_path / "t", [])._local_tuner
     assert train._tune_config.reuse_actors is False  # never a Train trial's driver process
     assert train._trainable._resources.required_resources.get("CPU", 0) == 0
+
+
+@pytest.mark.parametrize("address, alive, workers, pinned", [
+    (None, 1, 2, False),    # one machine: it is the head
+    ("auto", 1, 2, True),   # a cluster: a Train trial's driver (and controller) on the head
+    (None, 3, 2, True),     # a local instance others joined
+    ("auto", 3, 1, False),  # an inline trial's process trains: it goes where the CPUs are
+])
+def test_on_a_cluster_a_train_trials_driver_runs_on_the_head_node(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path, address: str | None, alive: int,
+        workers: int, pinned: bool) -> None:
+    from dataclasses import replace
+
+    monkeypatch.setattr(tuner_mod, "_alive_nodes", lambda: alive)
+    overrides = ([f"ray.address={address}"] if address else []) + [
+        f"scaling.num_workers={workers}"]
+    cfg = compose("digits", overrides)
+    params, constants = parse_space(cfg.experiment.search_space)
+    plan = replace(_plan(cpus=1.0), num_workers=workers, inline=workers == 1)
+    trial = trial_plan(cfg, constants, plan, tmp_path / "sw", "sid")
+    required = build_tuner(cfg, params, trial, plan, tmp_path / "sw",
+                           [])._local_tuner._trainable._resources.required_resources
+    assert ("node:__internal_head__" in required) is pinned
+    assert required.get("CPU", 0) == (1.0 if workers == 1 else 0)
