@@ -1,6 +1,7 @@
 """Placement groups and actors by id, and the Train controller's worker-group hook.
 
     remove_group(pg_hex)                   # True when this call removed a held group
+    group_from_hex(pg_hex)                 # a handle for ray.util.placement_group_table
     actor_state(actor_id)                  # "ALIVE", "DEAD", ... or None
     class Ledger(WorkerGroupCallback): ... # Train V2 controller callback base class
     record_groups_on_creation(on_create)   # call on_create(pg) as Train creates each group
@@ -27,20 +28,27 @@ from typing import Any
 
 from ray.train.v2._internal.execution.callback import WorkerGroupCallback
 
-__all__ = ["WorkerGroupCallback", "remove_group", "actor_state", "record_groups_on_creation",
-           "group_of", "head_node_pin", "WORKER_GROUP_MODULE", "HEAD_NODE_RESOURCE"]
+__all__ = ["WorkerGroupCallback", "remove_group", "group_from_hex", "actor_state",
+           "record_groups_on_creation", "group_of", "head_node_pin", "WORKER_GROUP_MODULE",
+           "HEAD_NODE_RESOURCE"]
 
 WORKER_GROUP_MODULE = "ray.train.v2._internal.execution.worker_group.worker_group"
 HEAD_NODE_RESOURCE = "node:__internal_head__"
 
 
-def remove_group(pg_hex: str) -> bool:
-    """Remove placement group ``pg_hex`` unless already gone; True when this call removed it."""
+def group_from_hex(pg_hex: str) -> Any:
+    """The ``PlacementGroup`` handle of a recorded group id (for ``placement_group_table``)."""
     from ray._raylet import PlacementGroupID
-    from ray.util import placement_group_table, remove_placement_group
     from ray.util.placement_group import PlacementGroup
 
-    pg = PlacementGroup(PlacementGroupID.from_hex(pg_hex))
+    return PlacementGroup(PlacementGroupID.from_hex(pg_hex))
+
+
+def remove_group(pg_hex: str) -> bool:
+    """Remove placement group ``pg_hex`` unless already gone; True when this call removed it."""
+    from ray.util import placement_group_table, remove_placement_group
+
+    pg = group_from_hex(pg_hex)
     state = placement_group_table(pg).get("state")
     if state in (None, "REMOVED"):
         return False

@@ -50,6 +50,19 @@ class ResourcePlan:
             res["GPU"] = self.gpus_per_worker
         return res
 
+    def fits_in(self, cpus: float, gpus: float) -> int:
+        """How many of these trials fit at once in ``cpus``/``gpus`` (0 when none does): what
+        a cluster that gained or lost nodes since the sweep started holds now.
+
+        Example:
+            >>> plan_resources(ScalingSection(num_workers=2), cpus=4, gpus=0).fits_in(6, 0)
+            3
+        """
+        fits = math.floor(cpus / (self.num_workers * self.cpus_per_worker) + 1e-9)
+        if self.use_gpu and self.gpus_per_worker > 0:
+            fits = min(fits, math.floor(gpus / (self.num_workers * self.gpus_per_worker) + 1e-9))
+        return max(0, fits)
+
     def describe(self) -> str:
         device = f"{self.gpus_per_worker:g} GPU + " if self.use_gpu else ""
         how = ("inline: the loop runs in the trial's own process, no Train controller or "

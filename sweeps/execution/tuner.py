@@ -114,21 +114,31 @@ def _trainable(trial: TrialPlan) -> Any:
 
 
 def build_tuner(cfg: SweepConfig, params: list[Param], trial: TrialPlan, plan: ResourcePlan,
-                sweep_dir: Path, callbacks: list[Callback], warm: WarmStart | None = None
-                ) -> Tuner:
-    """A ``tune.Tuner`` whose experiment directory is ``sweep_dir`` itself."""
+                sweep_dir: Path, callbacks: list[Callback], warm: WarmStart | None = None,
+                resizable: bool = False) -> Tuner:
+    """A ``tune.Tuner`` whose experiment directory is ``sweep_dir`` itself.
+
+    ``resizable``: the trial limit is held by a search algorithm the Tuner keeps (an Optuna
+    search wrapped in a ``ConcurrencyLimiter`` here, not by Tune inside ``fit``), so that
+    ``sweeps.execution.cluster_watch`` can change it while Tune runs."""
     from ray import tune
 
     generator = cfg.search.algorithm in ("random", "grid")  # limits its own concurrency
+    search_alg = make_search_alg(cfg, plan.max_concurrent_trials, params, warm)
+    limit: int | None = None if generator else plan.max_concurrent_trials
+    if resizable and not generator:
+        from ray.tune.search import ConcurrencyLimiter
+
+        search_alg, limit = ConcurrencyLimiter(search_alg, plan.max_concurrent_trials), None
     return tune.Tuner(
         _trainable(trial),
         param_space=tune_param_space(cfg, params),
         tune_config=tune.TuneConfig(
             metric=cfg.experiment.metric, mode=cfg.experiment.mode,
-            search_alg=make_search_alg(cfg, plan.max_concurrent_trials, params, warm),
+            search_alg=search_alg,
             scheduler=make_scheduler(cfg, sweep_dir),
             num_samples=1 if cfg.search.algorithm == "grid" else cfg.search.num_samples,
-            max_concurrent_trials=None if generator else plan.max_concurrent_trials,
+            max_concurrent_trials=limit,
             trial_dirname_creator=lambda t: t.trial_id,
             # Inline trials keep their process for the next trial (imports stay loaded). Not
             # Train trials: Tune caches a stopped trial's process without ending its Train run,

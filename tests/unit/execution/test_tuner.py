@@ -194,6 +194,41 @@ def test_inline_trials_reserve_the_workers_share_and_reuse_their_process(
     assert train._trainable._resources.required_resources.get("CPU", 0) == 0
 
 
+@pytest.mark.parametrize("algorithm", ["tpe", "random"])
+def test_a_resizable_tuner_holds_a_limit_that_changes_while_tune_runs(
+        tmp_path: Path, algorithm: str) -> None:
+    from ray.tune.search import ConcurrencyLimiter
+
+    from sweeps._ray.tune import concurrency_limit
+
+    cfg = compose("digits", [f"search={algorithm}", "search.num_samples=5"])
+    params, constants = parse_space(cfg.experiment.search_space)
+    sweep_dir, plan = tmp_path / "sweep", _plan(max_concurrent=3)
+    tuner = build_tuner(cfg, params, trial_plan(cfg, constants, plan, sweep_dir, "sid"), plan,
+                        sweep_dir, [], resizable=True)
+    tc = tuner._local_tuner._tune_config
+    assert tc.max_concurrent_trials is None  # Tune must not wrap (and fix) it again
+    alg = tc.search_alg
+    if algorithm == "tpe":
+        assert isinstance(alg, ConcurrencyLimiter) and isinstance(alg.searcher, OptunaSearch)
+    else:
+        assert isinstance(alg, BasicVariantGenerator)
+    assert alg.max_concurrent == 3
+    assert concurrency_limit(tuner)(5) is True
+    assert alg.max_concurrent == 5
+
+
+def test_a_tuner_whose_limit_tune_wraps_has_none_to_change(tmp_path: Path) -> None:
+    from sweeps._ray.tune import concurrency_limit
+
+    cfg = compose("digits", ["search=tpe"])
+    params, constants = parse_space(cfg.experiment.search_space)
+    sweep_dir, plan = tmp_path / "sweep", _plan(max_concurrent=3)
+    tuner = build_tuner(cfg, params, trial_plan(cfg, constants, plan, sweep_dir, "sid"), plan,
+                        sweep_dir, [])
+    assert concurrency_limit(tuner) is None
+
+
 @pytest.mark.parametrize("address, alive, workers, pinned", [
     (None, 1, 2, False),    # one machine: it is the head
     ("auto", 1, 2, True),   # a cluster: a Train trial's driver (and controller) on the head
