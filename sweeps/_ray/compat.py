@@ -121,6 +121,8 @@ def _probes() -> dict[str, Callable[[], None]]:
                                                      "get_worker_group_state"),
         "PlacementGroupID.from_hex": _attrs("ray._raylet:PlacementGroupID", "from_hex"),
         "actors by id": _params("ray._private.state:actors", "actor_id"),
+        "the head node's resource": _equals("ray._common.constants:HEAD_NODE_RESOURCE_NAME",
+                                            placement.HEAD_NODE_RESOURCE),
         # train.py
         "TorchTrainer default callbacks": _attrs("ray.train.torch:TorchTrainer",
                                                  "_create_default_callbacks"),
@@ -169,6 +171,11 @@ def _probes() -> dict[str, Callable[[], None]]:
         "TunerInternal": _attrs("ray.tune.impl.tuner_internal:TunerInternal", "get_run_config"),
         "TunerInternal._tune_config": _source_sets("ray.tune.impl.tuner_internal:TunerInternal",
                                                    "_tune_config"),
+        "resizable random search": _source_mentions(
+            "ray.tune.search.basic_variant:BasicVariantGenerator.next_trial",
+            "self.max_concurrent"),
+        "resizable ConcurrencyLimiter": _source_mentions(
+            "ray.tune.search:ConcurrencyLimiter.suggest", "self.max_concurrent"),
         "Tuner.restore": _params("ray.tune:Tuner.restore", "resume_unfinished",
                                  "resume_errored", "param_space"),
         "Trial.set_config": _params("ray.tune.experiment:Trial.set_config", "config"),
@@ -203,10 +210,12 @@ def _probes() -> dict[str, Callable[[], None]]:
 
 
 # Internals whose adapter function has a fallback: a Ray without them runs, degraded, with a
-# warning (the hand-over wait, the two left-out callbacks, the group recorded at creation).
+# warning (the hand-over wait, the two left-out callbacks, the group recorded at creation, the
+# trial limit following a cluster's size, trial drivers on the head node).
 SOFT = frozenset({"trial session queues", "Train's cleaner callback",
                   "Train's datasets callback", "worker group creates its placement group",
-                  "raylet notices printed by the driver"})
+                  "raylet notices printed by the driver", "resizable random search",
+                  "resizable ConcurrencyLimiter", "the head node's resource"})
 
 
 @functools.cache

@@ -1,10 +1,12 @@
 """Placement groups and actors by id, and the Train controller's worker-group hook.
 
     remove_group(pg_hex)                   # True when this call removed a held group
+    group_from_hex(pg_hex)                 # a handle for ray.util.placement_group_table
     actor_state(actor_id)                  # "ALIVE", "DEAD", ... or None
     class Ledger(WorkerGroupCallback): ... # Train V2 controller callback base class
     record_groups_on_creation(on_create)   # call on_create(pg) as Train creates each group
     group_of(worker_group)                 # the placement group of a started worker group
+    head_node_pin()                        # {"node:__internal_head__": 0.001} on a cluster
 
 Why private: a stopped trial's worker placement group outlives its controller (ray#54305) and
 Train V2 has no public hook where its groups are created, nor a public callback base class
@@ -13,6 +15,10 @@ Train V2 has no public hook where its groups are created, nor a public callback 
 ``PlacementGroup`` object, impossible across processes). ``ray._private.state.actors`` reads an
 actor's state without the dashboard (public route: ``ray.util.state.get_actor``, which needs
 ``ray[default]``'s dashboard running; the sweep's local instance starts without it).
+``node:__internal_head__`` is the resource only the head node has
+(``ray._common.constants.HEAD_NODE_RESOURCE_NAME``); Ray pins its own Train state actor and
+autoscaling coordinator to the head with 0.001 of it (public route: a custom resource the
+cluster's operator declares on the head, or a node label, neither of which sweeps can assume).
 """
 
 from __future__ import annotations
@@ -22,19 +28,27 @@ from typing import Any
 
 from ray.train.v2._internal.execution.callback import WorkerGroupCallback
 
-__all__ = ["WorkerGroupCallback", "remove_group", "actor_state", "record_groups_on_creation",
-           "group_of", "WORKER_GROUP_MODULE"]
+__all__ = ["WorkerGroupCallback", "remove_group", "group_from_hex", "actor_state",
+           "record_groups_on_creation", "group_of", "head_node_pin", "WORKER_GROUP_MODULE",
+           "HEAD_NODE_RESOURCE"]
 
 WORKER_GROUP_MODULE = "ray.train.v2._internal.execution.worker_group.worker_group"
+HEAD_NODE_RESOURCE = "node:__internal_head__"
+
+
+def group_from_hex(pg_hex: str) -> Any:
+    """The ``PlacementGroup`` handle of a recorded group id (for ``placement_group_table``)."""
+    from ray._raylet import PlacementGroupID
+    from ray.util.placement_group import PlacementGroup
+
+    return PlacementGroup(PlacementGroupID.from_hex(pg_hex))
 
 
 def remove_group(pg_hex: str) -> bool:
     """Remove placement group ``pg_hex`` unless already gone; True when this call removed it."""
-    from ray._raylet import PlacementGroupID
     from ray.util import placement_group_table, remove_placement_group
-    from ray.util.placement_group import PlacementGroup
 
-    pg = PlacementGroup(PlacementGroupID.from_hex(pg_hex))
+    pg = group_from_hex(pg_hex)
     state = placement_group_table(pg).get("state")
     if state in (None, "REMOVED"):
         return False
@@ -80,3 +94,16 @@ def record_groups_on_creation(on_create: Callable[[Any], None]) -> bool:
 def group_of(worker_group: Any) -> Any:
     """The placement group of a started Train worker group (``after_worker_group_start``)."""
     return worker_group.get_worker_group_state().placement_group_handle.placement_group
+
+
+def head_node_pin() -> dict[str, float]:
+    """Resources that place an actor on the connected cluster's head node: 0.001 of the head's
+    own resource, or {} when no node has it (a Ray that renamed it: unpinned, not unplaceable).
+
+    Example:
+        >>> head_node_pin()  # doctest: +SKIP
+        {'node:__internal_head__': 0.001}
+    """
+    import ray
+
+    return {HEAD_NODE_RESOURCE: 0.001} if HEAD_NODE_RESOURCE in ray.cluster_resources() else {}

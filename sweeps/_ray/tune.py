@@ -1,6 +1,7 @@
 """Ray Tune internals the sweep relies on: a restored Tuner's scheduler, state files, env vars.
 
     tuner = tune.Tuner.restore(...); replace_restored_config(tuner, scheduler, callbacks, ...)
+    limit = concurrency_limit(tuner); limit(3)     # trials at once, changed while Tune runs
     experiment_state_files(sweep_dir); trials_in_state(json.loads(path.read_text()))
     os.environ.update({k: v for k, v in tune_env(verbose=False).items() if k not in os.environ})
 
@@ -25,6 +26,14 @@ and growing. Tune's background sync is waited for first (``storage.syncer.wait()
 never write the same file. Public route: none (``CheckpointConfig`` forces a save only after a
 trial's checkpoints).
 
+How many trials run at once is fixed when Tune starts (``TuneConfig.max_concurrent_trials``);
+a sweep on a cluster that gains or loses nodes changes it while Tune runs, on the search
+algorithm the Tuner holds (``tuner._local_tuner._tune_config.search_alg``, the pickled one after
+a restore): a ``ConcurrencyLimiter`` through its ``set_max_concurrency``, a
+``BasicVariantGenerator`` through its ``max_concurrent`` attribute, both read by Tune before
+each new trial. Public route: none (ray#43451: Tune's own pending-trial limit is likewise
+measured once, from the cluster at start).
+
 Tune's ``experiment_state-<time>.json`` (newest last) holds ``trial_data``; the sweep checks it
 parses before resuming, to fail with a clear error instead of Tune's traceback. Public route:
 ``ray.tune.ExperimentAnalysis`` loads it but raises opaque errors on a torn file.
@@ -34,11 +43,13 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-__all__ = ["replace_restored_config", "experiment_state_files", "trials_in_state", "tune_env",
-           "set_trial_config", "save_experiment_state", "STATE_GLOB", "THREAD_TIMEOUT_ENV"]
+__all__ = ["replace_restored_config", "concurrency_limit", "experiment_state_files",
+           "trials_in_state", "tune_env", "set_trial_config", "save_experiment_state",
+           "STATE_GLOB", "THREAD_TIMEOUT_ENV"]
 
 STATE_GLOB = "experiment_state-*.json"
 # How long a reused function-trainable process waits for the last trial's thread to end
@@ -64,6 +75,26 @@ def replace_restored_config(tuner: Any, scheduler: Any, callbacks: list, verbose
     run_config.verbose = verbose
     run_config.failure_config = failure_config
     internal._tune_config.scheduler = scheduler
+
+
+def concurrency_limit(tuner: Any) -> Callable[[int], bool] | None:
+    """A function that sets how many trials ``tuner`` runs at once while it runs (True when
+    set), or None when its search algorithm holds no limit that can change (an Optuna search
+    that Tune itself wrapped, from ``TuneConfig.max_concurrent_trials``)."""
+    from ray.tune.search import ConcurrencyLimiter
+    from ray.tune.search.basic_variant import BasicVariantGenerator
+
+    internal = getattr(tuner, "_local_tuner", None)
+    alg = getattr(getattr(internal, "_tune_config", None), "search_alg", None)
+    if isinstance(alg, ConcurrencyLimiter):
+        return alg.set_max_concurrency
+    if isinstance(alg, BasicVariantGenerator):
+        def set_limit(n: int) -> bool:
+            alg.max_concurrent = n  # 0 would mean no limit: callers pass >= 1
+            return True
+
+        return set_limit
+    return None
 
 
 def set_trial_config(trial: Any, config: dict[str, Any]) -> None:

@@ -5,7 +5,8 @@
 
 Before Tune: the sweep's record (one more start), this start's config file, the opening lines
 (and, resuming, what was recovered). Tune runs with the sweep's callbacks: the placement-group
-reaper, the live progress, the unread-keys check and MLflow tracking. After Tune, whatever it
+reaper, the live progress, the unread-keys check, on a cluster the cluster watch (nodes that
+join or leave, trials at once following its size) and MLflow tracking. After Tune, whatever it
 ended with: every placement group of the sweep is released. A run that Tune returned from early
 (Ctrl-C, SIGTERM) raises ``SweepInterrupted``; a finished one is summarized (``summary.csv``,
 ``best.json``), plotted and closed in MLflow.
@@ -27,8 +28,10 @@ from sweeps.storage.location import display
 if TYPE_CHECKING:  # Ray, pandas and MLflow are imported once a sweep really runs
     from ray.tune import Callback, ResultGrid
 
+    from sweeps.execution.cluster_watch import ClusterWatch
     from sweeps.execution.unread import UnreadKeysCheck
     from sweeps.placement.reaper import PlacementGroupReaper
+    from sweeps.report.progress import ProgressLines
     from sweeps.report.summary import Summary
     from sweeps.tracking.callback import MLflowTracking
 
@@ -64,14 +67,21 @@ def fit(prep: Prepared, interrupt: Interrupt | None = None) -> SweepResult:
     unread = UnreadKeysCheck([p.path for p in prep.params], layout.train)
     trial = trial_plan(cfg, prep.constants, prep.resources, prep.sweep_dir, sweep_id, ended,
                        datasets)
-    callbacks: list[Callback] = [reaper, progress, unread] + ([tracking] if tracking else [])
+    watch = _cluster_watch(prep, sweep_id, progress)
+    callbacks: list[Callback] = ([reaper, progress, unread] + ([watch] if watch else [])
+                                 + ([tracking] if tracking else []))
     groups_before = job_groups()
     try:
         if prep.resuming:
             tuner = restore_tuner(cfg, prep.params, trial, prep.sweep_dir, callbacks)
         else:
             tuner = build_tuner(cfg, prep.params, trial, prep.resources, prep.sweep_dir,
-                                callbacks, prep.warm_start)
+                                callbacks, prep.warm_start,
+                                resizable=watch is not None and watch.follow)
+        if watch:
+            from sweeps._ray.tune import concurrency_limit
+
+            watch.attach(concurrency_limit(tuner))
         results: ResultGrid = tuner.fit()
         ended_now = results.num_terminated + results.num_errors
         if ended_now != prep.trials:  # Tune returned early on Ctrl-C/SIGTERM
@@ -83,6 +93,19 @@ def fit(prep: Prepared, interrupt: Interrupt | None = None) -> SweepResult:
     finally:
         _release(sweep_id, reaper, groups_before)
     return _finish(prep, objective, results, reaper, unread, tracking)
+
+
+def _cluster_watch(prep: Prepared, sweep_id: str,
+                   progress: ProgressLines) -> ClusterWatch | None:
+    """On a cluster (``ray.address``, or a connected Ray with more than one node): the callback
+    that says when nodes join or leave and, unless ``search.max_concurrent_trials`` is set,
+    makes the trials run at once follow the cluster's size."""
+    from sweeps.execution.cluster_watch import ClusterWatch, alive_nodes
+
+    if prep.cfg.ray.address is None and len(alive_nodes()) < 2:
+        return None
+    return ClusterWatch(sweep_id, prep.resources, progress.note,
+                        follow=prep.cfg.search.max_concurrent_trials is None)
 
 
 def _start(prep: Prepared) -> tuple[SweepRecord, dict[str, dict[str, Any]]]:

@@ -7,9 +7,9 @@ On entry: Tune's environment defaults are set (a value the user exported wins), 
 to ``<sweep dir>/ray.log`` unless ``sweep.verbose``, a private local Ray instance starts unless
 this process is already connected (``ray.init`` by the caller, or ``ray.address`` joined by
 ``prepare``), and SIGTERM is made to do what Ctrl-C does. On exit, in reverse: the SIGTERM
-handler is put back; a Ray instance started here has its held placement groups counted into
-``state/end.json`` and is shut down (a joined one keeps running); the ``ray`` loggers are put
-back as they were.
+handler is put back; the placement groups still held are counted into ``state/end.json`` (all
+of a Ray instance started here, which is then shut down; this job's on a joined one, which
+keeps running); the ``ray`` loggers are put back as they were.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from sweeps.execution.prepare import Prepared
 from sweeps.execution.resources import ResourcePlan
 from sweeps.layout import SweepLayout
 
-__all__ = ["Interrupt", "ray_session"]
+__all__ = ["Interrupt", "ray_session", "repeated_steps_quiet"]
 
 log = logging.getLogger(__name__)
 
@@ -63,13 +63,13 @@ def ray_session(cfg: SweepConfig, prepared: Prepared) -> Iterator[Interrupt]:
         attach_ray_log()
         try:
             # After ray.init, which installs its own SIGTERM handler (it aborts the process).
-            with _sigterm_as_sigint() as interrupt:
+            with _sigterm_as_sigint() as interrupt, repeated_steps_quiet():
                 yield interrupt
         finally:
+            _record_release(layout, whole_instance=started)
             if started:
                 import ray
 
-                _record_release(layout)
                 ray.shutdown()
 
 
@@ -135,6 +135,35 @@ def _publish_quietly(path: Path) -> None:
 
 
 @contextlib.contextmanager
+def repeated_steps_quiet() -> Iterator[None]:
+    """Within the block, Optuna's "The reported value is ignored because this `step=N` is
+    already reported" is not printed. Ray's ``OptunaSearch`` reports each result at Tune's
+    ``training_iteration``, which starts again at 1 when Tune retries a trial (its driver's
+    node was lost) or a sweep resumes, so every epoch the trial reports again printed one such
+    warning over the progress lines. Harmless: sweeps' Optuna study prunes nothing and judges a
+    trial by its final value only.
+
+    Example:
+        >>> import optuna, warnings
+        >>> trial = optuna.create_study().ask()
+        >>> trial.report(0.5, step=1)
+        >>> with warnings.catch_warnings(record=True) as seen:
+        ...     warnings.simplefilter("always")
+        ...     trial.report(0.6, step=1)
+        ...     with repeated_steps_quiet():
+        ...         trial.report(0.7, step=1)
+        >>> [str(w.message)[:51] for w in seen]  # the first report again, not the second
+        ['The reported value is ignored because this `step=1`']
+    """
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=r"The reported value is ignored because "
+                                r"this `step=\d+` is already reported", category=UserWarning)
+        yield
+
+
+@contextlib.contextmanager
 def _sigterm_as_sigint() -> Iterator[Interrupt]:
     """While the sweep runs, SIGTERM (``kill``, a scheduler's preemption notice) does what
     Ctrl-C does: Tune stops the trials, saves the sweep's state and returns."""
@@ -154,16 +183,18 @@ def _sigterm_as_sigint() -> Iterator[Interrupt]:
         signal.signal(signal.SIGTERM, previous)
 
 
-def _record_release(layout: SweepLayout) -> None:
-    """Before shutting down the Ray instance it started, the sweep checks that no placement
-    group is still held and writes the count to ``state/end.json`` (a warning if not 0)."""
+def _record_release(layout: SweepLayout, whole_instance: bool) -> None:
+    """At the sweep's end the sweep checks that no placement group is still held and writes
+    the count to ``state/end.json`` (a warning if not 0): every group of a Ray instance it
+    started (before shutting it down), or on a cluster it joined the groups of its own job
+    (other jobs' groups are theirs)."""
     import json
     import time
 
-    from sweeps.placement.reaper import held_groups
+    from sweeps.placement.reaper import held_groups, held_job_groups
 
     try:
-        held = held_groups()
+        held = held_groups() if whole_instance else held_job_groups()
     except Exception as exc:  # Ray is already going down: nothing to check against
         log.debug("could not count placement groups: %s", exc)
         return

@@ -8,7 +8,9 @@ run; an inline trial (one worker, ``trial.executor``) is the trial driver alone,
 worker's share. Deliberate divergence from Tune's default of 1 CPU per trial: the driver only
 blocks on ``trainer.fit()``, so it reserves no CPU, just 1 MiB of Ray's ``memory`` resource (a trial
 with no resource at all is rejected by Tune). Reserving a core for an idle process would halve
-the trials a 2-core machine runs.
+the trials a 2-core machine runs. On a cluster that driver (and the Train controller Ray places
+beside it) runs on the head node (``sweeps.execution.tuner.trial_plan``), so losing a worker
+node costs only the trials whose workers ran there.
 
 GPUs shared by trials (``scaling.gpus_per_worker`` below 1): Ray gives a fractional request a
 share of one GPU, never parts of two, and divides the GPU's count, not its memory (each process
@@ -74,6 +76,19 @@ class ResourcePlan:
         if not self.use_gpu or self.gpus_per_worker >= 1:
             return 1
         return math.floor(1 / self.gpus_per_worker + 1e-9)
+
+    def fits_in(self, cpus: float, gpus: float) -> int:
+        """How many of these trials fit at once in ``cpus``/``gpus`` (0 when none does): what
+        a cluster that gained or lost nodes since the sweep started holds now.
+
+        Example:
+            >>> plan_resources(ScalingSection(num_workers=2), cpus=4, gpus=0).fits_in(6, 0)
+            3
+        """
+        fits = math.floor(cpus / (self.num_workers * self.cpus_per_worker) + 1e-9)
+        if self.use_gpu and self.gpus_per_worker > 0:  # the same packing as plan_resources
+            fits = min(fits, _gpu_slots(self.gpus_per_worker, gpus) // self.num_workers)
+        return max(0, fits)
 
     def describe(self) -> str:
         """One line: each worker's share, the executor or DDP backend, trials at once, and

@@ -68,6 +68,9 @@ class TrialPlan:
     # scaling.backend resolved (nccl on GPU, gloo on CPU, or the user's): Ray Train's
     # TorchConfig(backend=...) for a Train run; an inline trial has no DDP peers
     backend: str = "gloo"
+    # What the Tune trial driver reserves besides TRIAL_DRIVER_RESOURCES (a Train trial's: on
+    # a cluster, a pin to the head node; sweeps.execution.tuner.trial_plan)
+    driver_pin: dict[str, float] = field(default_factory=dict)
 
     def worker_config(self, sampled: dict[str, Any]) -> dict[str, Any]:
         """The ``config`` every Train worker receives: the experiment's params, its constants

@@ -64,6 +64,7 @@ def trial_plan(cfg: SweepConfig, constants: dict[str, Any], plan: ResourcePlan,
     """The per-sweep context every trial driver receives (``ended``: trials a resumed sweep
     knows have ended, with their final metrics; ``datasets``: the built Ray Datasets)."""
     e = cfg.experiment
+    on_cluster = cfg.ray.address is not None or _alive_nodes() > 1
     return TrialPlan(
         sweep_id=sweep_id, trainable=e.trainable, params=dict(e.params), constants=constants,
         train_storage=str(SweepLayout(sweep_dir).train), worker_resources=plan.worker_resources,
@@ -73,7 +74,8 @@ def trial_plan(cfg: SweepConfig, constants: dict[str, Any], plan: ResourcePlan,
         max_failures=cfg.trial.max_failures,
         poll_interval_s=cfg.trial.poll_interval_s,
         start_timeout_s=cfg.trial.start_timeout_s, seed=cfg.sweep.seed, ended=ended or {},
-        preemption_watcher=cfg.ray.address is not None or _alive_nodes() > 1,
+        preemption_watcher=on_cluster,
+        driver_pin=_head_node_pin() if on_cluster and not plan.inline else {},
         datasets=datasets or {},
         datasets_to_split=None if e.datasets_to_split is None else list(e.datasets_to_split),
         inline=plan.inline, backend=plan.backend,
@@ -86,32 +88,58 @@ def _alive_nodes() -> int:
     return sum(1 for node in ray.nodes() if node.get("Alive"))
 
 
+def _head_node_pin() -> dict[str, float]:
+    """On a cluster, a Train trial's driver runs on the head node, and with it the trial's
+    Train controller (Ray places it beside its caller). Divergence from Tune, which places a
+    trial wherever its resources fit: a driver that reserves no CPU could land on any worker
+    node, and losing that node then restarted the trial (a Tune retry, ``trial.max_retries``)
+    even when all its workers were elsewhere; measured on a 3-node test cluster, one node's
+    loss retried all 3 running trials. On the head, a lost worker node costs only the trials
+    whose workers ran there, which Train restarts from their checkpoints
+    (``trial.max_failures``). Cost: the head holds both processes of every running trial
+    (about 0.4 GB RSS each, measured with a small torch loop)."""
+    from sweeps._ray.placement import head_node_pin
+
+    return head_node_pin()
+
+
 def _trainable(trial: TrialPlan) -> Any:
     """``run_trial`` with the plan bound; Tune reserves the worker's share for an inline
-    trial (its process trains), else next to nothing (the Train run's workers reserve)."""
+    trial (its process trains), else next to nothing (the Train run's workers reserve) and,
+    on a cluster, a place on the head node."""
     from ray import tune
 
     resources = ({"CPU": 0.0, **trial.worker_resources} if trial.inline
-                 else dict(TRIAL_DRIVER_RESOURCES))
+                 else {**TRIAL_DRIVER_RESOURCES, **trial.driver_pin})
     return tune.with_resources(tune.with_parameters(run_trial, plan=trial), resources)
 
 
 def build_tuner(cfg: SweepConfig, params: list[Param], trial: TrialPlan, plan: ResourcePlan,
-                sweep_dir: Path, callbacks: list[Callback], warm: WarmStart | None = None
-                ) -> Tuner:
-    """A ``tune.Tuner`` whose experiment directory is ``sweep_dir`` itself."""
+                sweep_dir: Path, callbacks: list[Callback], warm: WarmStart | None = None,
+                resizable: bool = False) -> Tuner:
+    """A ``tune.Tuner`` whose experiment directory is ``sweep_dir`` itself.
+
+    ``resizable``: the trial limit is held by a search algorithm the Tuner keeps (an Optuna
+    search wrapped in a ``ConcurrencyLimiter`` here, not by Tune inside ``fit``), so that
+    ``sweeps.execution.cluster_watch`` can change it while Tune runs."""
     from ray import tune
 
     generator = cfg.search.algorithm in ("random", "grid")  # limits its own concurrency
+    search_alg = make_search_alg(cfg, plan.max_concurrent_trials, params, warm)
+    limit: int | None = None if generator else plan.max_concurrent_trials
+    if resizable and not generator:
+        from ray.tune.search import ConcurrencyLimiter
+
+        search_alg, limit = ConcurrencyLimiter(search_alg, plan.max_concurrent_trials), None
     return tune.Tuner(
         _trainable(trial),
         param_space=tune_param_space(cfg, params),
         tune_config=tune.TuneConfig(
             metric=cfg.experiment.metric, mode=cfg.experiment.mode,
-            search_alg=make_search_alg(cfg, plan.max_concurrent_trials, params, warm),
+            search_alg=search_alg,
             scheduler=make_scheduler(cfg, sweep_dir),
             num_samples=1 if cfg.search.algorithm == "grid" else cfg.search.num_samples,
-            max_concurrent_trials=None if generator else plan.max_concurrent_trials,
+            max_concurrent_trials=limit,
             trial_dirname_creator=lambda t: t.trial_id,
             # Inline trials keep their process for the next trial (imports stay loaded). Not
             # Train trials: Tune caches a stopped trial's process without ending its Train run,

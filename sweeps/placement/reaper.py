@@ -20,7 +20,7 @@ from sweeps._ray.placement import actor_state, remove_group
 from sweeps.placement.ledger import kv_key
 
 __all__ = ["PlacementGroupReaper", "release_all", "live_controllers", "job_groups",
-           "release_new_groups", "held_groups", "HELD"]
+           "release_new_groups", "held_groups", "held_job_groups", "HELD"]
 
 log = logging.getLogger(__name__)
 HELD = ("CREATED", "PENDING", "RESCHEDULING")  # placement-group states that hold resources
@@ -165,6 +165,12 @@ def release_new_groups(before: set[str]) -> int:
         except Exception as exc:  # removed meanwhile
             log.debug("placement group %s: %s", pg_id, exc)
     return removed
+
+
+def held_job_groups() -> int:
+    """Placement groups this job (the sweep's driver) created that still hold (or wait for)
+    resources: what a sweep on a cluster it joined checks at its end."""
+    return sum(1 for state in _job_group_states().values() if state in HELD)
 
 
 def held_groups() -> int:

@@ -25,7 +25,44 @@ from sweeps.layout import SweepLayout
 from sweeps.protocol import CLOCK_KEY
 from sweeps.search.outcome import Objective
 
-__all__ = ["ProgressLines"]
+__all__ = ["ProgressLines", "failure_reason"]
+
+
+def failure_reason(trial: Any) -> str:
+    """Why a trial's driver failed, in a few words: its process (or its node) died, or what
+    it raised (the cause of a Ray task error), first line only.
+
+    Example:
+        >>> from types import SimpleNamespace
+        >>> failure_reason(SimpleNamespace(get_pickled_error=lambda: ValueError("nan loss")))
+        'ValueError: nan loss'
+    """
+    try:
+        error = _pickled_error(trial)
+    except Exception:  # the error file is not readable: say nothing wrong
+        error = None
+    if error is None:
+        return "its driver raised or died"
+    from ray.exceptions import RayActorError, RayTaskError
+
+    if isinstance(error, RayActorError):
+        return f"its driver's process or node died ({type(error).__name__})"
+    if isinstance(error, RayTaskError) and error.cause is not None:
+        error = error.cause
+    text = (str(error).strip().splitlines() or [""])[0]
+    return f"{type(error).__name__}: {text[:160]}" if text else type(error).__name__
+
+
+def _pickled_error(trial: Any) -> BaseException | None:
+    """The trial's last error: Tune pickles it into the trial's local directory first
+    (``Trial.pickled_error_file``) and copies it to the sweep directory, where
+    ``get_pickled_error`` reads it, only at its next sync, after ``on_trial_recover``."""
+    local = getattr(trial, "pickled_error_file", None)
+    if local and Path(local).is_file():
+        import cloudpickle
+
+        return cloudpickle.loads(Path(local).read_bytes())
+    return trial.get_pickled_error()
 
 
 def _up_and_clear(lines: int) -> str:
@@ -93,6 +130,18 @@ class ProgressLines(Callback):
         out.append("\n".join(block) + "\n")
         self._drawn = len(block)
         print("".join(out), end="", file=self._out, flush=True)
+
+    def note(self, text: str) -> None:
+        """A line about the sweep itself (a node joined or left), printed like a trial's end."""
+        self._say(text)
+
+    def on_trial_recover(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
+        """Tune retries a trial whose driver died or raised: say why, and from where."""
+        clock = (trial.last_result or {}).get(CLOCK_KEY)
+        where = f" (it had reached epoch {clock:g})" if numeric(clock) else ""
+        self._say(f"trial {trial.trial_id} failed: {failure_reason(trial)}; retrying it from "
+                  f"its last checkpoint{where}, retry {getattr(trial, 'num_failures', '?')} of "
+                  f"{getattr(trial, 'max_failures', '?')} (trial.max_retries)")
 
     def on_trial_start(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
         self.running[trial.trial_id] = "starting"

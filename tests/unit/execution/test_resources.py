@@ -64,3 +64,23 @@ def test_executor_is_resolved_and_shown(workers: int, executor: str, inline: boo
     assert plan.inline is inline
     assert ("inline: the loop runs in the trial's own process" in plan.describe()) is inline
     assert ("gloo" in plan.describe()) is not inline
+
+
+@pytest.mark.parametrize(
+    ("scaling", "start", "now", "fits"),
+    [
+        # (cluster CPUs/GPUs at the sweep's start, CPUs/GPUs now): trials of that plan fitting now
+        (dict(num_workers=2), (4, 0), (6, 0), 3),  # a node of 2 CPUs joined
+        (dict(num_workers=2), (4, 0), (2, 0), 1),  # one was lost
+        (dict(num_workers=2), (4, 0), (1, 0), 0),  # not even one trial fits now
+        (dict(num_workers=2), (4, 0), (5.5, 0), 2),
+        (dict(num_workers=3), (2, 0), (4, 0), 2),  # 0.66 CPU each, fixed at the start
+        (dict(num_workers=2, gpus_per_worker=0.5), (16, 4), (16, 2), 2),  # GPUs bound it
+        (dict(num_workers=2, gpus_per_worker=0.5), (16, 4), (2, 8), 1),  # then CPUs do
+        (dict(num_workers=2, use_gpu=False), (16, 4), (4, 0), 2),  # GPUs not asked for
+    ],
+)
+def test_fits_in_a_cluster_that_changed_keeps_the_per_worker_shares(
+        scaling: dict, start: tuple, now: tuple, fits: int) -> None:
+    plan = plan_resources(ScalingSection(**scaling), *start)
+    assert plan.fits_in(*now) == fits

@@ -39,6 +39,7 @@ def _no_ray(monkeypatch: pytest.MonkeyPatch):
     import ray
 
     monkeypatch.setattr(tuner_mod, "_alive_nodes", lambda: 1)
+    monkeypatch.setattr(tuner_mod, "_head_node_pin", lambda: {"node:__internal_head__": 0.001})
     yield
     assert not ray.is_initialized(), "a unit test started Ray"
 
@@ -191,3 +192,62 @@ def test_inline_trials_reserve_the_workers_share_and_reuse_their_process(
                         _plan(), tmp_path / "t", [])._local_tuner
     assert train._tune_config.reuse_actors is False  # never a Train trial's driver process
     assert train._trainable._resources.required_resources.get("CPU", 0) == 0
+
+
+@pytest.mark.parametrize("algorithm", ["tpe", "random"])
+def test_a_resizable_tuner_holds_a_limit_that_changes_while_tune_runs(
+        tmp_path: Path, algorithm: str) -> None:
+    from ray.tune.search import ConcurrencyLimiter
+
+    from sweeps._ray.tune import concurrency_limit
+
+    cfg = compose("digits", [f"search={algorithm}", "search.num_samples=5"])
+    params, constants = parse_space(cfg.experiment.search_space)
+    sweep_dir, plan = tmp_path / "sweep", _plan(max_concurrent=3)
+    tuner = build_tuner(cfg, params, trial_plan(cfg, constants, plan, sweep_dir, "sid"), plan,
+                        sweep_dir, [], resizable=True)
+    tc = tuner._local_tuner._tune_config
+    assert tc.max_concurrent_trials is None  # Tune must not wrap (and fix) it again
+    alg = tc.search_alg
+    if algorithm == "tpe":
+        assert isinstance(alg, ConcurrencyLimiter) and isinstance(alg.searcher, OptunaSearch)
+    else:
+        assert isinstance(alg, BasicVariantGenerator)
+    assert alg.max_concurrent == 3
+    assert concurrency_limit(tuner)(5) is True
+    assert alg.max_concurrent == 5
+
+
+def test_a_tuner_whose_limit_tune_wraps_has_none_to_change(tmp_path: Path) -> None:
+    from sweeps._ray.tune import concurrency_limit
+
+    cfg = compose("digits", ["search=tpe"])
+    params, constants = parse_space(cfg.experiment.search_space)
+    sweep_dir, plan = tmp_path / "sweep", _plan(max_concurrent=3)
+    tuner = build_tuner(cfg, params, trial_plan(cfg, constants, plan, sweep_dir, "sid"), plan,
+                        sweep_dir, [])
+    assert concurrency_limit(tuner) is None
+
+
+@pytest.mark.parametrize("address, alive, workers, pinned", [
+    (None, 1, 2, False),    # one machine: it is the head
+    ("auto", 1, 2, True),   # a cluster: a Train trial's driver (and controller) on the head
+    (None, 3, 2, True),     # a local instance others joined
+    ("auto", 3, 1, False),  # an inline trial's process trains: it goes where the CPUs are
+])
+def test_on_a_cluster_a_train_trials_driver_runs_on_the_head_node(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path, address: str | None, alive: int,
+        workers: int, pinned: bool) -> None:
+    from dataclasses import replace
+
+    monkeypatch.setattr(tuner_mod, "_alive_nodes", lambda: alive)
+    overrides = ([f"ray.address={address}"] if address else []) + [
+        f"scaling.num_workers={workers}"]
+    cfg = compose("digits", overrides)
+    params, constants = parse_space(cfg.experiment.search_space)
+    plan = replace(_plan(cpus=1.0), num_workers=workers, inline=workers == 1)
+    trial = trial_plan(cfg, constants, plan, tmp_path / "sw", "sid")
+    required = build_tuner(cfg, params, trial, plan, tmp_path / "sw",
+                           [])._local_tuner._trainable._resources.required_resources
+    assert ("node:__internal_head__" in required) is pinned
+    assert required.get("CPU", 0) == (1.0 if workers == 1 else 0)

@@ -113,3 +113,73 @@ def test_terminal_gets_a_line_per_running_trial_and_a_bar_redrawn_in_place(tmp_p
     permanent = [ln for ln in text.split("\x1b[J") if "stopped early" in ln]
     assert len(permanent) == 1
     assert "epoch 1/9 val_acc=0.5 | best" not in text
+
+
+@dataclass
+class FailedTrial:
+    """What Tune hands ``on_trial_recover``: the trial, its last result, its error so far."""
+
+    trial_id: str
+    error: BaseException | None
+    last_result: dict = field(default_factory=dict)
+    num_failures: int = 1
+    max_failures: int = 1
+    pickled_error_file: str | None = None  # where Tune writes it first (the trial's local dir)
+
+    def get_pickled_error(self) -> BaseException | None:  # from the sweep dir, synced later
+        return None if self.pickled_error_file else self.error
+
+
+def _task_error() -> BaseException:
+    from ray.exceptions import RayTaskError
+
+    return RayTaskError("ImplicitFunc.train", "Traceback ...",
+                        ValueError("loss exploded (lr=0.5)\nsecond line"))
+
+
+def _node_lost() -> BaseException:
+    from ray.exceptions import ActorUnavailableError
+
+    return ActorUnavailableError("The actor is temporarily unavailable: Socket closed",
+                                 b"\x00" * 16)
+
+
+@pytest.mark.parametrize(
+    ("error", "last", "expected"),
+    [
+        (_node_lost, {CLOCK_KEY: 5},
+         "trial t1 failed: its driver's process or node died (ActorUnavailableError); "
+         "retrying it from its last checkpoint (it had reached epoch 5), retry 1 of 1 "
+         "(trial.max_retries)"),
+        (_task_error, {}, "trial t1 failed: ValueError: loss exploded (lr=0.5); retrying it "
+                          "from its last checkpoint, retry 1 of 1 (trial.max_retries)"),
+        (lambda: None, {CLOCK_KEY: 2.0}, "trial t1 failed: its driver raised or died; retrying "
+                                         "it from its last checkpoint (it had reached epoch 2)"),
+    ],
+)
+@pytest.mark.parametrize("synced", [False, True])
+def test_a_retried_trial_says_why_and_from_which_epoch(tmp_path, error, last, expected: str,
+                                                       synced: bool) -> None:
+    import cloudpickle
+
+    out = io.StringIO()
+    view = ProgressLines(Objective("val_acc", "max", 9), 3, stream=out, sweep_dir=str(tmp_path))
+    trial = FailedTrial("t1", error(), last)
+    if not synced and trial.error is not None:  # only in the trial's local directory so far
+        trial.pickled_error_file = str(tmp_path / "error.pkl")
+        (tmp_path / "error.pkl").write_bytes(cloudpickle.dumps(trial.error))
+    view.on_trial_recover(0, [], trial)
+    line = out.getvalue().splitlines()[-1]
+    assert expected in line, line
+    assert line.startswith("[") and "0/3 done" in line  # a plain line, like a trial's end
+
+
+def test_a_note_is_a_permanent_line_above_the_block_on_a_terminal(tmp_path) -> None:
+    out = FakeTTY()
+    view = ProgressLines(Objective("val_acc", "max", 9), 3, stream=out, sweep_dir=str(tmp_path))
+    view.on_trial_start(0, [], TrialRecord("b"))
+    view.note("node 3faa0b12 joined the cluster (2 CPU)")
+    text = out.getvalue()
+    permanent, block = text.rsplit("\x1b[J", 1)[1].split("\n", 1)
+    assert permanent.endswith("| node 3faa0b12 joined the cluster (2 CPU) | best -")
+    assert block.startswith("  running b: starting")
