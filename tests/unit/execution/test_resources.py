@@ -75,8 +75,8 @@ def test_executor_is_resolved_and_shown(workers: int, executor: str, inline: boo
         (dict(num_workers=2), (4, 0), (1, 0), 0),  # not even one trial fits now
         (dict(num_workers=2), (4, 0), (5.5, 0), 2),
         (dict(num_workers=3), (2, 0), (4, 0), 2),  # 0.66 CPU each, fixed at the start
-        (dict(num_workers=2, gpus_per_worker=0.5), (16, 4), (16, 2), 2),  # GPUs bound it
-        (dict(num_workers=2, gpus_per_worker=0.5), (16, 4), (2, 8), 1),  # then CPUs do
+        (dict(num_workers=2, gpus_per_worker=0.5, backend="gloo"), (16, 4), (16, 2), 2),  # GPUs
+        (dict(num_workers=2, gpus_per_worker=0.5, backend="gloo"), (16, 4), (2, 8), 1),  # CPUs
         (dict(num_workers=2, use_gpu=False), (16, 4), (4, 0), 2),  # GPUs not asked for
     ],
 )

@@ -202,8 +202,10 @@ def test_optuna_search_of_tpe_and_optuna(overrides: tuple[str, ...], metric: Any
                                          sampler: str) -> None:
     from ray.tune.search.optuna import OptunaSearch
 
+    from sweeps.search.optuna_searcher import MetricTolerantOptunaSearch
+
     alg = make_search_alg(_cfg(*overrides), 2, PARAMS)
-    assert type(alg) is OptunaSearch
+    assert type(alg) is MetricTolerantOptunaSearch and isinstance(alg, OptunaSearch)
     assert (alg._metric, alg._mode) == (metric, mode)
     assert type(alg._sampler).__name__ == sampler
     assert isinstance(alg._space, DefineByRun) and alg._space.params == PARAMS
