@@ -24,6 +24,7 @@ from sweeps.execution.clock import numeric
 from sweeps.layout import SweepLayout
 from sweeps.protocol import CLOCK_KEY
 from sweeps.search.outcome import Objective
+from sweeps.storage.location import display
 
 __all__ = ["ProgressLines", "failure_reason"]
 
@@ -187,7 +188,8 @@ class ProgressLines(Callback):
         self.running.pop(trial.trial_id, None)
         where = SweepLayout(Path(self.sweep_dir) if self.sweep_dir
                             else Path(trial.local_path).parent)
-        self._say(f"trial {trial.trial_id} FAILED (see {where.error_file(trial.trial_id)})")
+        error_file = display(where.error_file(trial.trial_id))
+        self._say(f"trial {trial.trial_id} FAILED (see {error_file})")
 
     def on_experiment_end(self, trials: list, **info: Any) -> None:
         self._drawn = 0  # leave the final block on the screen
