@@ -28,6 +28,7 @@ first trials may finish, and nothing here depends on how fast this machine is:
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import signal
@@ -193,15 +194,28 @@ def _mlflow_runs(db: Path) -> list:
             for r in runs]
 
 
-def test_trials_use_a_joined_node_and_survive_a_lost_one(tmp_path, monkeypatch) -> None:
+@pytest.mark.parametrize("storage", ["shared", "s3"])
+def test_trials_use_a_joined_node_and_survive_a_lost_one(tmp_path, monkeypatch, request,
+                                                          storage) -> None:
+    """``storage``: the sweep directory on a filesystem every node sees (``shared``), or on
+    S3 (moto's server; every node reaches it with the credentials the raylets inherit)."""
     import ray
     from ray.cluster_utils import Cluster
     from ray.util import placement_group_table
 
+    from sweeps import files
+    from sweeps.storage import stand_in
+
     if ray.is_initialized():
         ray.shutdown()
     project = _project(tmp_path)
-    sweep_dir, logs = tmp_path / "shared" / "sweep", tmp_path / "logs"
+    if storage == "s3":
+        bucket = request.getfixturevalue("moto_s3").BUCKET  # exports its endpoint and keys
+        where = f"s3://{bucket}/cluster-{tmp_path.name}/sweep"
+        sweep_dir = stand_in(where)
+    else:
+        where = sweep_dir = tmp_path / "shared" / "sweep"
+    logs = tmp_path / "logs"
     events_log, judged_log = logs / "events.jsonl", sweep_dir / "state" / "scheduler.jsonl"
     # The raylets, and so every worker, inherit this environment: sweeps importable, the
     # user's project not.
@@ -217,7 +231,7 @@ def test_trials_use_a_joined_node_and_survive_a_lost_one(tmp_path, monkeypatch) 
         with out.open("w") as stream:
             proc = subprocess.Popen(
                 [sys.executable, "-m", "sweeps", "--config-dir", "conf", "+experiment=x",
-                 f"ray.address={cluster.address}", f"sweep.dir={sweep_dir}",
+                 f"ray.address={cluster.address}", f"sweep.dir={where}",
                  f"tracking.uri=sqlite:///{tmp_path / 'mlflow.db'}", "scheduler=none",
                  f"search.num_samples={TRIALS}", "scaling.num_workers=2", "sweep.seed=0",
                  "trial.poll_interval_s=0.05"],
@@ -227,7 +241,7 @@ def test_trials_use_a_joined_node_and_survive_a_lost_one(tmp_path, monkeypatch) 
         def seen(trial: str) -> int:
             """The last epoch of ``trial`` Tune has seen (so Train registered its checkpoint):
             the trial's clock, 1-based."""
-            return max([r["epoch"] for r in _jsonl(judged_log)
+            return max([r["epoch"] for r in map(json.loads, files.read_lines(judged_log))
                         if r["trial"] == trial and r.get("epoch")], default=0)
 
         def holding() -> list[str]:
@@ -297,7 +311,8 @@ def test_trials_use_a_joined_node_and_survive_a_lost_one(tmp_path, monkeypatch) 
     assert f"node {joined.node_id[:8]} joined the cluster (2 CPU)" in text, text
     assert "up to 3 trial(s) at once" in text, text
     # The end: every trial ended with all its epochs, once in MLflow, nothing held.
-    summary = pd.read_csv(sweep_dir / "summary.csv", dtype={"trial_id": str})
+    summary = pd.read_csv(io.StringIO(files.read_text(sweep_dir / "summary.csv")),
+                          dtype={"trial_id": str})
     assert len(summary) == TRIALS, summary
     assert set(summary["status"]) == {"completed"} and set(summary["epochs"]) == {EPOCHS}
     runs = _mlflow_runs(tmp_path / "mlflow.db")
@@ -305,6 +320,6 @@ def test_trials_use_a_joined_node_and_survive_a_lost_one(tmp_path, monkeypatch) 
                         if role == "trial")
     assert trial_runs == sorted((t, "FINISHED", list(range(EPOCHS)))
                                 for t in summary["trial_id"]), runs
-    assert json.loads((sweep_dir / "state" / "end.json").read_text())[
+    assert json.loads(files.read_text(sweep_dir / "state" / "end.json"))[
         "held_placement_groups"] == 0
     assert [s for s in groups.values() if s != "REMOVED"] == [], groups
