@@ -56,6 +56,9 @@ def load_checkpoint(directory: str | Path) -> dict[str, Any]:
     """
     import torch
 
+    if files.is_remote(directory):  # a checkpoint of a sweep on an object store
+        with files.local_copy(directory) as local:
+            return load_checkpoint(local)
     path = Path(directory)
     if path.is_dir():
         path = path / CHECKPOINT_FILE

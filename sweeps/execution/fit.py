@@ -151,7 +151,7 @@ def _interrupted(prep: Prepared, ended: int, interrupt: Interrupt | None) -> Swe
     return SweepInterrupted(
         f"sweep {cfg.sweep.name} interrupted ({'SIGTERM' if signum == 15 else 'SIGINT'})"
         f": {ended} of {prep.trials} trials ended; its state is saved in "
-        f"{prep.sweep_dir}; run the same command again to resume it", signum)
+        f"{display(prep.sweep_dir)}; run the same command again to resume it", signum)
 
 
 def _release(sweep_id: str, reaper: PlacementGroupReaper, groups_before: set[str]) -> None:

@@ -19,6 +19,7 @@ from typing import Any
 
 from sweeps.errors import SweepError
 from sweeps.layout import SweepLayout
+from sweeps.storage.location import is_uri, remote_of, stand_in, uri_of
 
 __all__ = ["load_best", "best_checkpoint", "best_record", "no_sweep_error"]
 
@@ -26,9 +27,25 @@ FIX = ("pass the directory a sweep ran in (outputs/<sweep name>), a checkpoint d
        "models:/NAME/VERSION or runs:/RUN_ID/model URI")
 
 
-def best_checkpoint(sweep_dir: str | Path, who: str = "load_best") -> Path:
+def best_checkpoint(sweep_dir: str | Path, who: str = "load_best") -> Path | str:
     """Directory of the best checkpoint of the finished sweep in ``sweep_dir``; ``SweepError``
-    (one line starting with ``who``) for a directory that is not one."""
+    (one line starting with ``who``) for a directory that is not one. For a sweep on an object
+    store (``s3://bucket/prefix``, or its ``result.sweep_dir``), the checkpoint's URI (a
+    ``str``): download it with ``pyarrow.fs.copy_files`` or read it with ``sweeps.load_best``."""
+    text = str(sweep_dir)
+    if (is_uri(text) and not text.startswith("file://")) or remote_of(text) is not None:
+        from sweeps import files
+
+        root = stand_in(text) if is_uri(text) else Path(text)
+        try:
+            best = json.loads(files.read_text(SweepLayout(root).best)) or {}
+        except FileNotFoundError:
+            raise SweepError(f"{who}: {uri_of(root)} has no best.json (not a finished sweep); "
+                             f"{FIX}") from None
+        if not best.get("checkpoint"):
+            raise SweepError(f"{who}: no trial of the sweep in {uri_of(root)} saved a "
+                             "checkpoint (see summary.csv and each trial's error.txt)")
+        return uri_of(best["checkpoint"])
     return best_record(sweep_dir, who)[0]
 
 

@@ -10,7 +10,8 @@ not at all. So an appended log ``<name>`` is kept as one object per record under
 first appended (listed once per process and log), ``writer`` a random id, so two writers never
 overwrite each other, and the records read back in the order they were appended. Appended
 records are never torn and never lost once ``append_record`` returned; reading them back lists
-the prefix and fetches the records in parallel.
+the prefix and fetches the records in parallel; a record is never rewritten, so each process
+fetches each one once (a log read on every trial's end costs one listing and the new records).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ RECORDS = ".records"  # suffix of the prefix that holds an appended log's record
 _WRITER = uuid.uuid4().hex[:8]
 _next_seq: dict[tuple[int, str], int] = {}
 _seq_lock = threading.Lock()
+_fetched: dict[tuple[int, str], str] = {}  # (filesystem, record object) -> its line
 
 
 def _file_type() -> Any:
@@ -128,7 +130,9 @@ def append_record(fs: Any, path: str, line: str) -> None:
             _next_seq[key] = max((_seq(n) for n in listdir(fs, prefix)), default=-1) + 1
         seq = _next_seq[key]
         _next_seq[key] = seq + 1
-    put(fs, f"{prefix}/{seq:010d}-{_WRITER}", line.encode())
+    name = f"{prefix}/{seq:010d}-{_WRITER}"
+    put(fs, name, line.encode())
+    _fetched[(id(fs), name)] = line
 
 
 def read_records(fs: Any, path: str) -> list[str]:
@@ -145,10 +149,14 @@ def _fetch_all(fs: Any, paths: Iterable[str]) -> list[str]:
         with fs.open_input_stream(p) as f:
             return f.read().decode()
 
-    if len(paths) < 4:
-        return [fetch(p) for p in paths]
-    with ThreadPoolExecutor(max_workers=min(16, len(paths))) as pool:
-        return list(pool.map(fetch, paths))
+    missing = [p for p in paths if (id(fs), p) not in _fetched]
+    if len(missing) < 4:
+        got = [fetch(p) for p in missing]
+    else:
+        with ThreadPoolExecutor(max_workers=min(16, len(missing))) as pool:
+            got = list(pool.map(fetch, missing))
+    _fetched.update(((id(fs), p), text) for p, text in zip(missing, got, strict=True))
+    return [_fetched[(id(fs), p)] for p in paths]
 
 
 def to_bytes(data: Any) -> bytes:

@@ -23,7 +23,7 @@ from sweeps.storage.location import filesystem, is_uri
 __all__ = ["check_store", "endpoint_of", "KEY"]
 
 KEY = "sweep.dir"
-_PROBE_TIMEOUT_S = 30.0
+MAX_URI = 150  # longer, and the stand-in's name (base64 of the URI) passes 255 characters
 
 
 def endpoint_of(uri: str) -> str:
@@ -47,7 +47,18 @@ def endpoint_of(uri: str) -> str:
 
 
 def _has_aws_credentials() -> bool:
-    """Whether the standard AWS chain could find credentials (without asking the network)."""
+    """Whether the standard AWS chain finds credentials: botocore's own resolver where it is
+    installed (it asks an instance's metadata service, 1 s at most), else the variables and
+    files the chain reads."""
+    try:
+        import botocore.session
+    except ImportError:
+        pass
+    else:
+        try:
+            return botocore.session.Session().get_credentials() is not None
+        except Exception:  # a broken profile: the chain found something it could not use
+            return True
     env = os.environ
     if env.get("AWS_ACCESS_KEY_ID") or env.get("AWS_PROFILE") \
             or env.get("AWS_WEB_IDENTITY_TOKEN_FILE") \
@@ -70,6 +81,11 @@ def _reason(uri: str, exc: BaseException) -> tuple[str, str]:
         return (f"names bucket {bucket!r}, which does not exist at {where}",
                 f"create it first (aws s3 mb s3://{bucket}), or point sweep.dir at a bucket "
                 "that exists")
+    if any(s in text for s in ("NETWORK_CONNECTION", "curlCode", "Couldn't connect",
+                               "Connection refused", "resolve host", "Timeout")):
+        return (f"could not be reached: nothing answered at {where}",
+                "check AWS_ENDPOINT_URL (or the URI's endpoint_override) and that the store "
+                "is running")
     if uri.startswith("s3://") and not _has_aws_credentials():
         return (f"could not be written: no AWS credentials were found ({where})",
                 "export AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE, or run "
@@ -81,11 +97,6 @@ def _reason(uri: str, exc: BaseException) -> tuple[str, str]:
     if "ACCESS_DENIED" in text or "AccessDenied" in text or "Forbidden" in text:
         return (f"could not be written: access denied at {where}",
                 "use credentials that may write under that prefix")
-    if any(s in text for s in ("NETWORK_CONNECTION", "curlCode", "Couldn't connect",
-                               "Connection refused", "resolve host", "Timeout")):
-        return (f"could not be reached: nothing answered at {where}",
-                "check AWS_ENDPOINT_URL (or the URI's endpoint_override) and that the store "
-                "is running")
     first = text.strip().splitlines()[0] if text.strip() else type(exc).__name__
     return (f"could not be written ({first[:200]})",
             "check the URI, the endpoint and the credentials")
@@ -93,7 +104,23 @@ def _reason(uri: str, exc: BaseException) -> tuple[str, str]:
 
 def check_store(uri: str) -> None:
     """Fail in one line unless ``uri`` names a sweep directory sweeps can write, read back and
-    delete in; leaves nothing behind."""
+    delete in; leaves nothing behind but the empty directory marker pyarrow writes.
+
+    Example:
+        >>> check_store("s3://AKIA:secret@bucket/x")
+        Traceback (most recent call last):
+        ...
+        sweeps.errors.ConfigError: sweep.dir: 's3://***@bucket/x' carries credentials ...
+    """
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(uri)
+    if parts.username or parts.password:  # checked first: no message may show them
+        shown = uri.replace(parts.netloc, "***@" + parts.netloc.rpartition("@")[2], 1)
+        raise ConfigError(KEY, shown.partition("?")[0], "carries credentials (they would be "
+                          "printed, and written to the sweep's config and MLflow)",
+                          "take them out of the URI and export AWS_ACCESS_KEY_ID and "
+                          "AWS_SECRET_ACCESS_KEY (or AWS_PROFILE)")
     try:
         found = filesystem(uri)
     except OSError as exc:  # from_uri asks the store for the bucket's region: it can fail here
@@ -112,6 +139,10 @@ def check_store(uri: str) -> None:
     if found is None or not is_uri(uri):
         return
     fs, base = found
+    if len(uri) > MAX_URI:
+        raise ConfigError(KEY, uri.partition("?")[0], f"is {len(uri)} characters long, and "
+                          f"sweeps names its files by it (at most {MAX_URI})",
+                          "use a shorter prefix, or put the endpoint in AWS_ENDPOINT_URL")
     if not base.strip("/") or "/" not in base.strip("/"):
         raise ConfigError(KEY, uri, "is a whole bucket", "add a prefix for the sweep, e.g. "
                           f"{uri.rstrip('/')}/sweeps/<name>")
@@ -122,10 +153,7 @@ def check_store(uri: str) -> None:
         objects.put(fs, probe, b"probe")
         if objects.get(fs, probe) != b"probe":
             raise OSError("the probe object read back differently")
-        alone = objects.listdir(fs, base) == [probe.rpartition("/")[2]]
-        fs.delete_file(probe)
-        if alone:  # pyarrow leaves a directory marker where it deleted the last object
-            fs.delete_dir(base)
+        fs.delete_file(probe)  # (pyarrow leaves an empty directory marker, base/, behind)
     except Exception as exc:
         rule, fix = _reason(uri, exc)
         raise ConfigError(KEY, uri.partition("?")[0], rule, fix) from None

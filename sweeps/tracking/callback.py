@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 
 from ray.tune import Callback
 
+from sweeps import files
 from sweeps.layout import SweepLayout
 from sweeps.protocol import CLOCK_KEY, ERROR_KEY, STEP_KEY
 from sweeps.search.space import flatten
@@ -126,7 +127,13 @@ class TrackingWriter:
                 log.warning("MLflow store not usable yet (%s); training goes on, records wait "
                             "in %s", str(exc).splitlines()[0][:200], self.journal.path)
             return False
-        for index, record in self.journal.pending():
+        try:
+            pending = self.journal.pending()
+        except Exception as exc:  # the journal's object store did not answer: try again later
+            self.failures += 1
+            log.warning("tracking journal unreadable (%s); retrying", str(exc)[:200])
+            return False
+        for index, record in pending:
             try:
                 self.sink.apply(record)
             except TransientTrackingError as exc:
@@ -137,7 +144,12 @@ class TrackingWriter:
                 return False
             except Exception as exc:  # the server refused this record for good: say so, go on
                 log.warning("MLflow rejected a %s record (%s); skipped", record.get("op"), exc)
-            self.journal.mark_applied(index + 1)
+            try:
+                self.journal.mark_applied(index + 1)
+            except Exception as exc:  # the object store did not answer: the record is
+                self.failures += 1  # applied again later, which MLflow deduplicates
+                log.warning("tracking journal not updated (%s); retrying", str(exc)[:200])
+                return False
         return True
 
     def flush(self, timeout_s: float) -> int:
@@ -278,7 +290,7 @@ class MLflowTracking(Callback):
         trial_tags, parent_tags = pareto_tags(front)
         self.record({"op": "trial_tags", "tags": trial_tags})
         front_file = SweepLayout(self.settings.sweep_dir).pareto_json
-        if front_file.exists():
+        if files.exists(front_file):  # on disk or on an object store
             self.log_artifacts([str(front_file)], None)
         return parent_tags
 

@@ -86,7 +86,7 @@ class Journal:
             with self._lock:
                 if self._cache is None:
                     self._cache = self.records()
-                return list(enumerate(self._cache))[done:]
+                return list(enumerate(self._cache[done:], done))
         if done < self._base[1]:  # the applied count went back (edited by hand): rescan
             self._base = (0, 0)
         if not self.path.exists():

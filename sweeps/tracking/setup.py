@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 from sweeps.config.schema import SweepConfig
 from sweeps.errors import ConfigError
+from sweeps.storage.location import display
 
 if TYPE_CHECKING:  # Ray (via the callback), pandas (via the summary) stay off the --help path
     from sweeps.execution.prepare import Prepared
@@ -182,13 +183,13 @@ def finish_tracking(tracking: MLflowTracking, prep: Prepared, summary: Summary) 
         unsent = tracking.finish(prep.layout.summary_csv, summary.best, pareto=summary.pareto)
     except Exception as exc:
         log.error("MLflow: could not record the sweep's end (%s); the journal in %s keeps "
-                  "it for `python -m sweeps.sync %s`", exc, prep.layout.tracking,
-                  prep.sweep_dir)
+                  "it for `python -m sweeps.sync %s`", exc, display(prep.layout.tracking),
+                  display(prep.sweep_dir))
         return -1
     if unsent:
         log.warning("MLflow: %d tracking record(s) not delivered yet (server unreachable); "
                     "they wait in %s. Send them with `python -m sweeps.sync %s`.", unsent,
-                    prep.layout.tracking_journal, prep.sweep_dir)
+                    display(prep.layout.tracking_journal), display(prep.sweep_dir))
     return unsent
 
 

@@ -12,7 +12,7 @@ import uuid
 import pytest
 import torch
 
-from sweeps import files, load_best
+from sweeps import best_checkpoint, files, load_best, load_model
 from sweeps.layout import SweepLayout
 from sweeps.search.schedulers import ended_trials
 from sweeps.storage import stand_in
@@ -93,8 +93,12 @@ def test_sweep_on_s3_killed_resumes_from_another_directory(tmp_path, moto_s3, wo
         steps = [m.step for m in client.get_metric_history(run.info.run_id, "val_acc")]
         assert steps == list(range(1, len(steps) + 1)), steps
 
-    # The best model loads from the bucket's URI, anywhere, and scores what the sweep says.
-    model = load_best(uri)
+    # The best model loads from the bucket's URI, anywhere, and scores what the sweep says;
+    # so does run_sweep's result.sweep_dir (the stand-in path) and its best checkpoint.
     _, _, x_va, y_va = load_split()
-    _, correct, count = evaluate(model, torch.from_numpy(x_va), torch.from_numpy(y_va))
-    assert correct / count == pytest.approx(best["value"], abs=1e-9)
+    checkpoint = best_checkpoint(uri)
+    assert checkpoint == best["checkpoint"]
+    for model in (load_best(uri), load_best(sweep_dir), load_model(sweep_dir / "train" /
+                  best["trial_id"] / checkpoint.rpartition("/")[2])):
+        _, correct, count = evaluate(model, torch.from_numpy(x_va), torch.from_numpy(y_va))
+        assert correct / count == pytest.approx(best["value"], abs=1e-9)

@@ -14,7 +14,8 @@ from sweeps.storage.preflight import check_store
 
 def test_a_writable_prefix_passes_and_leaves_nothing(moto_s3) -> None:
     check_store(f"s3://{moto_s3.BUCKET}/sweeps/ok")
-    assert moto_s3.keys("sweeps/ok") == []
+    # pyarrow keeps an empty directory marker when it deletes the last object of a prefix
+    assert set(moto_s3.keys("sweeps/ok")) <= {"sweeps/ok/"}
 
 
 @pytest.mark.parametrize(("uri", "env", "message"), [
@@ -31,6 +32,9 @@ def test_a_writable_prefix_passes_and_leaves_nothing(moto_s3) -> None:
     ("s3://{bucket}/sweeps/x", {"AWS_ENDPOINT_URL": "http://127.0.0.1:1"},
      "could not be reached: nothing answered at http://127.0.0.1:1; check AWS_ENDPOINT_URL"),
     ("s3://{bucket}", {}, "is a whole bucket; add a prefix for the sweep"),
+    ("s3://AKIAINURI:wrong-secret-0123456789@{bucket}/x", {},
+     "sweep.dir: 's3://***@sweeps-test/x' carries credentials"),
+    ("s3://{bucket}/" + "p" * 140, {}, "characters long, and sweeps names its files by it"),
     ("nosuchfs://b/x", {}, "has the scheme nosuchfs://, which pyarrow (Ray's storage layer) "
                            "does not know"),
 ])
@@ -46,5 +50,5 @@ def test_bad_stores_fail_in_one_line(moto_s3, monkeypatch, uri, env, message) ->
     text = str(err.value)
     assert message in text and text.startswith("sweep.dir: ") and "\n" not in text
     assert time.monotonic() - started < 30
-    secret = os.environ.get("AWS_SECRET_ACCESS_KEY")
-    assert not secret or secret not in text, "credentials are never printed"
+    for secret in (os.environ.get("AWS_SECRET_ACCESS_KEY"), "wrong-secret-0123456789"):
+        assert not secret or secret not in text, "credentials are never printed"
