@@ -46,9 +46,12 @@ def test_out_of_memory_fails_one_trial_without_retries(tmp_path, ray_cluster, sm
     assert reason.startswith("out of GPU memory (rank ") and "CUDA out of memory. Tried to " \
         "allocate 10000.00 GiB." in reason and "Not retried" in reason, reason
     assert set(result.failed) == {ran_out}
-    # trial.max_failures=1 and trial.max_retries=1 would have run the loop up to 4 times; each
-    # rank called it once (a Train restart raised the noted error before calling it again)
-    assert calls(result.sweep_dir, ran_out) == [1] * workers
+    # trial.max_failures=1 and trial.max_retries=1 would have run the loop up to 4 times; no
+    # rank called it twice (a Train restart raised the noted error before calling it again).
+    # A rank may not have called it at all: Train ends the group as soon as one rank fails,
+    # and in one CI run rank 1 ran out before rank 0 had reached the loop.
+    ran = calls(result.sweep_dir, ran_out)
+    assert 1 <= len(ran) <= workers and set(ran) == {1}, ran
     assert calls(result.sweep_dir, fine) == [1] * workers
     runs = trial_runs(tmp_path / "mlflow.db")
     assert runs[ran_out].info.status == "FAILED"
