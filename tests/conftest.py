@@ -113,6 +113,17 @@ def second_ray_instance() -> Iterator[subprocess.Popen]:
         time.sleep(1)
 
 
+def stop_server(proc: subprocess.Popen | None) -> None:
+    """SIGKILL a server started in its own session, and all it started; None to store back."""
+    if proc is not None:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        proc.wait(timeout=30)
+    return None
+
+
 class MLflowServer:
     """A real ``mlflow server`` on loopback (SQLite backend, random port) that can be bounced."""
 
@@ -146,13 +157,7 @@ class MLflowServer:
         raise RuntimeError(f"mlflow server did not start; see {self.root / 'server.log'}")
 
     def stop(self) -> None:
-        if self.proc is not None:
-            try:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            self.proc.wait(timeout=30)
-            self.proc = None
+        self.proc = stop_server(self.proc)
 
 
 @pytest.fixture
@@ -244,13 +249,7 @@ class MotoS3:
         return [o["Key"] for page in pages for o in page.get("Contents", [])]
 
     def stop(self) -> None:
-        if self.proc is not None:
-            try:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            self.proc.wait(timeout=30)
-            self.proc = None
+        self.proc = stop_server(self.proc)
 
 
 @pytest.fixture(scope="module")
