@@ -13,7 +13,7 @@ from pathlib import Path
 
 from sweeps import files
 from sweeps.layout import SweepLayout
-from sweeps.storage.location import is_uri, stand_in
+from sweeps.storage.location import sweep_root
 from sweeps.tracking.journal import Journal
 
 __all__ = ["sync"]
@@ -25,9 +25,7 @@ def sync(sweep_dir: str | Path, timeout_s: float = 300.0) -> int:
     from sweeps.tracking.mlflow_sink import MLflowSink
     from sweeps.tracking.setup import quiet_http_retries
 
-    raw = str(sweep_dir)
-    layout = SweepLayout(stand_in(raw) if is_uri(raw) and not raw.startswith("file://")
-                         else Path(sweep_dir))
+    layout = SweepLayout(sweep_root(sweep_dir))
     state_dir, meta_path = layout.tracking, layout.tracking_meta
     if not files.exists(meta_path):
         raise FileNotFoundError(f"{sweep_dir} has no tracking/meta.json: not a tracked sweep")

@@ -23,6 +23,7 @@ from sweeps.config.schema import (
     SweepConfig,
 )
 from sweeps.errors import ConfigError
+from sweeps.storage.location import is_object_store
 
 __all__ = ["validate", "import_trainable"]
 
@@ -33,12 +34,6 @@ EXECUTORS = ("auto", "train", "inline")  # trial.executor (sweeps.execution.inli
 def _require(ok: bool, key: str, value: object, rule: str, fix: str) -> None:
     if not ok:
         raise ConfigError(key, value, rule, fix)
-
-
-def _object_store(sweep_dir: str) -> bool:
-    from sweeps.storage.location import is_uri
-
-    return is_uri(sweep_dir) and not sweep_dir.startswith("file://")
 
 
 def validate(cfg: SweepConfig) -> None:
@@ -63,7 +58,7 @@ def validate(cfg: SweepConfig) -> None:
     _require(s.algorithm == "optuna" or not s.sampler, "search.sampler", dict(s.sampler),
              f"is set, but search={s.algorithm} does not use it",
              "add search=optuna to run that sampler, or drop search.sampler")
-    _require(sc.name != "pbt" or not _object_store(cfg.sweep.dir), "scheduler", "pbt",
+    _require(sc.name != "pbt" or not is_object_store(cfg.sweep.dir), "scheduler", "pbt",
              f"needs a filesystem sweep.dir, and {cfg.sweep.dir} is an object store (PBT copies "
              "a donor's checkpoint into the exploiting trial's run directory on disk)",
              "use scheduler=asha, or a local or shared-filesystem sweep.dir for PBT")

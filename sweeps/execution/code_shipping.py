@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 from sweeps._ray.shipping import path_spec, submitted_job_env, upload_limit
 from sweeps.errors import ConfigError
+from sweeps.storage.location import is_object_store
 
 if TYPE_CHECKING:
     from sweeps.config.schema import SweepConfig
@@ -211,7 +212,7 @@ STORE_ENV = ("AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3", "AWS_REGION", "AWS_DEFAU
 
 def _store_env(cfg: SweepConfig) -> dict[str, str]:
     """The endpoint and region of an object-store ``sweep.dir``, for a joined cluster."""
-    if not cfg.ray.address or not _is_uri(cfg.sweep.dir) or cfg.sweep.dir.startswith("file:"):
+    if not cfg.ray.address or not is_object_store(cfg.sweep.dir):
         return {}
     return {k: os.environ[k] for k in STORE_ENV if os.environ.get(k)}
 

@@ -27,7 +27,7 @@ from sweeps.layout import SweepLayout
 from sweeps.resume.state import ResumeInfo, check_tune_state, decide_resume
 from sweeps.search.checks import check_search, objectives_of, trial_count
 from sweeps.search.space import Param, parse_space
-from sweeps.storage.location import is_uri, remote_of, stand_in, uri_of
+from sweeps.storage.location import remote_of, sweep_root, uri_of
 from sweeps.storage.preflight import check_store
 
 if TYPE_CHECKING:
@@ -78,13 +78,7 @@ def sweep_dir_of(cfg: SweepConfig) -> Path:
         >>> uri_of(sweep_dir_of(compose("digits", ["sweep.dir=s3://bucket/sweeps/d/"])))
         's3://bucket/sweeps/d'
     """
-    raw = cfg.sweep.dir
-    if is_uri(raw):
-        scheme, _, rest = raw.partition("://")
-        if scheme.lower() != "file":
-            return stand_in(raw)
-        raw = "/" + rest.partition("/")[2] if not rest.startswith("/") else rest
-    return Path(raw).expanduser().absolute()
+    return sweep_root(cfg.sweep.dir)
 
 
 def _check_writable(sweep_dir: Path) -> None:

@@ -22,7 +22,7 @@ from typing import Any, NamedTuple
 from sweeps.errors import SweepError
 from sweeps.layout import SweepLayout
 from sweeps.report.best import FIX
-from sweeps.storage.location import is_uri, remote_of, uri_of
+from sweeps.storage.location import is_object_store, sweep_root, uri_of
 from sweeps.tracking.setup import using_tracking_uri
 
 __all__ = ["ModelSource", "Pretrained", "resolve_source"]
@@ -122,10 +122,8 @@ def resolve_source(source: str | Path, who: str = "load_best", model_loader: str
     text = str(source)
     if text.startswith(URI_SCHEMES):
         return _resolve_uri(text, who, model_loader, tracking_uri)
-    if is_uri(text) and not text.startswith("file://"):
-        return _resolve_store(text, who, model_loader)
-    if remote_of(text) is not None:  # result.sweep_dir of a sweep on an object store
-        return _resolve_store(uri_of(text), who, model_loader)
+    if is_object_store(text):  # a URI, or result.sweep_dir of a sweep on an object store
+        return _resolve_store(uri_of(sweep_root(text)), who, model_loader)
     return _resolve_dir(Path(source), who, model_loader, text)
 
 

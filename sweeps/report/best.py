@@ -19,7 +19,7 @@ from typing import Any
 
 from sweeps.errors import SweepError
 from sweeps.layout import SweepLayout
-from sweeps.storage.location import is_uri, remote_of, stand_in, uri_of
+from sweeps.storage.location import is_object_store, sweep_root, uri_of
 
 __all__ = ["load_best", "best_checkpoint", "best_record", "no_sweep_error"]
 
@@ -32,11 +32,10 @@ def best_checkpoint(sweep_dir: str | Path, who: str = "load_best") -> Path | str
     (one line starting with ``who``) for a directory that is not one. For a sweep on an object
     store (``s3://bucket/prefix``, or its ``result.sweep_dir``), the checkpoint's URI (a
     ``str``): download it with ``pyarrow.fs.copy_files`` or read it with ``sweeps.load_best``."""
-    text = str(sweep_dir)
-    if (is_uri(text) and not text.startswith("file://")) or remote_of(text) is not None:
+    if is_object_store(str(sweep_dir)):
         from sweeps import files
 
-        root = stand_in(text) if is_uri(text) else Path(text)
+        root = sweep_root(sweep_dir)
         try:
             best = json.loads(files.read_text(SweepLayout(root).best)) or {}
         except FileNotFoundError:

@@ -3,14 +3,16 @@
 ``sweeps.files`` (``objects``)."""
 
 from sweeps.storage.location import (
-                                     display,
-                                     filesystem,
-                                     is_uri,
-                                     remote_of,
-                                     stand_in,
-                                     storage_of,
-                                     uri_of,
+    display,
+    filesystem,
+    is_object_store,
+    is_uri,
+    remote_of,
+    stand_in,
+    storage_of,
+    sweep_root,
+    uri_of,
 )
 
-__all__ = ["display", "filesystem", "is_uri", "remote_of", "stand_in", "storage_of",
-           "uri_of"]
+__all__ = ["display", "filesystem", "is_object_store", "is_uri", "remote_of", "stand_in",
+           "storage_of", "sweep_root", "uri_of"]

@@ -24,7 +24,8 @@ import tempfile
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-__all__ = ["MARKER", "is_uri", "stand_in", "remote_of", "uri_of", "filesystem", "display",
+__all__ = ["MARKER", "is_uri", "is_object_store", "sweep_root", "stand_in", "remote_of",
+           "uri_of", "filesystem", "display",
            "storage_of"]
 
 MARKER = "sweeps-storage"  # the path component a stand-in root sits under
@@ -39,6 +40,37 @@ def is_uri(raw: str) -> bool:
     """
     scheme, sep, _ = raw.partition("://")
     return bool(sep) and len(scheme) > 1 and all(c.isalnum() or c in "+.-" for c in scheme)
+
+
+def is_object_store(raw: str) -> bool:
+    """Whether a ``sweep.dir`` (or a path given to ``load_best``, ``sweeps.sync``) names an
+    object store: a URI other than ``file://``, or a stand-in path of one.
+
+    Example:
+        >>> [is_object_store(x) for x in ("s3://b/x", "file:///tmp/x", "outputs/x")]
+        [True, False, False]
+    """
+    raw = os.fspath(raw)
+    return (is_uri(raw) and not raw.startswith("file:")) or remote_of(raw) is not None
+
+
+def sweep_root(raw: str | os.PathLike[str]) -> Path:
+    """The path sweeps names a sweep directory by: the stand-in of an object-store URI (a
+    stand-in given as itself), else the absolute local path (``file:///abs`` is ``/abs``).
+
+    Example:
+        >>> sweep_root("file:///runs/d"), sweep_root("/runs/d")
+        (PosixPath('/runs/d'), PosixPath('/runs/d'))
+        >>> uri_of(sweep_root("s3://bucket/sweeps/d/"))
+        's3://bucket/sweeps/d'
+    """
+    raw = os.fspath(raw)
+    if is_uri(raw):
+        scheme, _, rest = raw.partition("://")
+        if scheme.lower() != "file":
+            return stand_in(raw)
+        raw = rest if rest.startswith("/") else "/" + rest.partition("/")[2]
+    return Path(raw).expanduser().absolute()
 
 
 def _token(uri: str) -> str:
