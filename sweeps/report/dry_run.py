@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 from sweeps.config.schema import SweepConfig
 from sweeps.config.search_path import active, source_of
+from sweeps.storage.location import display
 
 __all__ = ["asha_rungs", "expected_epochs", "EpochBudget", "epoch_budget", "format_plan",
            "source_line"]
@@ -132,7 +133,7 @@ def format_plan(prepared) -> str:  # prepared: sweeps.execution.runner.Prepared
                      "Ray Data CPUs of their own")
     lines.append(f"  epochs of compute: worst case {budget.worst} ({n} x {s.max_t})"
                  + (f", ASHA expected ~{budget.expected:.1f}" if s.name == "asha" else ""))
-    lines.append(f"  sweep dir {prepared.sweep_dir}")
+    lines.append(f"  sweep dir {display(prepared.sweep_dir)}")
     lines.append(f"  tracking {prepared.tracking_uri or 'off'}")
     lines += [f"  warning: {w}" for w in prepared.warnings]
     return "\n".join(lines)
