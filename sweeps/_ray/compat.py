@@ -142,6 +142,11 @@ def _probes() -> dict[str, Callable[[], None]]:
         "Tune's report callback": _params(
             "ray.tune.integration.ray_train:TuneReportCallback.after_report", "run_context",
             "metrics", "checkpoint"),
+        "Tune's report callback queue": _source_sets(
+            "ray.tune.integration.ray_train:TuneReportCallback", train.REPORT_QUEUE_ATTR),
+        "Tune's report callback puts into its queue": _source_mentions(
+            "ray.tune.integration.ray_train:TuneReportCallback.after_report",
+            f"self.{train.REPORT_QUEUE_ATTR}.put("),
         # train_fn.py
         "Train's local-mode worker API": _params(
             f"{train_fn.TRAIN_FN_UTILS_MODULE}:LocalTrainFnUtils.__init__", "experiment_name",

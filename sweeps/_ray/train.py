@@ -14,6 +14,10 @@ session``) for a counting one, to avoid a deadlock between Tune's function runne
 report forwarding (the final RESULT_DUPLICATE put while the main thread holds the last report;
 reproduced in the CLI test). Public route: a fixed Ray (no upstream issue found at 2.60).
 
+``stop_aware_report_queue`` replaces the queue ``TuneReportCallback.after_report`` puts into (its
+private ``_training_actor_item_queue``) by one whose put gives up once the trial is stopped
+(``sweeps.execution.report_bridge`` says why). Public route: none at 2.60.
+
 The ``RAY_TRAIN_*`` variables are read by Train's controller from its environment; they are
 documented only in ``ray/train/v2/_internal/constants.py``.
 """
@@ -23,11 +27,13 @@ from __future__ import annotations
 import logging
 import queue
 import time
+from collections.abc import Callable
 from typing import Any
 
 __all__ = ["trainer_class", "count_handovers", "wait_for_handover", "controller_env",
            "HEALTH_CHECK_ENV", "START_TIMEOUT_ENV", "PREEMPTION_WATCHER_ENV",
-           "DEFAULT_CALLBACKS_TO_DROP", "SESSION_MODULE"]
+           "DEFAULT_CALLBACKS_TO_DROP", "SESSION_MODULE", "stop_aware_report_queue",
+           "REPORT_QUEUE_ATTR"]
 
 log = logging.getLogger(__name__)
 
@@ -39,6 +45,7 @@ DEFAULT_CALLBACKS_TO_DROP = (
     ("ray.train.v2._internal.callbacks.datasets", "DatasetsCallback"),
 )
 SESSION_MODULE = "ray.train._internal.session"
+REPORT_QUEUE_ATTR = "_training_actor_item_queue"  # TuneReportCallback's Train -> Tune queue
 
 
 def controller_env(poll_s: float, attempt_s: float, preemption_watcher: bool) -> dict[str, str]:
@@ -152,3 +159,33 @@ def _wait_for_last_report(timeout_s: float = 5.0) -> None:
             return
         time.sleep(0.02)
     log.warning("the last Train report was not taken by Tune within %.0f s", timeout_s)
+
+
+class StopAwareQueue:
+    """A Train -> Tune queue whose ``put`` waits for room only while ``stopped()`` is false,
+    asking it every ``recheck_s``; a report of a stopped trial is dropped (logged)."""
+
+    def __init__(self, queue: Any, stopped: Callable[[], bool], recheck_s: float) -> None:
+        self.queue, self.stopped, self.recheck_s = queue, stopped, recheck_s
+
+    def put(self, item: dict[str, Any]) -> None:
+        from ray.util.queue import Full
+
+        while True:
+            try:
+                self.queue.put(item, timeout=self.recheck_s)
+                return
+            except Full:
+                if self.stopped():
+                    log.info("trial stopped by the sweep: a report (%s) stays in its report "
+                             "log only", ", ".join(f"{k}={item[k]}" for k in
+                                                   ("epoch", "sweeps_epoch") if k in item))
+                    return
+
+
+def stop_aware_report_queue(callback: Any, stopped: Callable[[], bool],
+                            recheck_s: float) -> None:
+    """Make ``callback`` (a ``TuneReportCallback``) drop its reports once ``stopped()``
+    instead of waiting forever for room in the trial session's one-slot queue."""
+    queue = getattr(callback, REPORT_QUEUE_ATTR)
+    setattr(callback, REPORT_QUEUE_ATTR, StopAwareQueue(queue, stopped, recheck_s))

@@ -9,29 +9,43 @@ does (right after Train registered its checkpoint). It adds ``sweeps_epoch`` and
 log (``sweeps.execution.report_log``: what a resumed trial hands Tune again), and forwards it to the
 trial's Tune session exactly as Ray's callback does (the checkpoint path as ``checkpoint_path``).
 Nothing else in the loop's metrics changes.
+
+One divergence from Ray's callback: a report of a trial the sweep has stopped is dropped (it is
+in the report log) instead of waiting forever for a Tune session that no longer reads it. Tune
+keeps a stopped trial's process for the next trial (``reuse_actors``) without ending its Train
+run; until the sweep releases the run's workers, the loop goes on reporting, and Ray's callback
+would block the controller's only event loop on the one-slot queue for good. The "stopped" flag
+is the one the sweep's placement-group reaper sets (``sweeps.placement``).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
 from ray.tune.integration.ray_train import TuneReportCallback
 
+from sweeps._ray.train import stop_aware_report_queue
 from sweeps.execution import report_log
 from sweeps.execution.clock import TrialClock
 from sweeps.files import is_remote
 
-__all__ = ["SweepReportCallback"]
+__all__ = ["SweepReportCallback", "RECHECK_S"]
+
+RECHECK_S = 0.5  # how often a report waiting for Tune checks whether its trial was stopped
 
 
 class SweepReportCallback(TuneReportCallback):
-    """``TuneReportCallback`` that stamps the trial's clock on every result."""
+    """``TuneReportCallback`` that stamps the trial's clock on every result and drops the
+    reports of a trial the sweep has stopped (``stopped()``: the sweep's flag for it)."""
 
-    def __init__(self, clock: TrialClock) -> None:
+    def __init__(self, clock: TrialClock, stopped: Callable[[], bool] = lambda: False) -> None:
         super().__init__()
         self.clock = clock
+        self.stopped = stopped
+        stop_aware_report_queue(self, stopped, RECHECK_S)
 
     def after_report(self, run_context: Any, metrics: list[dict[str, Any]],
                      checkpoint: Any) -> None:

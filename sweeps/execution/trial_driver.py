@@ -21,6 +21,7 @@ import logging
 import math
 import os
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -109,7 +110,7 @@ def run_trial(sampled: dict[str, Any], plan: TrialPlan) -> None:
     from sweeps.execution.clock import TrialClock
     from sweeps.execution.report_bridge import SweepReportCallback
     from sweeps.execution.worker import loop_entry
-    from sweeps.placement.ledger import PlacementGroupLedger
+    from sweeps.placement.ledger import PlacementGroupLedger, trial_stopped
     from sweeps.storage.location import uri_of
 
     trial_id = tune.get_context().get_trial_id()
@@ -175,7 +176,8 @@ def run_trial(sampled: dict[str, Any], plan: TrialPlan) -> None:
                 checkpoint_score_order=plan.objective.mode),
             failure_config=FailureConfig(max_failures=plan.max_failures,
                                          controller_failure_limit=start_failures),
-            callbacks=[SweepReportCallback(clock), PlacementGroupLedger(plan.sweep_id, trial_id)],
+            callbacks=[SweepReportCallback(clock, partial(trial_stopped, plan.sweep_id, trial_id)),
+                       PlacementGroupLedger(plan.sweep_id, trial_id)],
         ),
     )
     ran_out = False

@@ -31,7 +31,7 @@ if TYPE_CHECKING:  # Ray stays off the --help and dry-run path
     from sweeps.search.warm_start import WarmStart
 
 __all__ = ["build_tuner", "restore_tuner", "make_search_alg", "make_scheduler", "trial_plan",
-           "objective_of"]
+           "objective_of", "reuses_process"]
 
 
 def make_scheduler(cfg: SweepConfig, sweep_dir: Path) -> ResumableASHA | ResumableFIFO | Any:
@@ -103,6 +103,17 @@ def _head_node_pin() -> dict[str, float]:
     return head_node_pin()
 
 
+def reuses_process(cfg: SweepConfig, trial: TrialPlan) -> bool:
+    """Whether a trial's process runs the next trial too (Tune's ``reuse_actors``): with
+    ``trial.reuse_process``, except for Train trials under PBT.
+
+    A Train trial's run may outlive its trial in that process for a moment: the sweep releases
+    a stopped trial's workers and drops its reports (``sweeps.execution.report_bridge``). A
+    trial PBT pauses is not stopped, so its run would go on in the cached process; PBT's Train
+    trials get a new process each (their Train run ends with the old one)."""
+    return cfg.trial.reuse_process and (trial.inline or cfg.scheduler.name != "pbt")
+
+
 def _trainable(trial: TrialPlan) -> Any:
     """``run_trial`` with the plan bound; Tune reserves the worker's share for an inline
     trial (its process trains), else next to nothing (the Train run's workers reserve) and,
@@ -141,11 +152,7 @@ def build_tuner(cfg: SweepConfig, params: list[Param], trial: TrialPlan, plan: R
             num_samples=1 if cfg.search.algorithm == "grid" else cfg.search.num_samples,
             max_concurrent_trials=limit,
             trial_dirname_creator=lambda t: t.trial_id,
-            # Inline trials keep their process for the next trial (imports stay loaded). Not
-            # Train trials: Tune caches a stopped trial's process without ending its Train run,
-            # whose controller can block on a report nobody reads, and the next trial on that
-            # process then errors after the thread timeout and the sweep hangs (reviewer, run).
-            reuse_actors=cfg.trial.reuse_process and trial.inline,
+            reuse_actors=reuses_process(cfg, trial),
         ),
         run_config=tune.RunConfig(
             name=storage_of(sweep_dir)[1], storage_path=storage_of(sweep_dir)[0],

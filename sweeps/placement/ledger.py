@@ -17,12 +17,18 @@ from sweeps._ray.placement import (
     remove_group,
 )
 
-__all__ = ["PlacementGroupLedger", "TrialStoppedError", "kv_key"]
+__all__ = ["PlacementGroupLedger", "TrialStoppedError", "kv_key", "trial_stopped"]
 
 
 def kv_key(sweep_id: str, trial_id: str, kind: str = "pg") -> str:
     """Key of a trial's record: ``pg/<sweep_id>/<trial_id>`` (or ``stop/...``)."""
     return f"{kind}/{sweep_id}/{trial_id}"
+
+
+def trial_stopped(sweep_id: str, trial_id: str) -> bool:
+    """Whether the sweep has ended the trial (its reaper's flag; a trial's Train run may
+    outlive that for a moment)."""
+    return bool(kv.get(kv_key(sweep_id, trial_id, "stop")))
 
 
 class TrialStoppedError(RuntimeError):
@@ -43,7 +49,7 @@ class PlacementGroupLedger(WorkerGroupCallback):
         # This controller, so that the sweep's end can wait for it to be gone (see join).
         kv.put(kv_key(self.sweep_id, self.trial_id, "ctl"),
                ray.get_runtime_context().get_actor_id() or "")
-        if kv.get(kv_key(self.sweep_id, self.trial_id, "stop")):
+        if trial_stopped(self.sweep_id, self.trial_id):
             raise TrialStoppedError(f"trial {self.trial_id} was ended by the sweep; "
                                     "not starting another worker group")
         # A group recorded by an earlier attempt of this trial whose driver died (Tune retry)

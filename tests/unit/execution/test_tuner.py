@@ -164,7 +164,7 @@ def test_build_tuner_wires_search_scheduler_and_run_config_without_ray(
         assert [p.path for p in tc.search_alg._space.params] == [p.path for p in params]
         assert inner._param_space == {}
     assert isinstance(tc.scheduler, ResumableASHA) and tc.scheduler._halving.max_t == 6
-    assert tc.reuse_actors is False  # Train trials: a stopped run can wedge a reused process
+    assert tc.reuse_actors is True  # Train trials too (their stopped runs' reports are dropped)
     assert tc.trial_dirname_creator(SimpleNamespace(trial_id="ab12_00001")) == "ab12_00001"
     assert (rc.name, rc.storage_path) == ("my_sweep", str(tmp_path / "outputs"))
     assert rc.callbacks == callbacks
@@ -176,7 +176,7 @@ def test_inline_trials_reserve_the_workers_share_and_reuse_their_process(
         tmp_path: Path, reuse: bool) -> None:
     """An inline trial's own process trains: Tune reserves the worker's CPUs for it (a Train
     trial's driver reserves none), and trial.reuse_process keeps its process for the next trial
-    (a Train trial's driver process is never reused)."""
+    (a Train trial's driver process too, except under PBT)."""
     from dataclasses import replace
 
     cfg = compose("digits", ["scaling.num_workers=1", f"trial.reuse_process={reuse}"])
@@ -190,8 +190,23 @@ def test_inline_trials_reserve_the_workers_share_and_reuse_their_process(
     assert inner._trainable._resources.required_resources["CPU"] == 1.0
     train = build_tuner(cfg, params, trial_plan(cfg, constants, _plan(), tmp_path / "t", "sid"),
                         _plan(), tmp_path / "t", [])._local_tuner
-    assert train._tune_config.reuse_actors is False  # never a Train trial's driver process
+    assert train._tune_config.reuse_actors is reuse
     assert train._trainable._resources.required_resources.get("CPU", 0) == 0
+
+
+def test_pbt_gives_each_train_trial_a_new_process(tmp_path: Path) -> None:
+    """A trial PBT pauses is not stopped: its Train run would go on in a cached process."""
+    from dataclasses import replace
+
+    cfg = compose("digits", ["scheduler=pbt"])
+    params, constants = parse_space(cfg.experiment.search_space)
+    train = trial_plan(cfg, constants, _plan(), tmp_path / "t", "sid")
+    assert build_tuner(cfg, params, train, _plan(), tmp_path / "t", [])._local_tuner \
+        ._tune_config.reuse_actors is False
+    inline_plan = replace(_plan(cpus=1.0), num_workers=1, inline=True)
+    inline = trial_plan(cfg, constants, inline_plan, tmp_path / "i", "sid")
+    assert build_tuner(cfg, params, inline, inline_plan, tmp_path / "i", [])._local_tuner \
+        ._tune_config.reuse_actors is True
 
 
 @pytest.mark.parametrize("algorithm", ["tpe", "random"])
