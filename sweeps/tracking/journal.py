@@ -17,6 +17,11 @@ starts on a fresh line. The applied count is written to a temporary file and ren
 first unapplied record, never the whole file (a full re-read cost 130 ms at 20,000 records),
 and only complete lines, so a record being appended by another thread is never half-read.
 
+``records()`` of a local journal reads only what was appended since this process last read it
+(a per-process cache by path): the sweep driver reads the scheduler's log at every trial's end
+(its verdict, for the progress line and the MLflow run), and reading it whole made each trial
+end cost more than the last (0.8 -> 5 ms per reader at 200 trials, ``bench.scale``).
+
 On an object store (``sweeps.files``) each record is its own object. ``records()`` reads them
 all from the store (what another process wrote, e.g. the scheduler's log read by a trial);
 ``pending()``, used only by the process that appends (the sweep driver's tracking), reads the
@@ -26,6 +31,7 @@ store once and then keeps what it appends in memory.
 from __future__ import annotations
 
 import json
+import os
 import threading
 from pathlib import Path
 from typing import Any
@@ -62,6 +68,8 @@ class Journal:
 
     def records(self) -> list[dict[str, Any]]:
         """All complete records, in order (a torn line is skipped)."""
+        if not self.remote:
+            return _read_local(self.path)
         out = []
         for line in files.read_lines(self.path):
             try:
@@ -115,3 +123,35 @@ class Journal:
             self._applied = count
         if count in self._ends:
             self._base = (self._ends[count], count)
+
+
+# path -> (inode, byte offset read up to, the records before it): records() of local journals
+_READ: dict[str, tuple[int, int, list[dict[str, Any]]]] = {}
+_READ_LOCK = threading.Lock()
+
+
+def _read_local(path: Path) -> list[dict[str, Any]]:
+    """The complete records of the local journal file ``path``, reading only the bytes past
+    this process's last read of it (from the start when the file was replaced or cut)."""
+    key = str(path)
+    with _READ_LOCK:
+        try:
+            with path.open("rb") as f:
+                stat = os.fstat(f.fileno())
+                inode, offset, done = _READ.get(key, (stat.st_ino, 0, []))
+                if inode != stat.st_ino or stat.st_size < offset:
+                    offset, done = 0, []
+                f.seek(offset)
+                tail = f.read()
+        except (FileNotFoundError, IsADirectoryError):
+            _READ.pop(key, None)
+            return []
+        complete = tail.rfind(b"\n") + 1  # what follows is a line still being written
+        done = list(done)
+        for line in tail[:complete].split(b"\n")[:-1]:
+            try:
+                done.append(json.loads(line))
+            except ValueError:
+                continue  # a torn line from a crash
+        _READ[key] = (stat.st_ino, offset + complete, done)
+        return list(done)

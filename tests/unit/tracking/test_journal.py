@@ -83,3 +83,30 @@ def test_pending_after_many_applies_sees_exactly_the_rest(tmp_path) -> None:
     assert j.pending() == []
     j.applied_path.write_text("1")  # rewound by hand: everything after record 1 again
     assert [i for i, _ in j.pending()] == [1, 2, 3, 4, 5, 6]
+
+
+def test_records_reads_what_was_appended_since_and_starts_over_on_a_new_file(tmp_path) -> None:
+    """records() of a local journal reads only the bytes past its last read (the sweep driver
+    reads the scheduler's log at every trial end); a line still being written is left for the
+    next read; a replaced or cut file is read from the start."""
+    journal = Journal(tmp_path, "log")
+    journal.append({"n": 1})
+    assert journal.records() == [{"n": 1}]
+    journal.append({"n": 2})
+    with journal.path.open("ab") as f:
+        f.write(b'{"n": 3')  # another process mid-append
+    assert Journal(tmp_path, "log").records() == [{"n": 1}, {"n": 2}]
+    with journal.path.open("ab") as f:
+        f.write(b"}\n")
+    assert journal.records() == [{"n": 1}, {"n": 2}, {"n": 3}]
+    journal.records().append({"n": "not kept"})  # a caller's list is its own
+    assert journal.records() == [{"n": 1}, {"n": 2}, {"n": 3}]
+
+    replacement = tmp_path / "other.jsonl"
+    replacement.write_text('{"n": 7}\n')
+    replacement.replace(journal.path)  # a new file (inode) at the same path
+    assert journal.records() == [{"n": 7}]
+    journal.path.write_text("")  # cut in place
+    assert journal.records() == []
+    journal.append({"n": 8})
+    assert journal.records() == [{"n": 8}]
