@@ -103,7 +103,7 @@ def _head_node_pin() -> dict[str, float]:
     return head_node_pin()
 
 
-def reuses_process(cfg: SweepConfig, trial: TrialPlan) -> bool:
+def reuses_process(cfg: SweepConfig, inline: bool) -> bool:
     """Whether a trial's process runs the next trial too (Tune's ``reuse_actors``): with
     ``trial.reuse_process``, except for Train trials under PBT.
 
@@ -111,7 +111,7 @@ def reuses_process(cfg: SweepConfig, trial: TrialPlan) -> bool:
     a stopped trial's workers and drops its reports (``sweeps.execution.report_bridge``). A
     trial PBT pauses is not stopped, so its run would go on in the cached process; PBT's Train
     trials get a new process each (their Train run ends with the old one)."""
-    return cfg.trial.reuse_process and (trial.inline or cfg.scheduler.name != "pbt")
+    return cfg.trial.reuse_process and (inline or cfg.scheduler.name != "pbt")
 
 
 def _trainable(trial: TrialPlan) -> Any:
@@ -152,7 +152,7 @@ def build_tuner(cfg: SweepConfig, params: list[Param], trial: TrialPlan, plan: R
             num_samples=1 if cfg.search.algorithm == "grid" else cfg.search.num_samples,
             max_concurrent_trials=limit,
             trial_dirname_creator=lambda t: t.trial_id,
-            reuse_actors=reuses_process(cfg, trial),
+            reuse_actors=reuses_process(cfg, trial.inline),
         ),
         run_config=tune.RunConfig(
             name=storage_of(sweep_dir)[1], storage_path=storage_of(sweep_dir)[0],

@@ -121,6 +121,7 @@ def format_plan(prepared) -> str:  # prepared: sweeps.execution.runner.Prepared
     else:
         lines.append(f"  scheduler none: every trial trains {s.max_t} epochs")
     lines.append(f"  trials: {prepared.resources.describe()}")
+    lines.append(f"  trial process: {_process_reuse(cfg, prepared.resources.inline)}")
     if cfg.experiment.datasets:
         from sweeps.execution.datasets import parse_datasets
 
@@ -137,6 +138,17 @@ def format_plan(prepared) -> str:  # prepared: sweeps.execution.runner.Prepared
     lines.append(f"  tracking {prepared.tracking_uri or 'off'}")
     lines += [f"  warning: {w}" for w in prepared.warnings]
     return "\n".join(lines)
+
+
+def _process_reuse(cfg: SweepConfig, inline: bool) -> str:
+    """Whether a trial's process serves the next trial too (``trial.reuse_process``)."""
+    from sweeps.execution.tuner import reuses_process
+
+    if reuses_process(cfg, inline):
+        return "reused by the next trial (trial.reuse_process=false: a new one per trial)"
+    if cfg.trial.reuse_process:
+        return "a new one per trial (scheduler=pbt: a paused Train run would go on in it)"
+    return "a new one per trial (trial.reuse_process=false)"
 
 
 def _objectives(cfg: SweepConfig) -> str:

@@ -58,6 +58,20 @@ def test_plan_text_names_every_parameter_and_number() -> None:
         assert fragment in text, text
 
 
+@pytest.mark.parametrize(("overrides", "line"), [
+    ([], "trial process: reused by the next trial (trial.reuse_process=false: a new one"),
+    (["trial.reuse_process=false"], "trial process: a new one per trial "
+                                    "(trial.reuse_process=false)"),
+    (["scheduler=pbt", "search=random"], "trial process: a new one per trial (scheduler=pbt"),
+    (["scheduler=pbt", "search=random", "scaling.num_workers=1"],
+     "trial process: reused by the next trial"),  # inline: no Train run to outlive a pause
+])
+def test_plan_says_whether_a_trial_process_serves_the_next_trial(overrides, line) -> None:
+    text = format_plan(prepare(compose("digits", ["ray.num_cpus=2", "ray.num_gpus=0",
+                                                  *overrides])))
+    assert line in text, text
+
+
 def test_cli_dry_run_prints_the_plan_and_writes_nothing(tmp_path) -> None:
     env = {**os.environ, "PYTHONPATH": str(ROOT), "RAY_ADDRESS": ""}
     proc = subprocess.run([sys.executable, "-m", "sweeps", "+experiment=digits",
