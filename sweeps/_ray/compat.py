@@ -69,7 +69,7 @@ def _source_mentions(path: str, text: str) -> Callable[[], None]:
     """The function at ``path`` still contains ``text`` (the rule the adapter works with)."""
     def probe() -> None:
         if text not in inspect.getsource(_symbol(path)):
-            raise AssertionError(f"{path} no longer checks {text!r}")
+            raise AssertionError(f"{path} no longer contains {text!r}")
     return probe
 
 

@@ -176,11 +176,21 @@ class StopAwareQueue:
                 self.queue.put(item, timeout=self.recheck_s)
                 return
             except Full:
-                if self.stopped():
+                if self._stopped():
                     log.info("trial stopped by the sweep: a report (%s) stays in its report "
                              "log only", ", ".join(f"{k}={item[k]}" for k in
                                                    ("epoch", "sweeps_epoch") if k in item))
                     return
+
+
+    def _stopped(self) -> bool:
+        """The flag, or False when it cannot be read (a report of a running trial is never
+        dropped; the put is retried)."""
+        try:
+            return bool(self.stopped())
+        except Exception as exc:
+            log.debug("could not read the trial's stop flag: %s", exc)
+            return False
 
 
 def stop_aware_report_queue(callback: Any, stopped: Callable[[], bool],

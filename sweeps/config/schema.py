@@ -161,7 +161,7 @@ class TrialSection:
     # train: always a Ray Train run; inline: the former, and refused for more than 1 worker.
     executor: str = "auto"
     # Keep a trial's process for the next trial (Tune's reuse_actors): an inline trial's loop
-    # module and imports stay loaded, a Train trial's driver process starts no more (not under
+    # module and imports stay loaded, a Train trial skips starting its driver process (not under
     # scheduler=pbt, whose paused Train runs would go on in it); false: a new process a trial.
     reuse_process: bool = True
 

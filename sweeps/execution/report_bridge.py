@@ -1,7 +1,8 @@
 """The trial's Train -> Tune bridge: Ray's ``TuneReportCallback`` plus the trial's clock.
 
     callbacks=[SweepReportCallback(TrialClock.load(run_dir, "epoch",
-                                                   report_log.reports_before(run_dir)))]
+                                                   report_log.reports_before(run_dir)),
+                                   partial(trial_stopped, sweep_id, trial_id))]
 
 Runs in the trial's Ray Train controller and sees every report of the trial, in order, before Tune
 does (right after Train registered its checkpoint). It adds ``sweeps_epoch`` and ``sweeps_step``
@@ -41,7 +42,7 @@ class SweepReportCallback(TuneReportCallback):
     """``TuneReportCallback`` that stamps the trial's clock on every result and drops the
     reports of a trial the sweep has stopped (``stopped()``: the sweep's flag for it)."""
 
-    def __init__(self, clock: TrialClock, stopped: Callable[[], bool] = lambda: False) -> None:
+    def __init__(self, clock: TrialClock, stopped: Callable[[], bool]) -> None:
         super().__init__()
         self.clock = clock
         self.stopped = stopped

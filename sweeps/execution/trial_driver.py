@@ -187,8 +187,11 @@ def run_trial(sampled: dict[str, Any], plan: TrialPlan) -> None:
         if gpu_memory.noted(run_dir) is None:
             raise
         ran_out = True  # a worker ran out of GPU memory: end the trial, do not raise
-    # Every report the bridge forwarded (one log line each) must reach Tune before returning.
-    wait_for_handover(counting, len(unseen) + len(report_log.records(run_dir)) - logged_before)
+    # Every report the bridge forwarded (one log line each) must reach Tune before returning;
+    # a trial the sweep stopped had its late reports dropped (sweeps.execution.report_bridge).
+    if not trial_stopped(plan.sweep_id, trial_id):
+        wait_for_handover(counting,
+                          len(unseen) + len(report_log.records(run_dir)) - logged_before)
     if ran_out:
         end_out_of_memory(plan, run_dir)
 

@@ -8,10 +8,12 @@ they meet in Ray's key-value store (``sweeps._ray.kv``) under ``pg/``, ``ctl/`` 
 keys per sweep and trial.
 
 Why: when Tune stops a trial (ASHA, a stopper, an error), the trial's actor dies and takes the
-Train controller and workers with it, but the workers' placement group is scoped to the job
-and stays CREATED, holding their CPUs/GPUs (ray#54305). Ray Train's own remedy is a detached
-cleaner actor per run that polls the State API; without ``ray[default]``'s dashboard, or with
-two Ray instances on one machine, it never succeeds and the sweep deadlocks after a few trials.
+Train controller and workers with it, or Tune keeps the actor for the next trial
+(``trial.reuse_process``) and the Train run goes on in it; either way the workers' placement
+group is scoped to the job and stays CREATED, holding their CPUs/GPUs (ray#54305). Ray
+Train's own remedy is a detached cleaner actor per run that polls the State API; without
+``ray[default]``'s dashboard, or with two Ray instances on one machine, it never succeeds and
+the sweep deadlocks after a few trials.
 
 How (no State API involved):
 

@@ -113,7 +113,11 @@ def parallel_coordinates(table: pd.DataFrame, params: list[Param], metric: str,
     from matplotlib.colors import Normalize
 
     done = table.dropna(subset=[metric])
-    fig = _figure(max(6, 1.6 * (len(params) + 1)), 4.8, left=0.3, bottom=0.75, right=0.1)
+    # The first axis's name, rotated about its centre, reaches left of the axes by about
+    # 0.04 inch a character.
+    left = max(0.3, 0.04 * len(params[0].path) + 0.15) if params else 0.3
+    fig = _figure(max(6, 1.6 * (len(params) + 1)) + left - 0.3, 4.8, left=left, bottom=0.75,
+                  right=0.1)
     ax = fig.subplots()
     columns, ticks = [], []
     for p in params:

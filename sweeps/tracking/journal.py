@@ -125,33 +125,49 @@ class Journal:
             self._base = (self._ends[count], count)
 
 
-# path -> (inode, byte offset read up to, the records before it): records() of local journals
-_READ: dict[str, tuple[int, int, list[dict[str, Any]]]] = {}
+# path -> ((device, inode), byte offset read up to, the last complete line before it, the
+# records before it): records() of local journals
+_READ: dict[str, tuple[tuple[int, int], int, bytes, list[dict[str, Any]]]] = {}
 _READ_LOCK = threading.Lock()
 
 
 def _read_local(path: Path) -> list[dict[str, Any]]:
     """The complete records of the local journal file ``path``, reading only the bytes past
-    this process's last read of it (from the start when the file was replaced or cut)."""
+    this process's last read of it. From the start when it is another file than last time:
+    another (device, inode), shorter than what was read, or a different last line there (a
+    file removed and made again can get the old inode back). The records are shared between
+    calls: callers read them, never change them."""
     key = str(path)
     with _READ_LOCK:
         try:
             with path.open("rb") as f:
                 stat = os.fstat(f.fileno())
-                inode, offset, done = _READ.get(key, (stat.st_ino, 0, []))
-                if inode != stat.st_ino or stat.st_size < offset:
-                    offset, done = 0, []
+                ident = (stat.st_dev, stat.st_ino)
+                seen, offset, last, done = _READ.get(key, (ident, 0, b"", []))
+                if seen != ident or stat.st_size < offset or not _still(f, offset, last):
+                    offset, last, done = 0, b"", []
                 f.seek(offset)
                 tail = f.read()
         except (FileNotFoundError, IsADirectoryError):
             _READ.pop(key, None)
             return []
         complete = tail.rfind(b"\n") + 1  # what follows is a line still being written
+        lines = tail[:complete].split(b"\n")[:-1]
         done = list(done)
-        for line in tail[:complete].split(b"\n")[:-1]:
+        for line in lines:
             try:
                 done.append(json.loads(line))
             except ValueError:
                 continue  # a torn line from a crash
-        _READ[key] = (stat.st_ino, offset + complete, done)
+        if lines:
+            last = lines[-1] + b"\n"
+        _READ[key] = (ident, offset + complete, last, done)
         return list(done)
+
+
+def _still(f: Any, offset: int, last: bytes) -> bool:
+    """Whether the bytes just before ``offset`` are still ``last`` (the line read there)."""
+    if not last:
+        return offset == 0
+    f.seek(offset - len(last))
+    return f.read(len(last)) == last

@@ -110,3 +110,19 @@ def test_records_reads_what_was_appended_since_and_starts_over_on_a_new_file(tmp
     assert journal.records() == []
     journal.append({"n": 8})
     assert journal.records() == [{"n": 8}]
+
+
+def test_records_of_a_journal_made_again_at_the_same_path_are_its_own(tmp_path) -> None:
+    """A journal removed and written again (its inode may come back) or cut and regrown past
+    the last read is read from its start, never as the old file's records plus new ones."""
+    journal = Journal(tmp_path, "log")
+    for n in range(3):
+        journal.append({"old": n})
+    assert len(journal.records()) == 3
+    journal.path.unlink()
+    journal.path.write_text("".join(f'{{"new": {n}}}\n' for n in range(5)))
+    assert journal.records() == [{"new": n} for n in range(5)]
+    with journal.path.open("r+") as f:  # cut in place, then regrown past the last read
+        f.truncate(0)
+        f.write("".join(f'{{"again": {n}}}\n' for n in range(6)))
+    assert journal.records() == [{"again": n} for n in range(6)]
