@@ -182,7 +182,6 @@ class StopAwareQueue:
                                                    ("epoch", "sweeps_epoch") if k in item))
                     return
 
-
     def _stopped(self) -> bool:
         """The flag, or False when it cannot be read (a report of a running trial is never
         dropped; the put is retried)."""

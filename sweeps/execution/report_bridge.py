@@ -45,7 +45,6 @@ class SweepReportCallback(TuneReportCallback):
     def __init__(self, clock: TrialClock, stopped: Callable[[], bool]) -> None:
         super().__init__()
         self.clock = clock
-        self.stopped = stopped
         stop_aware_report_queue(self, stopped, RECHECK_S)
 
     def after_report(self, run_context: Any, metrics: list[dict[str, Any]],
