@@ -45,8 +45,8 @@ from sweeps.config.paths import CONF_DIR
 from sweeps.errors import ConfigError
 
 __all__ = ["Entry", "SearchPath", "Source", "activate", "active", "builtin", "builtin_only",
-           "for_compose", "from_argv", "parse_argv", "remember", "searchpath_values",
-           "source_of"]
+           "for_compose", "from_argv", "parse_argv", "argv_error", "remember",
+           "searchpath_values", "source_of"]
 
 GROUP = "experiment"
 LABELS = {"command-line": "--config-dir", "hydra.searchpath in command-line": "hydra.searchpath"}
@@ -251,8 +251,41 @@ def from_argv(argv: list[str]) -> SearchPath:
     """
     args = parse_argv(argv)
     if args is None:
+        problem = argv_error(argv)
+        if problem:  # Hydra would exit with its usage text; one line, and what to write
+            unknown = problem.removeprefix("unrecognized arguments: ")
+            raise ConfigError(
+                "command line", unknown,
+                "is not a flag Hydra knows" if unknown != problem else "(Hydra's parser)",
+                "options are key=value overrides (sweep.dry_run=true prints the plan); "
+                "--help lists them")
         return builtin_only()
     return _build(args.config_dir, list(args.overrides), "--config-dir")
+
+
+def argv_error(argv: list[str]) -> str | None:
+    """Hydra's parser's complaint about ``argv`` (an unknown flag, a flag missing its value),
+    or None when it parses.
+
+    Example:
+        >>> argv_error(["+experiment=mine", "--dry-run"])
+        'unrecognized arguments: --dry-run'
+    """
+    from sweeps._hydra import args_parser
+
+    parser = args_parser()
+    found: list[str] = []
+
+    def error(message: str) -> None:
+        found.append(message)
+        raise ValueError(message)
+
+    parser.error = error  # type: ignore[method-assign]
+    try:
+        parser.parse_args(argv)
+    except (ValueError, SystemExit):
+        pass
+    return found[0] if found else None
 
 
 def for_compose(config_dir: str | os.PathLike[str] | None,

@@ -70,7 +70,13 @@ def test_precheck_errors_name_every_place_looked(user: Path, argv: list[str], ke
 @pytest.mark.parametrize(
     ("argv", "fragment"),
     [(["--config-dir", "gone", "+experiment=mine"], "--config-dir: '{t}/gone' is not a dir"),
-     (["-cd", "conf", "+experiment=mien"], "did you mean +experiment=mine?")],
+     (["-cd", "conf", "+experiment=mien"], "did you mean +experiment=mine?"),
+     # an unknown flag: named, not "experiment 'mine' is not in the built-in conf/" (the
+     # --config-dir that Hydra's parser gave up on used to be dropped)
+     (["-cd", "conf", "+experiment=mine", "--dry-run"],
+      "command line: '--dry-run' is not a flag Hydra knows; options are key=value overrides "
+      "(sweep.dry_run=true prints the plan)"),
+     (["+experiment=mine", "--config-dir"], "expected one argument' (Hydra's parser)")],
 )
 def test_cli_refuses_in_one_line_with_exit_2(user: Path, argv: list[str], fragment: str) -> None:
     env = {**os.environ, "PYTHONPATH": str(ROOT), "RAY_ADDRESS": ""}

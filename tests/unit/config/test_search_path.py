@@ -61,7 +61,7 @@ def user(tmp_path: Path) -> Path:
      ([f"{SP}=[file://v]", f"{SP}=[file://u]"], [("hydra.searchpath", "file://v"),
                                                   ("built-in", BUILTIN)]),
      ([f"+{SP}=[file://v]"], [("built-in", BUILTIN)]),
-     (["--cfg"], [("built-in", BUILTIN)]),  # argv Hydra refuses: Hydra reports it
+     (["--help"], [("built-in", BUILTIN)]),  # Hydra's own flags pass through
      ],
 )
 def test_search_path_from_argv(user: Path, argv: list[str],
@@ -69,6 +69,21 @@ def test_search_path_from_argv(user: Path, argv: list[str],
     entries = from_argv(argv).entries
     assert [(e.label, e.path) for e in entries] == [
         (label, path.format(t=user)) for label, path in expected]
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["--cfg"], "command line: 'argument --cfg/-c: expected one argument' (Hydra's parser)"),
+    (["-cd", "u", "+experiment=mine", "--dry-run"],
+     "command line: '--dry-run' is not a flag Hydra knows"),
+])
+def test_argv_hydra_refuses_is_named_in_one_line(user: Path, argv: list[str],
+                                                 message: str) -> None:
+    """Not the search path without the --config-dir Hydra's parser gave up on (an unknown
+    flag then read as "experiment not found in the built-in conf/")."""
+    with pytest.raises(ConfigError) as info:
+        from_argv(argv)
+    assert str(info.value).startswith(message), str(info.value)
+    assert "sweep.dry_run=true" in str(info.value)
 
 
 def test_missing_config_dir_names_the_path_and_the_fix(user: Path) -> None:
