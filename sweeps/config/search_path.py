@@ -205,6 +205,22 @@ def parse_argv(argv: list[str]) -> argparse.Namespace | None:
         >>> parse_argv(["-cd", "conf", "+experiment=mine"]).config_dir
         'conf'
     """
+    return _parse(argv)[0]
+
+
+def argv_error(argv: list[str]) -> str | None:
+    """Hydra's parser's complaint about ``argv`` (an unknown flag, a flag missing its value),
+    or None when it parses.
+
+    Example:
+        >>> argv_error(["+experiment=mine", "--dry-run"])
+        'unrecognized arguments: --dry-run'
+    """
+    return _parse(argv)[1]
+
+
+def _parse(argv: list[str]) -> tuple[argparse.Namespace | None, str | None]:
+    """(Hydra's reading of ``argv``, None) or (None, its parser's complaint, if it made one)."""
     from sweeps._hydra import args_parser
 
     parser = args_parser()
@@ -214,9 +230,11 @@ def parse_argv(argv: list[str]) -> argparse.Namespace | None:
 
     parser.error = error  # type: ignore[method-assign]  # Hydra reports it when it runs
     try:
-        return parser.parse_args(argv)
-    except (ValueError, SystemExit):
-        return None
+        return parser.parse_args(argv), None
+    except ValueError as exc:
+        return None, str(exc)
+    except SystemExit:  # an action that exits (--version)
+        return None, None
 
 
 def searchpath_values(overrides: list[str]) -> tuple[int, list[str]] | None:
@@ -243,15 +261,15 @@ def from_argv(argv: list[str]) -> SearchPath:
     """The search path a ``python -m sweeps ARGV`` run composes from.
 
     Raises ``ConfigError`` for a ``--config-dir`` that is not a directory (Hydra would exit 1
-    with "Additional config directory ... not found").
+    with "Additional config directory ... not found") and for argv Hydra's parser refuses (an
+    unknown flag; Hydra would print its usage and exit 2).
 
     Example:
         >>> [e.label for e in from_argv(["-cd", "/tmp", "+experiment=mine"]).entries]
         ['--config-dir', 'built-in']
     """
-    args = parse_argv(argv)
+    args, problem = _parse(argv)
     if args is None:
-        problem = argv_error(argv)
         if problem:  # Hydra would exit with its usage text; one line, and what to write
             unknown = problem.removeprefix("unrecognized arguments: ")
             raise ConfigError(
@@ -261,31 +279,6 @@ def from_argv(argv: list[str]) -> SearchPath:
                 "--help lists them")
         return builtin_only()
     return _build(args.config_dir, list(args.overrides), "--config-dir")
-
-
-def argv_error(argv: list[str]) -> str | None:
-    """Hydra's parser's complaint about ``argv`` (an unknown flag, a flag missing its value),
-    or None when it parses.
-
-    Example:
-        >>> argv_error(["+experiment=mine", "--dry-run"])
-        'unrecognized arguments: --dry-run'
-    """
-    from sweeps._hydra import args_parser
-
-    parser = args_parser()
-    found: list[str] = []
-
-    def error(message: str) -> None:
-        found.append(message)
-        raise ValueError(message)
-
-    parser.error = error  # type: ignore[method-assign]
-    try:
-        parser.parse_args(argv)
-    except (ValueError, SystemExit):
-        pass
-    return found[0] if found else None
 
 
 def for_compose(config_dir: str | os.PathLike[str] | None,
