@@ -45,8 +45,8 @@ from sweeps.config.paths import CONF_DIR
 from sweeps.errors import ConfigError
 
 __all__ = ["Entry", "SearchPath", "Source", "activate", "active", "builtin", "builtin_only",
-           "for_compose", "from_argv", "parse_argv", "argv_error", "remember",
-           "searchpath_values", "source_of"]
+           "for_compose", "from_argv", "parse_argv", "remember", "searchpath_values",
+           "source_of"]
 
 GROUP = "experiment"
 LABELS = {"command-line": "--config-dir", "hydra.searchpath in command-line": "hydra.searchpath"}
@@ -206,17 +206,6 @@ def parse_argv(argv: list[str]) -> argparse.Namespace | None:
         'conf'
     """
     return _parse(argv)[0]
-
-
-def argv_error(argv: list[str]) -> str | None:
-    """Hydra's parser's complaint about ``argv`` (an unknown flag, a flag missing its value),
-    or None when it parses.
-
-    Example:
-        >>> argv_error(["+experiment=mine", "--dry-run"])
-        'unrecognized arguments: --dry-run'
-    """
-    return _parse(argv)[1]
 
 
 def _parse(argv: list[str]) -> tuple[argparse.Namespace | None, str | None]:
