@@ -186,6 +186,16 @@ def put_tree(source: str | Path, target: str | Path) -> None:
     os.replace(staging, target)
 
 
+def add_tree(source: str | Path, target: str | Path) -> None:
+    """Copy the local directory ``source``'s files into ``target``, keeping the files already
+    there (the files of another rank's part of the same checkpoint, as Ray Train merges them)."""
+    remote = filesystem(target)
+    if remote is not None:
+        objects.upload_tree(str(source), *remote)
+        return
+    shutil.copytree(source, target, dirs_exist_ok=True)
+
+
 def remove_file(path: str | Path) -> None:
     """Delete a file (nothing when it is missing)."""
     remote = filesystem(path)

@@ -4,8 +4,9 @@
         loop(config)     # ray.train.report / get_checkpoint / get_context / prepare_model work
 
 A 1-worker trial needs no Train controller, worker group or process group: the loop can run in
-the Tune trial actor itself (``sweeps.execution.inline``). Ray Train V2 reaches every
-per-worker call (``ray.train.report``, ``get_checkpoint``, ``get_context``,
+the Tune trial actor itself (``sweeps.execution.inline``), and a trial of more workers in
+that actor (rank 0) and the peer processes it keeps (``sweeps.execution.peers``). Ray Train
+V2 reaches every per-worker call (``ray.train.report``, ``get_checkpoint``, ``get_context``,
 ``get_dataset_shard``, ``ray.train.torch.prepare_model``/``get_device``) through one
 process-global ``TrainFnUtils`` object; its local-mode implementation (``LocalTrainFnUtils``,
 what ``ScalingConfig(num_workers=0)`` installs) keeps only the last report. ``serving``
@@ -58,9 +59,14 @@ def _utils_class() -> type:
         """Local mode whose reports and checkpoints go to the sweep."""
 
         def __init__(self, name: str, report: Callable[..., None],
-                     get_checkpoint: Callable[[], Any], datasets: dict[str, Any]) -> None:
-            super().__init__(experiment_name=name, dataset_shards=datasets)
+                     get_checkpoint: Callable[[], Any], datasets: dict[str, Any],
+                     world: Any = None, meet: Any = None) -> None:
+            ranks = {} if world is None else dict(
+                world_size=world.world_size, world_rank=world.rank, local_rank=world.local_rank,
+                local_world_size=world.local_world_size, node_rank=world.node_rank)
+            super().__init__(experiment_name=name, dataset_shards=datasets, **ranks)
             self._report, self._get_checkpoint, self._shards = report, get_checkpoint, datasets
+            self._meet = meet
 
         def report(self, metrics: dict[str, Any], checkpoint: Any = None,
                    checkpoint_dir_name: str | None = None, **options: Any) -> None:
@@ -85,6 +91,15 @@ def _utils_class() -> type:
 
             return ray.is_initialized()
 
+        def barrier(self) -> None:
+            if self._meet is not None:
+                self._meet.collective_barrier()
+
+        def broadcast_from_rank_zero(self, data: Any) -> Any:
+            if self._meet is None:
+                return data
+            return self._meet.broadcast_from_rank_zero(data)
+
         def get_dataset_shard(self, dataset_info: Any) -> Any:
             name = dataset_info.dataset_name
             if name not in self._shards:
@@ -103,19 +118,23 @@ def _tune_session() -> Any:
 
 @contextlib.contextmanager
 def serving(*, name: str, report: Callable[..., None],
-            get_checkpoint: Callable[[], Any], datasets: dict[str, Any]) -> Iterator[None]:
+            get_checkpoint: Callable[[], Any], datasets: dict[str, Any],
+            world: Any = None, meet: Any = None) -> Iterator[None]:
     """Serve Ray Train's per-worker API from this process while the block runs: reports go
     to ``report(metrics, checkpoint, checkpoint_dir_name, delete_source=, upload=)``,
     ``get_checkpoint()`` to the sweep, ``get_dataset_shard(name)`` to ``datasets[name]``;
-    world size 1, rank 0."""
+    ``get_context()`` answers from ``world`` (a ``sweeps.execution.rendezvous.WorldSpec``;
+    None: world size 1, rank 0), and ``ray.train.collective``'s barrier and broadcast meet
+    the other ranks at ``meet`` (a ``Rendezvous``)."""
     import importlib
 
     module = importlib.import_module(TRAIN_FN_UTILS_MODULE)
     session = _tune_session()
     rank = getattr(session, "world_rank", None) if session is not None else None
-    module.set_train_fn_utils(_utils_class()(name, report, get_checkpoint, datasets))
+    module.set_train_fn_utils(_utils_class()(name, report, get_checkpoint, datasets, world,
+                                             meet))
     if session is not None:
-        session.world_rank = 0
+        session.world_rank = 0 if world is None else world.rank
     try:
         yield
     finally:

@@ -156,9 +156,10 @@ class TrialSection:
     # How long a trial's workers may wait for their CPUs/GPUs before the trial fails (and is
     # retried, see max_retries). Ray Train's own default waits forever; -1 restores that.
     start_timeout_s: float = 600.0
-    # auto: a 1-worker trial runs its loop in the trial's own process (no Train controller,
-    # worker or process group; ~10 s less per trial on 2 cores), more workers a Train run;
-    # train: always a Ray Train run; inline: the former, and refused for more than 1 worker.
+    # auto: a trial runs its loop in the trial's own process (no Train controller or workers;
+    # with more workers, ranks 1.. in peer processes it keeps: sweeps.execution.peers), except
+    # multi-worker trials on GPUs, with experiment.datasets or on a cluster (ray.address): a
+    # Ray Train run. train: always a Ray Train run; inline: always the former (CPU or gloo).
     executor: str = "auto"
     # Keep a trial's process for the next trial (Tune's reuse_actors): an inline trial's loop
     # module and imports stay loaded, a Train trial skips starting its driver process (not under

@@ -111,10 +111,11 @@ def validate(cfg: SweepConfig) -> None:
              "must be > 0 (seconds), or -1 to wait forever", "set trial.start_timeout_s=600")
     _require(cfg.trial.executor in EXECUTORS, "trial.executor", cfg.trial.executor,
              f"must be one of {', '.join(EXECUTORS)}", "set trial.executor=auto")
-    _require(cfg.trial.executor != "inline" or cfg.scaling.num_workers == 1, "trial.executor",
-             cfg.trial.executor, f"runs one worker in the trial's process but "
-             f"scaling.num_workers={cfg.scaling.num_workers}",
-             "set scaling.num_workers=1, or trial.executor=auto (a Train run for more workers)")
+    _require(cfg.trial.executor != "inline" or cfg.scaling.num_workers == 1
+             or not cfg.experiment.datasets, "trial.executor", cfg.trial.executor,
+             f"runs ranks 1.. of a {cfg.scaling.num_workers}-worker trial in peer processes, "
+             "which do not split experiment.datasets (Ray Train's DataConfig does)",
+             "set trial.executor=auto (a Train run for a trial with datasets and more workers)")
     _require(cfg.trial.max_retries >= -1, "trial.max_retries", cfg.trial.max_retries,
              "must be >= 0, or -1 for unlimited", "set trial.max_retries=1")
     _require(cfg.sweep.resume in RESUME_MODES, "sweep.resume", cfg.sweep.resume,

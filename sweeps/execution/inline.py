@@ -37,7 +37,6 @@ import contextlib
 import logging
 import math
 import numbers
-import os
 import shutil
 import time
 from collections.abc import Iterator
@@ -52,6 +51,7 @@ from sweeps.storage.location import filesystem
 
 if TYPE_CHECKING:
     from sweeps.execution.clock import TrialClock
+    from sweeps.execution.peers import RankZeroReports
     from sweeps.execution.trial_driver import TrialPlan
 
 __all__ = ["InlineRun", "run_inline", "score_key"]
@@ -79,6 +79,18 @@ def score_key(metrics: dict[str, Any], metric: str, mode: str) -> tuple[bool, fl
     return (False, -math.inf) if math.isnan(value) else (True, value if mode == "max" else -value)
 
 
+def checkpoint_at(run_dir: Path, name: str | None) -> Any:
+    """The ``ray.train.Checkpoint`` of the run's checkpoint directory ``name`` (None: None)."""
+    if name is None:
+        return None
+    from ray.train import Checkpoint
+
+    remote = filesystem(Path(run_dir) / name)
+    if remote is not None:  # an object store: Ray downloads it in as_directory()
+        return Checkpoint(remote[1], filesystem=remote[0])
+    return Checkpoint(str(Path(run_dir) / name))
+
+
 class InlineRun:
     """One trial's Train run directory, written by the trial process the way Train writes it."""
 
@@ -86,6 +98,7 @@ class InlineRun:
                  clock: TrialClock, budget: float = math.inf) -> None:
         self.run_dir, self.metric, self.mode, self.keep = Path(run_dir), metric, mode, keep
         self.clock, self.budget = clock, budget
+        self.ranks: RankZeroReports | None = None  # the peers' side of each report, if any
         # The report that reached the budget, handed to Tune when the loop returns (or reports
         # again): Tune stops the trial at it, and the loop's code after it should still run.
         self.pending: dict[str, Any] | None = None
@@ -102,16 +115,7 @@ class InlineRun:
 
     def checkpoint(self) -> Any:
         """What ``ray.train.get_checkpoint()`` returns: the latest checkpoint, or None."""
-        if self.latest is None:
-            return None
-        from ray.train import Checkpoint
-
-        from sweeps.storage.location import filesystem
-
-        remote = filesystem(self.run_dir / self.latest)
-        if remote is not None:  # an object store: Ray downloads it in as_directory()
-            return Checkpoint(remote[1], filesystem=remote[0])
-        return Checkpoint(str(self.run_dir / self.latest))
+        return checkpoint_at(self.run_dir, self.latest)
 
     def restart(self) -> None:
         """Before the loop runs again from the latest checkpoint: the report count goes back
@@ -137,17 +141,29 @@ class InlineRun:
                              "save tensors in the checkpoint")
         self.flush()  # a report past the budget: Tune ends the trial here
         path = None
-        if checkpoint is not None:
+        # With peers, every rank reports here together, and any rank's checkpoint makes one.
+        some = self.ranks.arrive(checkpoint is not None) if self.ranks else checkpoint is not None
+        name = None
+        if some:
             name = checkpoint_dir_name or f"checkpoint_{datetime.now():%Y-%m-%d_%H-%M-%S.%f}"
-            path = str(self._persist(checkpoint, name, delete_source, upload))
+            if checkpoint is not None:
+                path = str(self._persist(checkpoint, name, delete_source, upload))
+            else:  # the other ranks' parts only: none of an earlier attempt's files
+                files.remove_tree(self.run_dir / name)
+                path = str(self.run_dir / name)
+        if self.ranks:
+            self.ranks.stored(name)
+        if name is not None:
             self._register(name, dict(metrics))
         self.next_index += 1
         stamped = report_log.record(self.clock, dict(metrics), path)
         handover = {**stamped, CHECKPOINT_PATH_KEY: path} if path else stamped
         if float(stamped[CLOCK_KEY]) >= self.budget:
             self.pending = handover  # Tune would stop the loop inside this call
-            return
-        tune.report(handover)
+        else:
+            tune.report(handover)
+        if self.ranks:
+            self.ranks.go()
 
     def flush(self) -> None:
         """Hand Tune the budget's last report, if one waits (Tune then ends the trial: in this
@@ -200,35 +216,66 @@ def world_of_one(use_gpu: bool) -> Iterator[None]:
     """What a 1-worker Train run gives its loop besides the API: a torch.distributed process
     group of size 1 (so ``dist.barrier()``, ``dist.get_rank()``, Accelerate and Lightning work
     unguarded) and the ``RANK``/``WORLD_SIZE``/``LOCAL_RANK``/... variables; both undone after."""
-    import torch.distributed as dist
+    from sweeps.execution.rendezvous import WorldSpec, joined_world
 
-    env = {"RANK": "0", "WORLD_SIZE": "1", "LOCAL_RANK": "0", "LOCAL_WORLD_SIZE": "1",
-           "NODE_RANK": "0", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "0"}
-    if use_gpu:
-        env["ACCELERATE_TORCH_DEVICE"] = "cuda:0"
-    saved = {k: os.environ.get(k) for k in env}
-    os.environ.update(env)
-    created = dist.is_available() and not dist.is_initialized()
-    if created:
-        dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
-    try:
+    with joined_world(WorldSpec(1, 0, 0, 1, 0, "127.0.0.1", 0, ""), None, use_gpu):
         yield
+
+
+@contextlib.contextmanager
+def _attempt(plan: TrialPlan, trial_id: str, run: InlineRun, config: dict[str, Any],
+             datasets: dict[str, Any]) -> Iterator[None]:
+    """One attempt of the loop, whose body runs rank 0: alone, or with the process's peers
+    running ranks 1.. (``sweeps.execution.peers``) in a process group made for it."""
+    from sweeps._ray.train_fn import serving
+
+    if plan.num_workers == 1:
+        with world_of_one(plan.use_gpu), serving(name=trial_id, report=run.report,
+                                                 get_checkpoint=run.checkpoint,
+                                                 datasets=datasets):
+            yield
+        return
+    from sweeps.execution.peers import PeerJob, RankZeroReports, attempt_prefix, peer_group
+    from sweeps.execution.rendezvous import STOPPED, Rendezvous, joined_world
+
+    group = peer_group(plan.num_workers, plan.worker_resources)
+    group.ensure()
+    store = group.rank_zero_store()
+    prefix = attempt_prefix(trial_id)
+    worlds = group.worlds(store.host, store.port, prefix, plan.backend)
+    meet = Rendezvous(store, prefix, 0, plan.num_workers, alive=group.alive)
+    run.ranks = RankZeroReports(meet)
+    group.start([PeerJob(trial_id=trial_id, trainable=plan.trainable,
+                         context=plan.context(trial_id), config=dict(config), world=world,
+                         run_dir=str(run.run_dir), latest=run.latest) for world in worlds[1:]])
+    ended = "returned"
+    try:
+        with joined_world(worlds[0], store), serving(
+                name=trial_id, report=run.report, get_checkpoint=run.checkpoint,
+                datasets=datasets, world=worlds[0], meet=meet):
+            try:
+                yield
+            except BaseException as exc:  # Tune's SystemExit at a report: stopped
+                ended = (f"rank 0 raised {type(exc).__name__}: {exc}"
+                         if isinstance(exc, Exception) else STOPPED)
+                raise
+            finally:  # before the process group goes: a peer in a collective then sees why
+                meet.abort(ended if ended != "returned" else "rank 0 returned")
     finally:
-        if created and dist.is_initialized():
-            dist.destroy_process_group()
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
+        run.ranks = None
+        for kind, text in group.finish():
+            if ended == "returned" and kind != "returned":
+                log.warning("trial %s: rank 0's loop returned, but %s", trial_id, text)
+            elif kind in ("raised", "died", "late") and not text.endswith(ended):
+                log.warning("trial %s: %s", trial_id, text)
 
 
 def run_inline(plan: TrialPlan, trial_id: str, run_dir: Path, config: dict[str, Any],
                clock: TrialClock) -> None:
-    """Run the trial's loop here until it returns, restarting it from its latest checkpoint
-    when it raises (up to ``plan.max_failures``; -1: always), except after it ran out of GPU
-    memory (``sweeps.execution.gpu_memory``: the same values would allocate the same again)."""
-    from sweeps._ray.train_fn import serving
+    """Run the trial's loop here (rank 0; the other ranks in this process's peers) until it
+    returns, restarting it from its latest checkpoint when a rank raises or a peer dies (up to
+    ``plan.max_failures``; -1: always), except after it ran out of GPU memory
+    (``sweeps.execution.gpu_memory``: the same values would allocate the same again)."""
     from sweeps.config.validate import import_trainable
     from sweeps.execution import gpu_memory
     from sweeps.execution.worker import loop_entry
@@ -238,28 +285,27 @@ def run_inline(plan: TrialPlan, trial_id: str, run_dir: Path, config: dict[str, 
     entry = loop_entry(import_trainable(plan.trainable), plan.context(trial_id))
     datasets = {name: ds.iterator() for name, ds in plan.datasets.items()}
     failures = 0
-    with world_of_one(plan.use_gpu), serving(name=trial_id, report=run.report,
-                                             get_checkpoint=run.checkpoint, datasets=datasets):
-        while True:
-            started = time.monotonic()
-            try:
+    while True:
+        started = time.monotonic()
+        try:
+            with _attempt(plan, trial_id, run, config, datasets):
                 entry(config)
                 run.flush()
+            return
+        except Exception as exc:
+            if run.pending is not None:  # raised after its last report: the trial is done
+                log.warning("trial %s: the loop raised %s: %s after its last report",
+                            trial_id, type(exc).__name__, exc)
+                run.flush()
                 return
-            except Exception as exc:
-                if run.pending is not None:  # raised after its last report: the trial is done
-                    log.warning("trial %s: the loop raised %s: %s after its last report",
-                                trial_id, type(exc).__name__, exc)
-                    run.flush()
-                    return
-                if gpu_memory.noted(run_dir) is not None:  # out of GPU memory: not rerun
-                    raise
-                if plan.max_failures != -1 and failures >= plan.max_failures:
-                    raise
-                failures += 1
-                log.warning("trial %s: the loop raised %s: %s after %.1f s; restarting it from "
-                            "%s (failure %d of %s, trial.max_failures)", trial_id,
-                            type(exc).__name__, exc, time.monotonic() - started,
-                            run.latest or "the start", failures,
-                            "unlimited" if plan.max_failures == -1 else plan.max_failures)
-                run.restart()
+            if gpu_memory.noted(run_dir) is not None:  # out of GPU memory: not rerun
+                raise
+            if plan.max_failures != -1 and failures >= plan.max_failures:
+                raise
+            failures += 1
+            log.warning("trial %s: the loop raised %s: %s after %.1f s; restarting it from "
+                        "%s (failure %d of %s, trial.max_failures)", trial_id,
+                        type(exc).__name__, exc, time.monotonic() - started,
+                        run.latest or "the start", failures,
+                        "unlimited" if plan.max_failures == -1 else plan.max_failures)
+            run.restart()

@@ -164,7 +164,8 @@ def prepare(cfg: SweepConfig) -> Prepared:
     try:
         cpus, gpus = _cluster_totals(cfg)
         resources = plan_resources(cfg.scaling, cpus, gpus, cfg.search.max_concurrent_trials,
-                                   cfg.trial.executor)
+                                   cfg.trial.executor, datasets=bool(cfg.experiment.datasets),
+                                   cluster=cfg.ray.address is not None)
     except Exception:
         if joined:
             import ray

@@ -4,8 +4,9 @@
 
 A trial is one Ray Train run: ``num_workers`` workers, each reserving ``cpus_per_worker`` CPUs
 (and ``gpus_per_worker`` GPUs when ``use_gpu``), plus the Tune trial driver that waits on the
-run; an inline trial (one worker, ``trial.executor``) is the trial driver alone, reserving the
-worker's share. Deliberate divergence from Tune's default of 1 CPU per trial: the driver only
+run; an inline trial (``trial.executor``) is the trial driver alone, reserving the worker's
+share, and for more workers a peer process per other rank (``sweeps.execution.peers``), each in
+its own bundle of the trial's placement group. Deliberate divergence from Tune's default of 1 CPU per trial: the driver only
 blocks on ``trainer.fit()``, so it reserves no CPU, just 1 MiB of Ray's ``memory`` resource (a trial
 with no resource at all is rejected by Tune). Reserving a core for an idle process would halve
 the trials a 2-core machine runs. On a cluster that driver (and the Train controller Ray places
@@ -102,9 +103,13 @@ class ResourcePlan:
             fit in 25% of it)
         """
         device = f"{self.gpus_per_worker:g} GPU + " if self.use_gpu else ""
-        if self.inline:
+        if self.inline and self.num_workers == 1:
             how = ("inline: the loop runs in the trial's own process, no Train controller or "
                    "workers; trial.executor=train for a Ray Train run")
+        elif self.inline:
+            how = (f"{self.backend}, inline: rank 0 runs in the trial's own process, ranks 1.. "
+                   "in peer processes it keeps for its next trial, no Train controller; "
+                   "trial.executor=train for a Ray Train run")
         elif self.backend != ("nccl" if self.use_gpu else "gloo"):
             how = f"{self.backend} (scaling.backend={self.backend})"
         else:
@@ -179,8 +184,26 @@ def _check_backend(scaling: ScalingSection, use_gpu: bool, backend: str, gpw: fl
             "gloo")
 
 
+def inline_executor(executor: str, num_workers: int, use_gpu: bool, datasets: bool = False,
+                    cluster: bool = False) -> bool:
+    """Whether trials run inline (``sweeps.execution.inline``): ``trial.executor=inline``, or
+    ``auto`` for a 1-worker trial, and for more workers on CPUs without experiment.datasets
+    on a private local instance. ``auto`` keeps Ray Train runs for multi-worker trials on GPUs
+    (nccl), for datasets (Train's DataConfig splits them) and on a cluster (``ray.address``,
+    where a lost node costs Train only the workers that ran there).
+
+    Example:
+        >>> inline_executor("auto", 2, False), inline_executor("auto", 2, True)
+        (True, False)
+    """
+    if executor != "auto":
+        return executor == "inline"
+    return num_workers == 1 or not (use_gpu or datasets or cluster)
+
+
 def plan_resources(scaling: ScalingSection, cpus: float, gpus: float,
-                   max_concurrent: int | None = None, executor: str = "auto") -> ResourcePlan:
+                   max_concurrent: int | None = None, executor: str = "auto",
+                   datasets: bool = False, cluster: bool = False) -> ResourcePlan:
     """Fit one trial into ``cpus``/``gpus``; raise ``ClusterFitError`` if it can never fit, and
     ``ConfigError`` for a DDP backend that cannot train it (see the module docstring).
 
@@ -195,7 +218,12 @@ def plan_resources(scaling: ScalingSection, cpus: float, gpus: float,
     use_gpu = scaling.use_gpu if scaling.use_gpu is not None else gpus > 0
     gpw = scaling.gpus_per_worker if use_gpu else 0.0
     backend = scaling.backend or ("nccl" if use_gpu else "gloo")
-    inline = executor != "train" and n == 1  # validated: inline => 1 worker
+    inline = inline_executor(executor, n, use_gpu, datasets, cluster)
+    if inline and n > 1 and use_gpu:
+        raise ConfigError("trial.executor", "inline", f"runs the {n} ranks of a trial in the "
+                          "trial's own processes on CPUs only (GPU ranks are not tested there "
+                          "in this release)", "set trial.executor=auto (a Ray Train run for GPU "
+                          "trials of several workers), or scaling.use_gpu=false")
     _check_backend(scaling, use_gpu, backend, gpw)
     if use_gpu and _gpu_slots(gpw, gpus) < n:
         raise ClusterFitError(

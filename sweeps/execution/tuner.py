@@ -116,12 +116,15 @@ def reuses_process(cfg: SweepConfig, inline: bool) -> bool:
 
 def _trainable(trial: TrialPlan) -> Any:
     """``run_trial`` with the plan bound; Tune reserves the worker's share for an inline
-    trial (its process trains), else next to nothing (the Train run's workers reserve) and,
+    trial (its process trains; with more workers, a bundle more for each peer), else next to nothing (the Train run's workers reserve) and,
     on a cluster, a place on the head node."""
     from ray import tune
 
-    resources = ({"CPU": 0.0, **trial.worker_resources} if trial.inline
-                 else {**TRIAL_DRIVER_RESOURCES, **trial.driver_pin})
+    resources: Any = ({"CPU": 0.0, **trial.worker_resources} if trial.inline
+                      else {**TRIAL_DRIVER_RESOURCES, **trial.driver_pin})
+    if trial.inline and trial.num_workers > 1:  # a bundle per rank: 0 here, 1.. the peers
+        resources = tune.PlacementGroupFactory(
+            [{"CPU": 0.0, **trial.worker_resources}] * trial.num_workers, strategy="PACK")
     return tune.with_resources(tune.with_parameters(run_trial, plan=trial), resources)
 
 

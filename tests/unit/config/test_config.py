@@ -139,8 +139,9 @@ BAD = [
     (["trial.executor=local"], "trial.executor", "must be one of auto, train, inline"),
     (["scaling.backend=nc"], "scaling.backend", "did you mean nccl?"),
     (["scaling.backend=nccl"], "scaling.backend", "(the cluster has no GPU)"),
-    (["trial.executor=inline", "scaling.num_workers=2"], "trial.executor",
-     "set scaling.num_workers=1, or trial.executor=auto"),
+    (["+experiment.datasets.train=trainables.digits_data:digits", "trial.executor=inline",
+      "scaling.num_workers=2"],
+     "trial.executor", "which do not split experiment.datasets"),
 ]
 
 

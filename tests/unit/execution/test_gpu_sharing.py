@@ -100,8 +100,9 @@ DESCRIBED = [
       "2 workers (DDP ranks, gloo) share each GPU (0.5 GPU each"], "trials share"),
     (dict(num_workers=2), 16, 2, "auto", ["2 worker(s) x (1 GPU + 1 CPU), nccl; up to 1"],
      "share"),
-    (dict(num_workers=2), 2, 0, "auto", ["2 worker(s) x (1 CPU), gloo; up to 1 trial(s) at once "
-                                         "on 2 CPU / 0 GPU"], "scaling.backend"),
+    (dict(num_workers=2), 2, 0, "auto", ["2 worker(s) x (1 CPU), gloo, inline: rank 0 runs",
+                                         "; up to 1 trial(s) at once on 2 CPU / 0 GPU"],
+     "scaling.backend"),
 ]
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from sweeps.config.schema import ScalingSection
-from sweeps.errors import ClusterFitError
+from sweeps.errors import ClusterFitError, ConfigError
 from sweeps.execution.resources import plan_resources
 
 
@@ -57,13 +57,38 @@ def test_worker_resources_name_gpu_only_when_used() -> None:
 
 
 @pytest.mark.parametrize(("workers", "executor", "inline"),
-                         [(1, "auto", True), (2, "auto", False), (1, "train", False),
-                          (1, "inline", True)])
+                         [(1, "auto", True), (2, "auto", True), (1, "train", False),
+                          (2, "train", False), (1, "inline", True), (2, "inline", True)])
 def test_executor_is_resolved_and_shown(workers: int, executor: str, inline: bool) -> None:
     plan = plan_resources(ScalingSection(num_workers=workers), 2, 0, None, executor)
     assert plan.inline is inline
-    assert ("inline: the loop runs in the trial's own process" in plan.describe()) is inline
-    assert ("gloo" in plan.describe()) is not inline
+    text = plan.describe()
+    assert ("inline: the loop runs in the trial's own process" in text) is (inline and
+                                                                           workers == 1)
+    assert ("inline: rank 0 runs in the trial's own process, ranks 1.. in peer processes"
+            in text) is (inline and workers == 2)
+    assert ("gloo" in text) is not (inline and workers == 1)
+
+
+@pytest.mark.parametrize(("gpus", "datasets", "cluster"),
+                         [(2, False, False), (0, True, False), (0, False, True)])
+def test_auto_keeps_train_runs_for_several_workers_on_gpus_datasets_or_a_cluster(
+        gpus: int, datasets: bool, cluster: bool) -> None:
+    plan = plan_resources(ScalingSection(num_workers=2), 4, gpus, None, "auto",
+                          datasets=datasets, cluster=cluster)
+    assert not plan.inline
+    one = plan_resources(ScalingSection(num_workers=1), 4, gpus, None, "auto",
+                         datasets=datasets, cluster=cluster)
+    assert one.inline  # a world of one needs no peer: inline everywhere
+
+
+@pytest.mark.parametrize("backend", [None, "gloo"])
+def test_inline_ranks_on_gpus_are_refused_with_the_way_out(backend: str | None) -> None:
+    with pytest.raises(ConfigError) as info:
+        plan_resources(ScalingSection(num_workers=2, backend=backend), 4, 2, None, "inline")
+    assert "trial.executor" in str(info.value) and "trial.executor=auto" in str(info.value)
+    cpu = plan_resources(ScalingSection(num_workers=2, use_gpu=False), 4, 2, None, "inline")
+    assert cpu.inline and not cpu.use_gpu
 
 
 @pytest.mark.parametrize(

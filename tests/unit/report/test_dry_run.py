@@ -62,7 +62,9 @@ def test_plan_text_names_every_parameter_and_number() -> None:
     ([], "trial process: reused by the next trial (trial.reuse_process=false: a new one"),
     (["trial.reuse_process=false"], "trial process: a new one per trial "
                                     "(trial.reuse_process=false)"),
-    (["scheduler=pbt", "search=random"], "trial process: a new one per trial (scheduler=pbt"),
+    (["scheduler=pbt", "search=random", "trial.executor=train"],
+     "trial process: a new one per trial (scheduler=pbt"),
+    (["scheduler=pbt", "search=random"], "trial process: reused by the next trial"),  # inline
     (["scheduler=pbt", "search=random", "scaling.num_workers=1"],
      "trial process: reused by the next trial"),  # inline: no Train run to outlive a pause
 ])

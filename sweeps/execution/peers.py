@@ -1,0 +1,307 @@
+"""Ranks 1.. of an inline trial of several workers: peer processes the trial process keeps.
+
+    python -m sweeps +experiment=digits scaling.num_workers=2     # trial.executor=auto, CPU
+    group = peer_group(plan)        # in the Tune trial process (rank 0), sweeps.execution.inline
+    refs = group.start(jobs)        # each peer runs the loop as its rank, until it returns
+
+A Ray Train run of N workers starts a controller, N workers and a synchronization actor for
+every trial, each a cold Python process that imports Ray and torch. An inline trial of N
+workers runs rank 0 in the Tune trial process and ranks 1..N-1 in peers: Ray actors the trial
+process creates in its own placement group (Tune reserves one bundle per worker) and keeps,
+with their imports, for the next trial Tune gives that process (``trial.reuse_process``). Each
+attempt of a trial's loop makes a new ``torch.distributed`` process group over rank 0's store
+(``sweeps.execution.rendezvous``).
+
+A peer serves Ray Train's per-worker API as a Train worker does: ``get_context()`` answers its
+rank, ``report`` is a collective of all ranks (rank 0's metrics are the trial's; each rank's
+checkpoint files go into the same checkpoint directory, named by rank 0, as Train merges them),
+``get_checkpoint()`` is the trial's latest checkpoint. When Tune stops the trial, each peer's
+loop ends at its next wait with ``TrialStopped``; when any rank fails, the others' waits and
+collectives fail and rank 0 restarts the attempt from the latest checkpoint
+(``trial.max_failures``) with the peers still alive and new ones for any that died.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from sweeps import files
+from sweeps.execution.context import TrialContext
+from sweeps.execution.rendezvous import (
+    STOPPED,
+    PeerFailed,
+    Rendezvous,
+    TrialStopped,
+    WorldSpec,
+    connect_store,
+    joined_world,
+)
+
+__all__ = ["PeerJob", "PeerGroup", "peer_group", "PeerReports", "RankZeroReports", "Peer",
+           "FINISH_TIMEOUT_S"]
+
+log = logging.getLogger(__name__)
+
+FINISH_TIMEOUT_S = 30.0  # how long rank 0 waits for a peer to end its attempt before replacing it
+
+
+@dataclass(frozen=True)
+class PeerJob:
+    """What one peer runs for one attempt of a trial."""
+
+    trial_id: str
+    trainable: str  # "module:function"
+    context: TrialContext
+    config: dict[str, Any]
+    world: WorldSpec
+    run_dir: str
+    latest: str | None  # the latest checkpoint's directory name when the attempt starts
+
+
+class PeerReports:
+    """A peer's ``ray.train.report``/``get_checkpoint``: its half of the report collective."""
+
+    def __init__(self, meet: Rendezvous, run_dir: Path, latest: str | None) -> None:
+        self.meet, self.run_dir, self.latest, self.count = meet, Path(run_dir), latest, 0
+
+    def report(self, metrics: dict[str, Any], checkpoint: Any = None,
+               checkpoint_dir_name: str | None = None, delete_source: bool = False,
+               upload: Any = None) -> None:
+        from sweeps._ray.train_fn import contains_tensor
+
+        if contains_tensor(metrics):
+            raise ValueError("ray.train.report: the metrics hold torch tensors, which do not "
+                             "deserialize on the driver; report Python numbers (.item()) and "
+                             "save tensors in the checkpoint")
+        if upload is not None and checkpoint is not None:
+            raise ValueError("ray.train.report(checkpoint_upload_fn=...) on a rank other than "
+                             "0 of an inline trial; run the sweep with trial.executor=train")
+        self.count += 1
+        key = f"r{self.count}"
+        self.meet.store.add(f"{key}/checkpoints", int(checkpoint is not None))
+        self.meet.barrier(f"{key}/arrived")
+        name = self.meet.wait(f"{key}/name").decode()
+        if name and checkpoint is not None:
+            files.add_tree(checkpoint.path, self.run_dir / name)
+            if delete_source:
+                shutil.rmtree(checkpoint.path, ignore_errors=True)
+        self.meet.barrier(f"{key}/stored")
+        self.meet.wait(f"{key}/go")  # Tune took rank 0's report (a stop raises TrialStopped)
+        if name:
+            self.latest = name
+
+    def checkpoint(self) -> Any:
+        from sweeps.execution.inline import checkpoint_at
+
+        return checkpoint_at(self.run_dir, self.latest)
+
+
+class RankZeroReports:
+    """Rank 0's half of the report collective (``sweeps.execution.inline.InlineRun``)."""
+
+    def __init__(self, meet: Rendezvous) -> None:
+        self.meet, self.count = meet, 0
+
+    def arrive(self, has_checkpoint: bool) -> bool:
+        """Wait for every rank's report; whether any rank passed a checkpoint."""
+        self.count += 1
+        key = f"r{self.count}"
+        self.meet.store.add(f"{key}/checkpoints", int(has_checkpoint))
+        self.meet.barrier(f"{key}/arrived")
+        return int(self.meet.store.add(f"{key}/checkpoints", 0)) > 0
+
+    def stored(self, name: str | None) -> None:
+        """Name the checkpoint directory (None: no checkpoint) and wait until every rank put
+        its part there."""
+        key = f"r{self.count}"
+        self.meet.set(f"{key}/name", name or "")
+        self.meet.barrier(f"{key}/stored")
+
+    def go(self) -> None:
+        """Let every rank return from this report (Tune took it)."""
+        self.meet.set(f"r{self.count}/go", b"1")
+
+
+class Peer:
+    """A peer process: runs one rank of one attempt at a time (``ray.remote`` in
+    ``PeerGroup``); its store client and imports stay for the next attempt."""
+
+    def __init__(self) -> None:
+        self._stores: dict[tuple[str, int], Any] = {}
+
+    def node(self) -> str:
+        import ray
+
+        return ray.get_runtime_context().get_node_id()
+
+    def run(self, job: PeerJob) -> str:
+        """Run the loop as ``job.world.rank`` until it returns ("returned") or Tune stops the
+        trial ("stopped"); raise what the loop raised, after telling the other ranks."""
+        from sweeps._ray.train_fn import serving
+        from sweeps.config.validate import import_trainable
+        from sweeps.execution.worker import loop_entry
+
+        world = job.world
+        address = (world.host, world.port)
+        if address not in self._stores:
+            self._stores = {address: connect_store(*address)}  # one rank 0 at a time
+        store = self._stores[address]
+        meet = Rendezvous(store, world.prefix, world.rank, world.world_size)
+        reports = PeerReports(meet, Path(job.run_dir), job.latest)
+        try:
+            entry = loop_entry(import_trainable(job.trainable), job.context)
+            with joined_world(world, store), serving(
+                    name=job.trial_id, report=reports.report, get_checkpoint=reports.checkpoint,
+                    datasets={}, world=world, meet=meet):
+                entry(job.config)
+        except TrialStopped:
+            return STOPPED
+        except BaseException as exc:
+            reason = _reason(meet)
+            if reason is not None:  # another rank ended the attempt first
+                return STOPPED if reason == STOPPED else "ended"
+            meet.abort(f"rank {world.rank} raised {type(exc).__name__}: {exc}")
+            raise
+        return "returned"
+
+
+def _reason(meet: Rendezvous) -> str | None:
+    """Why the attempt was aborted (None: it was not, or rank 0's store is gone)."""
+    try:
+        return meet.aborted()
+    except Exception:
+        return None
+
+
+class PeerGroup:
+    """Rank 0's peers: created in bundles 1.. of the trial's placement group, kept across
+    trials while the process lives, replaced when one died or did not end its attempt."""
+
+    def __init__(self, num_workers: int, resources: dict[str, float]) -> None:
+        self.num_workers, self.resources = num_workers, dict(resources)
+        self.peers: list[Any] = []
+        self.nodes: list[str] = []
+        self.refs: list[Any] = []
+        self.store: Any = None
+
+    def _options(self, index: int) -> dict[str, Any]:
+        from ray.util.placement_group import get_current_placement_group
+        from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
+
+        res = dict(self.resources)
+        options: dict[str, Any] = {"num_cpus": res.pop("CPU", 0.0),
+                                   "num_gpus": res.pop("GPU", 0.0)}
+        if "memory" in res:
+            options["memory"] = res.pop("memory")
+        if res:
+            options["resources"] = res
+        group = get_current_placement_group()
+        if group is not None:
+            options["scheduling_strategy"] = PlacementGroupSchedulingStrategy(
+                placement_group=group, placement_group_bundle_index=index)
+        return options
+
+    def ensure(self) -> None:
+        """Peers for ranks 1..N-1, alive: the kept ones, and new ones where one died."""
+        import ray
+
+        actor = ray.remote(Peer)
+        while len(self.peers) < self.num_workers - 1:
+            self.peers.append(None)
+            self.nodes.append("")
+        for index, peer in enumerate(self.peers):
+            if peer is not None:
+                try:
+                    ray.get(peer.node.remote(), timeout=FINISH_TIMEOUT_S)
+                    continue
+                except Exception:  # died with its last attempt: replace it
+                    ray.kill(peer, no_restart=True)
+            self.peers[index] = actor.options(**self._options(index + 1)).remote()
+        self.nodes = ray.get([p.node.remote() for p in self.peers])
+
+    def worlds(self, host: str, port: int, prefix: str, backend: str) -> list[WorldSpec]:
+        """Every rank's place: rank 0 here, then the peers; local ranks by node, nodes
+        numbered in order of first appearance (rank 0's first), as Ray Train numbers them."""
+        import ray
+
+        nodes = [ray.get_runtime_context().get_node_id(), *self.nodes]
+        order = list(dict.fromkeys(nodes))
+        return [WorldSpec(world_size=len(nodes), rank=rank,
+                          local_rank=nodes[:rank].count(node),
+                          local_world_size=nodes.count(node), node_rank=order.index(node),
+                          host=host, port=port, prefix=prefix, backend=backend)
+                for rank, node in enumerate(nodes)]
+
+    def start(self, jobs: list[PeerJob]) -> None:
+        """Start ranks 1..N-1 of an attempt (``jobs[i]`` for rank i + 1)."""
+        self.refs = [peer.run.remote(job) for peer, job in zip(self.peers, jobs, strict=True)]
+
+    def alive(self) -> None:
+        """Raise ``PeerFailed`` when a peer's attempt ended while rank 0 still waits on it."""
+        import ray
+
+        done, _ = ray.wait(self.refs, num_returns=1, timeout=0)
+        if done:
+            raise PeerFailed(self._outcome(self.refs.index(done[0]) + 1, done[0])[1])
+
+    @staticmethod
+    def _outcome(rank: int, ref: Any) -> tuple[str, str]:
+        import ray
+
+        try:
+            kind = ray.get(ref)
+            return kind, f"rank {rank} ended its loop ({kind})"
+        except ray.exceptions.RayActorError as exc:
+            return "died", f"rank {rank}'s process died: {str(exc).splitlines()[0]}"
+        except ray.exceptions.RayTaskError as exc:
+            cause = exc.cause if getattr(exc, "cause", None) is not None else exc
+            return "raised", f"rank {rank} raised {type(cause).__name__}: {cause}"
+
+    def finish(self) -> list[tuple[str, str]]:
+        """Wait for every peer to end the attempt (rank 0 has ended its own); what each did,
+        as (returned | stopped | ended | raised | died | late, a sentence). A peer that does not
+        end within ``FINISH_TIMEOUT_S`` is killed (and replaced at the next ``ensure``)."""
+        import ray
+
+        if not self.refs:
+            return []
+        _, late = ray.wait(self.refs, num_returns=len(self.refs), timeout=FINISH_TIMEOUT_S)
+        outcomes = []
+        for rank, ref in enumerate(self.refs, start=1):
+            if ref in late:
+                outcomes.append(("late", f"rank {rank} did not end within "
+                                         f"{FINISH_TIMEOUT_S:g} s; its process is replaced"))
+                ray.kill(self.peers[rank - 1], no_restart=True)
+            else:
+                outcomes.append(self._outcome(rank, ref))
+        self.refs = []
+        return outcomes
+
+    def rank_zero_store(self) -> Any:
+        """Rank 0's store (``sweeps.execution.rendezvous``), opened once per process."""
+        if self.store is None:
+            from sweeps.execution.rendezvous import open_store
+
+            self.store = open_store()
+        return self.store
+
+
+_GROUP: PeerGroup | None = None  # this trial process's peers, kept for its next trial
+
+
+def peer_group(num_workers: int, resources: dict[str, float]) -> PeerGroup:
+    """This process's peers for trials of ``num_workers`` workers of ``resources`` each."""
+    global _GROUP
+    if _GROUP is None or (_GROUP.num_workers, _GROUP.resources) != (num_workers, resources):
+        _GROUP = PeerGroup(num_workers, resources)
+    return _GROUP
+
+
+def attempt_prefix(trial_id: str) -> str:
+    """Keys of one attempt (a new one per start and restart of the loop)."""
+    return f"{trial_id}/{uuid.uuid4().hex[:12]}"
