@@ -1,7 +1,13 @@
-"""The inline executor: a 1-worker trial's loop runs in the Tune trial process, no Train run.
+"""The inline executor: a trial's loop runs in the Tune trial process, no Train run.
 
     python -m sweeps +experiment=digits scaling.num_workers=1       # trial.executor=auto
+    python -m sweeps +experiment=digits scaling.num_workers=2       # the same, on CPUs
     run_inline(plan, trial_id, run_dir, config, clock)     # from sweeps.execution.trial_driver
+
+With more than one worker, rank 0 runs here and ranks 1.. in peer processes this process keeps
+for its next trial (``sweeps.execution.peers``): every ``report`` is then a collective of all
+ranks, rank 0's metrics are the trial's, and each rank's checkpoint files go into the one
+checkpoint directory rank 0 names and registers, as a Train run merges them.
 
 A Ray Train run of one worker costs a controller, a worker, a synchronization and a queue
 process per trial, each a cold Python start that imports Ray and torch: about 10 s per trial on

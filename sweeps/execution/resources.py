@@ -6,12 +6,13 @@ A trial is one Ray Train run: ``num_workers`` workers, each reserving ``cpus_per
 (and ``gpus_per_worker`` GPUs when ``use_gpu``), plus the Tune trial driver that waits on the
 run; an inline trial (``trial.executor``) is the trial driver alone, reserving the worker's
 share, and for more workers a peer process per other rank (``sweeps.execution.peers``), each in
-its own bundle of the trial's placement group. Deliberate divergence from Tune's default of 1 CPU per trial: the driver only
-blocks on ``trainer.fit()``, so it reserves no CPU, just 1 MiB of Ray's ``memory`` resource (a trial
-with no resource at all is rejected by Tune). Reserving a core for an idle process would halve
-the trials a 2-core machine runs. On a cluster that driver (and the Train controller Ray places
-beside it) runs on the head node (``sweeps.execution.tuner.trial_plan``), so losing a worker
-node costs only the trials whose workers ran there.
+its own bundle of the trial's placement group. Deliberate divergence from Tune's default of 1
+CPU per trial: the driver only blocks on ``trainer.fit()``, so it reserves no CPU, just 1 MiB of
+Ray's ``memory`` resource (a trial with no resource at all is rejected by Tune). Reserving a
+core for an idle process would halve the trials a 2-core machine runs. On a cluster that driver
+(and the Train controller Ray places beside it) runs on the head node
+(``sweeps.execution.tuner.trial_plan``), so losing a worker node costs only the trials whose
+workers ran there.
 
 GPUs shared by trials (``scaling.gpus_per_worker`` below 1): Ray gives a fractional request a
 share of one GPU, never parts of two, and divides the GPU's count, not its memory (each process

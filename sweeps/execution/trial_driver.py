@@ -2,17 +2,17 @@
 
     tune.with_parameters(run_trial, plan=TrialPlan(...))   # built by sweeps.execution.tuner
 
-Runs inside the Tune trial actor. It merges the trial's sampled values into the experiment's
-fixed params (that flat dict is the loop's ``config``, as ``train_loop_config`` is in Ray's
-docs), then starts a Train run named by the trial id under ``<sweep dir>/train`` whose workers
-run the user's loop through ``sweeps.execution.worker`` (which sets ``sweeps.trial_context()``
-and notes the config keys read), with the report bridge (metrics, checkpoint path and the
-trial's clock back to Tune: ``sweeps.execution.report_bridge``) and the placement-group ledger
-(``sweeps.placement``). A Train run resumes from its latest checkpoint when started again
-with the same (storage path, name), so a retried or resumed trial picks up where it stopped.
-With ``plan.inline`` (1-worker trials, ``trial.executor``) the loop runs right here instead,
-writing the same run directory (``sweeps.execution.inline``). A loop that ran out of GPU memory
-ends its trial without raising, so Tune does not retry it (``sweeps.execution.gpu_memory``).
+Runs inside the Tune trial actor. It merges the trial's sampled values into the experiment's fixed
+params (that flat dict is the loop's ``config``, as ``train_loop_config`` is in Ray's docs), then
+starts a Train run named by the trial id under ``<sweep dir>/train`` whose workers run the user's
+loop through ``sweeps.execution.worker`` (which sets ``sweeps.trial_context()`` and notes the config
+keys read), with the report bridge (metrics, checkpoint path and the trial's clock back to Tune:
+``sweeps.execution.report_bridge``) and the placement-group ledger (``sweeps.placement``). A Train
+run resumes from its latest checkpoint when started again with the same (storage path, name), so a
+retried or resumed trial picks up where it stopped. With ``plan.inline`` (``trial.executor``) the
+loop runs right here instead (rank 0; other ranks in peer processes this one keeps), writing the
+same run directory (``sweeps.execution.inline``). A loop that ran out of GPU memory ends its trial
+without raising, so Tune does not retry it (``sweeps.execution.gpu_memory``).
 """
 
 from __future__ import annotations

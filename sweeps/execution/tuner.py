@@ -116,8 +116,8 @@ def reuses_process(cfg: SweepConfig, inline: bool) -> bool:
 
 def _trainable(trial: TrialPlan) -> Any:
     """``run_trial`` with the plan bound; Tune reserves the worker's share for an inline
-    trial (its process trains; with more workers, a bundle more for each peer), else next to nothing (the Train run's workers reserve) and,
-    on a cluster, a place on the head node."""
+    trial (its process trains; with more workers, a bundle more for each peer), else next to
+    nothing (the Train run's workers reserve) and, on a cluster, a place on the head node."""
     from ray import tune
 
     resources: Any = ({"CPU": 0.0, **trial.worker_resources} if trial.inline

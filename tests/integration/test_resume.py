@@ -146,13 +146,14 @@ def _assert_clean_end(tmp_path: Path, trial_ids: set[str]) -> None:
     assert end["held_placement_groups"] == 0
 
 
-@pytest.mark.parametrize("workers", [2, 1], ids=["train", "inline"])
-def test_sweep_driver_killed_at_seeded_moments_resumes_to_the_same_sweep(tmp_path,
-                                                                         workers) -> None:
+@pytest.mark.parametrize(("workers", "executor"), [(2, "train"), (1, "auto"), (2, "inline")],
+                         ids=["train", "inline", "inline-2"])
+def test_sweep_driver_killed_at_seeded_moments_resumes_to_the_same_sweep(tmp_path, workers,
+                                                                         executor) -> None:
     num_samples = 6
     sweep = Sweep(tmp_path, _args(tmp_path, f"search.num_samples={num_samples}",
                                   "scheduler.max_t=4", "+experiment.params.epoch_sleep=0.4",
-                                  f"scaling.num_workers={workers}"))
+                                  f"scaling.num_workers={workers}", f"trial.executor={executor}"))
     log = tmp_path / "sweep" / "state" / "scheduler.jsonl"
     rng = random.Random(20261122)
     kills: list[tuple[float, dict]] = []  # (time, trials ended at that time)
@@ -256,8 +257,11 @@ def _no_group_held() -> None:
     assert held_groups() == 0
 
 
-def test_train_worker_killed_mid_epoch_restarts_from_its_checkpoint(tmp_path,
-                                                                   ray_cluster) -> None:
+@pytest.mark.parametrize("executor", ["train", "inline"])
+def test_train_worker_killed_mid_epoch_restarts_from_its_checkpoint(tmp_path, ray_cluster,
+                                                                   executor) -> None:
+    """Rank 1 of a 2-worker trial killed: a Train worker (Train restarts the worker group), or
+    inline the trial process's peer (rank 0 restarts the attempt with a new peer)."""
     killed: dict[str, int] = {}
 
     def kill_rank1_in_epoch3() -> None:
@@ -267,7 +271,8 @@ def test_train_worker_killed_mid_epoch_restarts_from_its_checkpoint(tmp_path,
         os.kill(killed["pid"], signal.SIGKILL)
 
     thread = _in_thread(kill_rank1_in_epoch3)
-    result = run_sweep(_one_trial_cfg(tmp_path, "trial.max_failures=1"))
+    result = run_sweep(_one_trial_cfg(tmp_path, "trial.max_failures=1",
+                                      f"trial.executor={executor}"))
     thread.join(5)
     assert killed, "the worker was killed"
     row = result.summary.table.iloc[0]
@@ -291,10 +296,12 @@ def _assert_runs_closed(tmp_path: Path, expected: dict[str, str]) -> None:
     assert not [r for r in runs if r.info.status == "RUNNING"]
 
 
-@pytest.mark.parametrize("workers", [2, 1], ids=["train", "inline"])
-def test_trial_driver_killed_is_retried_from_its_checkpoint(tmp_path, ray_cluster,
-                                                            workers) -> None:
-    """Inline (1 worker), the trial driver is the process that trains: the kill lands in it."""
+@pytest.mark.parametrize(("workers", "executor"), [(2, "train"), (1, "auto"), (2, "inline")],
+                         ids=["train", "inline", "inline-2"])
+def test_trial_driver_killed_is_retried_from_its_checkpoint(tmp_path, ray_cluster, workers,
+                                                            executor) -> None:
+    """Inline, the trial driver is the process that trains (rank 0): the kill lands in it, and
+    its peer goes with it."""
     killed: list[int] = []
 
     def kill_trial_driver_in_epoch3() -> None:
@@ -306,7 +313,8 @@ def test_trial_driver_killed_is_retried_from_its_checkpoint(tmp_path, ray_cluste
 
     thread = _in_thread(kill_trial_driver_in_epoch3)
     result = run_sweep(_one_trial_cfg(tmp_path, "trial.max_retries=1",
-                                      f"scaling.num_workers={workers}"))
+                                      f"scaling.num_workers={workers}",
+                                      f"trial.executor={executor}"))
     thread.join(5)
     assert len(killed) == 1, killed
     row = result.summary.table.iloc[0]
@@ -348,7 +356,7 @@ def test_trial_driver_killed_while_its_workers_start_is_retried(tmp_path, ray_cl
     thread = _in_thread(kill_trial_driver_during_worker_startup)
     # A leaked group would hold both CPUs: the retry then fails after 60 s (instead of waiting).
     result = run_sweep(_one_trial_cfg(tmp_path, "trial.max_retries=1", "trial.start_timeout_s=60",
-                                      epochs=2, epoch_sleep=0.2))
+                                      "trial.executor=train", epochs=2, epoch_sleep=0.2))
     thread.join(5)
     assert len(killed) == 1, killed
     row = result.summary.table.iloc[0]

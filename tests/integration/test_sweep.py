@@ -1,5 +1,6 @@
 """A real 12-trial ASHA sweep, one trial at a time, on 2 CPUs: as Ray Train runs of 2 workers
-each, and as inline 1-worker trials (``trial.executor=inline``), every test on both.
+each, as inline 1-worker trials (``trial.executor=inline``) and as inline 2-worker trials (rank
+1 in a peer process, ``sweeps.execution.peers``), every test on all three.
 
 Tracked in MLflow on the default kind of store (SQLite, here in the test's directory).
 
@@ -31,17 +32,19 @@ def _actor_classes() -> Counter:
     return Counter(a.get("ActorClassName", "").rpartition(".")[2] for a in actors().values())
 
 
-@pytest.fixture(scope="module", params=["train", "inline"])
+@pytest.fixture(scope="module", params=["train", "inline", "inline-2"])
 def sweep(request, tmp_path_factory, second_ray_instance, ray_cluster):
-    """The same sweep as Ray Train runs of 2 workers, and as inline 1-worker trials."""
+    """The same sweep as Ray Train runs of 2 workers, as inline 1-worker trials, and as
+    inline 2-worker trials."""
     import ray
 
-    executor = request.param
-    root = tmp_path_factory.mktemp(f"sweeps-{executor}")
+    executor, _, workers = request.param.partition("-")
+    workers = workers or ("2" if executor == "train" else "1")
+    root = tmp_path_factory.mktemp(f"sweeps-{request.param}")
     sweep_dir = root / "asha12"
     cfg = compose("digits", [
         f"search.num_samples={NUM_SAMPLES}", "search.max_concurrent_trials=1",
-        f"scaling.num_workers={2 if executor == 'train' else 1}", f"trial.executor={executor}",
+        f"scaling.num_workers={workers}", f"trial.executor={executor}",
         "scheduler.max_t=9", "scheduler.grace_period=1",
         "scheduler.reduction_factor=3", f"sweep.dir={sweep_dir}", "sweep.seed=0",
         f"tracking.uri=sqlite:///{root / 'mlflow.db'}",
@@ -49,7 +52,7 @@ def sweep(request, tmp_path_factory, second_ray_instance, ray_cluster):
     before = _actor_classes()
     result = run_sweep(cfg)
     table = ray.util.placement_group_table()
-    result.executor = executor
+    result.executor, result.workers = executor, int(workers)
     result.actors = _actor_classes() - before
     return result, table
 
@@ -96,8 +99,9 @@ def test_no_placement_group_left_and_stopped_trials_released_within_seconds(swee
 
 
 def test_processes_per_trial(sweep) -> None:
-    """Train: a controller and its workers per trial. Inline: no Train process at all. Both:
-    the trial process is reused (one trial at a time here)."""
+    """Train: a controller and its workers per trial. Inline: no Train process at all, and
+    with 2 workers one peer per trial process. All: the trial process is reused (one trial at
+    a time here), and with it its peer."""
     result, _ = sweep
     actors = result.actors
     if result.executor == "train":
@@ -105,6 +109,7 @@ def test_processes_per_trial(sweep) -> None:
         assert actors["RayTrainWorker"] == 2 * NUM_SAMPLES, actors
     else:
         assert actors["TrainController"] == actors["RayTrainWorker"] == 0, actors
+        assert actors["Peer"] == (result.workers - 1) * actors["ImplicitFunc"], actors
     assert 1 <= actors["ImplicitFunc"] <= 2, actors
 
 

@@ -12,6 +12,7 @@ pytestmark = pytest.mark.slow
 def test_worker_crash_resumes_from_last_checkpoint(tmp_path, ray_cluster, small_config) -> None:
     log = tmp_path / "attempts.log"
     cfg = small_config(
+        "trial.executor=train",  # the loop waits on Train's get_all_reported_checkpoints
         "experiment.trainable=tests.integration.flaky:train_crash_once",
         f"+experiment.params.log={log}", "+experiment.params.crash_epoch=3",
         "+experiment.params.crash_rank=1", "search=random", "scheduler=none",
