@@ -57,7 +57,7 @@ from sweeps.storage.location import filesystem
 
 if TYPE_CHECKING:
     from sweeps.execution.clock import TrialClock
-    from sweeps.execution.peers import RankZeroReports
+    from sweeps.execution.peers import PeerGroup, RankZeroReports
     from sweeps.execution.trial_driver import TrialPlan
 
 __all__ = ["InlineRun", "run_inline", "score_key"]
@@ -136,15 +136,25 @@ class InlineRun:
                upload: Any = None) -> None:
         """``ray.train.report``: persist and register the checkpoint, stamp the clock, log the
         report, hand it to Tune (which blocks until Tune has taken it, or raises to stop)."""
-        from ray import tune
-
         from sweeps._ray.train_fn import contains_tensor
-        from sweeps.execution import report_log
 
         if contains_tensor(metrics):  # Ray Train's rule and message
             raise ValueError("ray.train.report: the metrics hold torch tensors, which do not "
                              "deserialize on the driver; report Python numbers (.item()) and "
                              "save tensors in the checkpoint")
+        try:
+            self._report(metrics, checkpoint, checkpoint_dir_name, delete_source, upload)
+        except BaseException as exc:  # Tune stopped the trial (SystemExit), or it failed
+            if self.ranks is not None:  # the other ranks end their reports now, before any
+                self.ranks.meet.abort(_ended(exc))  # collective in the loop's unwind
+            raise
+
+    def _report(self, metrics: dict[str, Any], checkpoint: Any, checkpoint_dir_name: str | None,
+                delete_source: bool, upload: Any) -> None:
+        from ray import tune
+
+        from sweeps.execution import report_log
+
         self.flush()  # a report past the budget: Tune ends the trial here
         path = None
         # With peers, every rank reports here together, and any rank's checkpoint makes one.
@@ -242,7 +252,7 @@ def _attempt(plan: TrialPlan, trial_id: str, run: InlineRun, config: dict[str, A
             yield
         return
     from sweeps.execution.peers import PeerJob, RankZeroReports, attempt_prefix, peer_group
-    from sweeps.execution.rendezvous import STOPPED, Rendezvous, joined_world
+    from sweeps.execution.rendezvous import PeerFailed, Rendezvous, joined_world
 
     group = peer_group(plan.num_workers, plan.worker_resources)
     group.ensure()
@@ -253,27 +263,68 @@ def _attempt(plan: TrialPlan, trial_id: str, run: InlineRun, config: dict[str, A
     run.ranks = RankZeroReports(meet)
     group.start([PeerJob(trial_id=trial_id, trainable=plan.trainable,
                          context=plan.context(trial_id), config=dict(config), world=world,
-                         run_dir=str(run.run_dir), latest=run.latest) for world in worlds[1:]])
-    ended = "returned"
+                         run_dir=str(run.run_dir), latest=run.latest) for world in worlds[1:]],
+                meet)
+    ended = None
     try:
+        # Every peer reached its loop's start (the process group would wait for a peer that
+        # died meanwhile for its whole timeout; this wait notices).
+        meet.barrier("ready")
         with joined_world(worlds[0], store), serving(
                 name=trial_id, report=run.report, get_checkpoint=run.checkpoint,
                 datasets=datasets, world=worlds[0], meet=meet):
             try:
                 yield
-            except BaseException as exc:  # Tune's SystemExit at a report: stopped
-                ended = (f"rank 0 raised {type(exc).__name__}: {exc}"
-                         if isinstance(exc, Exception) else STOPPED)
+            except BaseException as exc:
+                ended = _ended(exc)
                 raise
+            else:
+                ended = RETURNED
             finally:  # before the process group goes: a peer in a collective then sees why
-                meet.abort(ended if ended != "returned" else "rank 0 returned")
+                meet.abort(ended)
+    except BaseException as exc:  # before the loop started, or raised by it
+        ended = ended or _ended(exc)
+        meet.abort(ended)
+        failed = _finish(group, trial_id, ended)
+        if failed and isinstance(exc, Exception) and not isinstance(exc, PeerFailed):
+            raise PeerFailed(failed) from exc  # the cause, not gloo's "Connection closed"
+        raise
+    else:
+        meet.abort(RETURNED)
+        _finish(group, trial_id, RETURNED)
     finally:
         run.ranks = None
-        for kind, text in group.finish():
-            if ended == "returned" and kind != "returned":
-                log.warning("trial %s: rank 0's loop returned, but %s", trial_id, text)
-            elif kind in ("raised", "died", "late") and not text.endswith(ended):
-                log.warning("trial %s: %s", trial_id, text)
+
+
+def _finish(group: PeerGroup, trial_id: str, ended: str) -> str | None:
+    """Wait for the peers to end the attempt rank 0 ended (``ended``: why); log what went
+    wrong with them; the first peer failure, if one caused the end. After a failed attempt
+    (any rank raised or died) the peers are replaced for the next one, as Ray Train replaces
+    its worker group; after a stop or a return they are kept."""
+    from sweeps.execution.rendezvous import STOPPED
+
+    failed = group.failed
+    for kind, text in group.finish(returned=ended == RETURNED):
+        if ended == RETURNED and kind != "returned":
+            log.warning("trial %s: rank 0's loop returned, but %s", trial_id, text)
+        elif kind in ("raised", "died") and text not in ended:
+            failed = failed or text
+    if failed or ended not in (RETURNED, STOPPED):
+        group.replace()
+    return failed
+
+
+RETURNED = "rank 0 returned"  # the abort reason after rank 0's loop returned
+
+
+def _ended(exc: BaseException) -> str:
+    """Why rank 0 ended an attempt, as the peers read it: stopped by Tune (the ``SystemExit``
+    of a report), or raised."""
+    from sweeps.execution.rendezvous import STOPPED
+
+    if not isinstance(exc, Exception):
+        return STOPPED
+    return f"rank 0 raised {type(exc).__name__}: {exc}"
 
 
 def run_inline(plan: TrialPlan, trial_id: str, run_dir: Path, config: dict[str, Any],
@@ -299,6 +350,10 @@ def run_inline(plan: TrialPlan, trial_id: str, run_dir: Path, config: dict[str, 
                 run.flush()
             return
         except Exception as exc:
+            from sweeps.execution.rendezvous import ReportMismatch
+
+            if isinstance(exc, ReportMismatch):  # the same again on every restart
+                raise
             if run.pending is not None:  # raised after its last report: the trial is done
                 log.warning("trial %s: the loop raised %s: %s after its last report",
                             trial_id, type(exc).__name__, exc)

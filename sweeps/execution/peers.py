@@ -36,6 +36,7 @@ from sweeps.execution.rendezvous import (
     STOPPED,
     PeerFailed,
     Rendezvous,
+    ReportMismatch,
     TrialStopped,
     WorldSpec,
     connect_store,
@@ -43,11 +44,12 @@ from sweeps.execution.rendezvous import (
 )
 
 __all__ = ["PeerJob", "PeerGroup", "peer_group", "PeerReports", "RankZeroReports", "Peer",
-           "FINISH_TIMEOUT_S"]
+           "FINISH_TIMEOUT_S", "STOP_GRACE_S"]
 
 log = logging.getLogger(__name__)
 
-FINISH_TIMEOUT_S = 30.0  # how long rank 0 waits for a peer to end its attempt before replacing it
+FINISH_TIMEOUT_S = 30.0  # how long rank 0 waits for a kept peer to answer before replacing it
+STOP_GRACE_S = 2.0  # after rank 0 stopped or raised: a peer still running then is killed
 
 
 @dataclass(frozen=True)
@@ -155,6 +157,7 @@ class Peer:
         reports = PeerReports(meet, Path(job.run_dir), job.latest)
         try:
             entry = loop_entry(import_trainable(job.trainable), job.context)
+            meet.barrier("ready")
             with joined_world(world, store), serving(
                     name=job.trial_id, report=reports.report, get_checkpoint=reports.checkpoint,
                     datasets={}, world=world, meet=meet):
@@ -188,6 +191,9 @@ class PeerGroup:
         self.nodes: list[str] = []
         self.refs: list[Any] = []
         self.store: Any = None
+        self.failed: str | None = None  # set by the watch: a peer of this attempt failed
+        self._watching: Any = None
+        self._watcher: Any = None
 
     def _options(self, index: int) -> dict[str, Any]:
         from ray.util.placement_group import get_current_placement_group
@@ -237,50 +243,105 @@ class PeerGroup:
                           host=host, port=port, prefix=prefix, backend=backend)
                 for rank, node in enumerate(nodes)]
 
-    def start(self, jobs: list[PeerJob]) -> None:
-        """Start ranks 1..N-1 of an attempt (``jobs[i]`` for rank i + 1)."""
-        self.refs = [peer.run.remote(job) for peer, job in zip(self.peers, jobs, strict=True)]
+    def start(self, jobs: list[PeerJob], meet: Rendezvous) -> None:
+        """Start ranks 1..N-1 of an attempt (``jobs[i]`` for rank i + 1), and a watch that
+        ends the attempt for every rank as soon as one of them fails (``_watch``)."""
+        import threading
 
-    def alive(self) -> None:
-        """Raise ``PeerFailed`` when a peer's attempt ended while rank 0 still waits on it."""
+        self.refs = [peer.run.remote(job) for peer, job in zip(self.peers, jobs, strict=True)]
+        self.failed = None
+        self._watching = threading.Event()
+        self._watching.set()
+        self._watcher = threading.Thread(target=self._watch, args=(meet, list(self.refs)),
+                                         name="sweeps-peer-watch", daemon=True)
+        self._watcher.start()
+
+    def _watch(self, meet: Rendezvous, refs: list[Any]) -> None:
+        """While the attempt runs: when a peer's loop raised or its process died, end the
+        attempt and kill every peer. Rank 0 may be inside a gloo collective with that peer,
+        which no store key reaches and which a raising rank does not release (its process
+        group lives on in the loop's traceback); closed sockets end it at once, as Ray Train
+        ends a failed run by killing its worker group. The peers are replaced at the next
+        attempt."""
         import ray
 
+        pending = list(refs)
+        while pending and self._watching.is_set():
+            done, pending = ray.wait(pending, num_returns=1, timeout=0.2)
+            for ref in done:
+                kind, text = self._outcome(refs.index(ref) + 1, ref)
+                if kind in ("raised", "died") and self._watching.is_set():
+                    self.failed = text
+                    meet.abort(text)
+                    self.replace()
+                    return
+
+    def alive(self) -> None:
+        """While rank 0 waits on its peers: raise ``PeerFailed`` when a peer failed, and
+        ``ReportMismatch`` when a peer's loop returned (it reported fewer times than rank 0)."""
+        import ray
+
+        if self.failed is not None:
+            raise PeerFailed(self.failed)
         done, _ = ray.wait(self.refs, num_returns=1, timeout=0)
         if done:
-            raise PeerFailed(self._outcome(self.refs.index(done[0]) + 1, done[0])[1])
+            kind, text = self._outcome(self.refs.index(done[0]) + 1, done[0])
+            if kind == "returned":
+                raise ReportMismatch(
+                    f"{text} while rank 0 waits for it at a ray.train.report: every rank "
+                    "must call ray.train.report as often as rank 0 (Ray Train's rule)")
+            raise PeerFailed(text)
 
     @staticmethod
     def _outcome(rank: int, ref: Any) -> tuple[str, str]:
+        """(returned | stopped | ended | raised | died, a sentence) of a peer's finished run."""
         import ray
 
         try:
             kind = ray.get(ref)
             return kind, f"rank {rank} ended its loop ({kind})"
-        except ray.exceptions.RayActorError as exc:
-            return "died", f"rank {rank}'s process died: {str(exc).splitlines()[0]}"
         except ray.exceptions.RayTaskError as exc:
             cause = exc.cause if getattr(exc, "cause", None) is not None else exc
             return "raised", f"rank {rank} raised {type(cause).__name__}: {cause}"
+        except ray.exceptions.RayError as exc:  # the actor died (or could not run it)
+            return "died", f"rank {rank}'s process died: {str(exc).splitlines()[0]}"
 
-    def finish(self) -> list[tuple[str, str]]:
-        """Wait for every peer to end the attempt (rank 0 has ended its own); what each did,
-        as (returned | stopped | ended | raised | died | late, a sentence). A peer that does not
-        end within ``FINISH_TIMEOUT_S`` is killed (and replaced at the next ``ensure``)."""
+    def finish(self, returned: bool) -> list[tuple[str, str]]:
+        """Wait for every peer to end the attempt (rank 0 has ended its own) and stop the
+        watch; what each did, as (returned | stopped | ended | raised | died | late, a
+        sentence). After rank 0's loop returned, a peer may still work on its own (waits can
+        no longer block it) for up to the process group's timeout, as a Train run waits for
+        every worker; after rank 0 stopped or raised, a peer still running after
+        ``STOP_GRACE_S`` is blocked in a collective with rank 0 and is killed (and replaced
+        at the next attempt)."""
         import ray
+
+        from sweeps.execution.rendezvous import STORE_TIMEOUT
 
         if not self.refs:
             return []
-        _, late = ray.wait(self.refs, num_returns=len(self.refs), timeout=FINISH_TIMEOUT_S)
+        wait_s = STORE_TIMEOUT.total_seconds() if returned else STOP_GRACE_S
+        _, late = ray.wait(self.refs, num_returns=len(self.refs), timeout=wait_s)
+        self._watching.clear()
+        self._watcher.join()
         outcomes = []
         for rank, ref in enumerate(self.refs, start=1):
             if ref in late:
-                outcomes.append(("late", f"rank {rank} did not end within "
-                                         f"{FINISH_TIMEOUT_S:g} s; its process is replaced"))
+                outcomes.append(("late", f"rank {rank} was still in its loop {wait_s:g} s "
+                                         "after rank 0 ended it; its process is replaced"))
                 ray.kill(self.peers[rank - 1], no_restart=True)
             else:
                 outcomes.append(self._outcome(rank, ref))
         self.refs = []
         return outcomes
+
+    def replace(self) -> None:
+        """End every peer now; the next ``ensure`` starts new ones."""
+        import ray
+
+        for peer in self.peers:
+            if peer is not None:
+                ray.kill(peer, no_restart=True)
 
     def rank_zero_store(self) -> Any:
         """Rank 0's store (``sweeps.execution.rendezvous``), opened once per process."""

@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["TrialStopped", "PeerFailed", "Rendezvous", "WorldSpec", "open_store",
+__all__ = ["TrialStopped", "PeerFailed", "ReportMismatch", "Rendezvous", "WorldSpec", "open_store",
            "joined_world", "STOPPED"]
 
 STOPPED = "stopped"  # the abort reason when Tune stopped the trial (ASHA, the budget)
@@ -41,6 +41,11 @@ class TrialStopped(BaseException):
 
 class PeerFailed(RuntimeError):
     """Another rank of the attempt failed (its loop raised, or its process died)."""
+
+
+class ReportMismatch(PeerFailed):
+    """A rank's loop returned while rank 0 waits for it at a report: the ranks report a
+    different number of times, the same again on a restart (so the trial is not restarted)."""
 
 
 @dataclass(frozen=True)
@@ -104,7 +109,7 @@ class Rendezvous:
         pause = 0.001
         while not self.store.check([key]):
             reason = self.aborted()
-            if reason is not None:
+            if reason is not None and not self.store.check([key]):  # set just before: taken
                 raise TrialStopped() if reason == STOPPED else PeerFailed(reason)
             if self.alive is not None:
                 self.alive()

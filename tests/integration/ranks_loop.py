@@ -2,9 +2,11 @@
 ``prepare_model``, a ``DistributedSampler`` via ``prepare_data_loader``, every rank reporting
 with its own part of the checkpoint, ``ray.train.collective`` and ``get_checkpoint`` to resume.
 
-``config["fault"]``: ``raise`` makes rank 1 raise once per trial at epoch 2 (before its report),
-``kill`` makes rank 1's process kill itself there (as the OOM killer would); ``marker_dir``
-remembers that it happened, so the restarted attempt goes on.
+``config["fault"]``: ``raise`` makes rank 1 raise once per trial at epoch 2 (before its report,
+rank 0 waiting at its own report), ``step`` makes it raise in epoch 2's first step (rank 0 then
+waits in DDP's gradient all-reduce), ``kill`` makes rank 1's process kill itself at epoch 2
+(as the OOM killer would); ``marker_dir`` remembers that it happened, so the restarted attempt
+goes on. ``uneven``: rank 0 reports once more than rank 1 at the end (a loop bug).
 """
 
 from __future__ import annotations
@@ -48,15 +50,20 @@ def train_ranks(config: dict[str, Any]) -> None:
         if isinstance(loader.sampler, DistributedSampler):
             loader.sampler.set_epoch(epoch)
         total = torch.zeros(2)
+        marker = Path(config["marker_dir"]) / f"{ctx.get_experiment_name()}.{config['fault']}"
         for xb, yb in loader:
+            if (rank == 1 and epoch == 2 and config["fault"] == "step"
+                    and not marker.exists()):
+                marker.write_text("done")
+                raise RuntimeError("rank 1 fails once, mid-step")
             loss = nn.functional.mse_loss(model(xb), yb)
             opt.zero_grad()
             loss.backward()
             opt.step()
             total += torch.tensor([loss.item() * len(xb), len(xb)])
         dist.all_reduce(total)
-        marker = Path(config["marker_dir"]) / f"{ctx.get_experiment_name()}.{config['fault']}"
-        if rank == 1 and epoch == 2 and config["fault"] != "none" and not marker.exists():
+        if (rank == 1 and epoch == 2 and config["fault"] in ("raise", "kill")
+                and not marker.exists()):
             marker.write_text("done")
             if config["fault"] == "kill":
                 os.kill(os.getpid(), signal.SIGKILL)
@@ -72,3 +79,5 @@ def train_ranks(config: dict[str, Any]) -> None:
                               "sampler": isinstance(loader.sampler, DistributedSampler),
                               "shared_ok": shared == f"lr={config['lr']}"},
                              checkpoint=ray.train.Checkpoint.from_directory(tmp))
+    if rank == 0 and config["fault"] == "uneven":
+        ray.train.report({"loss": 0.0, "epoch": int(config["epochs"]) + 1})
