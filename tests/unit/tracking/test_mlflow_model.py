@@ -1,0 +1,137 @@
+"""The best model's code in MLflow: the package's Python sources, never its venv or data."""
+
+from __future__ import annotations
+
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from sweeps.tracking.mlflow_model import model_code
+
+LOADER = textwrap.dedent("""
+    import torch
+
+    from {pkg}.nets.tiny import Tiny
+
+
+    def load(checkpoint_dir):
+        model = Tiny()
+        model.load_state_dict(torch.load(checkpoint_dir + "/weights.pt"))
+        return model
+""")
+NET = textwrap.dedent("""
+    import torch
+
+
+    class Tiny(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = torch.nn.Linear(3, 2)
+
+        def forward(self, x):
+            return self.fc(x)
+""")
+
+
+def _project(root: Path, pkg: str, init: bool = True) -> Path:
+    """A user's project package beside a venv, data, checkpoints and caches."""
+    package = root / pkg
+    (package / "nets").mkdir(parents=True)
+    if init:
+        (package / "__init__.py").write_text("")
+    (package / "loaders.py").write_text(LOADER.format(pkg=pkg))
+    (package / "nets" / "tiny.py").write_text(NET)
+    (package / "data").mkdir()
+    (package / "data" / "train.csv").write_text("x,y\n" * 1000)
+    (package / "data" / "prep.py").write_text("X = 1\n")
+    for venv in (package / ".venv", package / "env"):  # a hidden one and a plain one
+        (venv / "lib" / "site-packages" / "dep").mkdir(parents=True)
+        (venv / "pyvenv.cfg").write_text("home = /usr/bin\n")
+        (venv / "lib" / "site-packages" / "dep" / "__init__.py").write_text("")
+    (package / ".git").mkdir()
+    (package / ".git" / "hook.py").write_text("")
+    (package / "__pycache__").mkdir()
+    (package / "__pycache__" / "loaders.cpython-311.pyc").write_bytes(b"\0")
+    (package / "runs" / "ckpt").mkdir(parents=True)
+    (package / "runs" / "ckpt" / "model.pt").write_bytes(b"\0" * 4096)
+    return package
+
+
+def _tree(path: Path) -> list[str]:
+    return sorted(p.relative_to(path).as_posix() for p in path.rglob("*") if p.is_file())
+
+
+@pytest.fixture
+def project(tmp_path, monkeypatch):
+    monkeypatch.syspath_prepend(str(tmp_path))
+    yield tmp_path
+    for name in [m for m in sys.modules if m.split(".")[0] in ("userproj", "nsproj")]:
+        del sys.modules[name]
+
+
+def test_a_package_ships_its_python_sources_only(project) -> None:
+    package = _project(project, "userproj")
+    with model_code("userproj.loaders:load") as code:
+        assert Path(code).name == "userproj" and Path(code) != package
+        assert _tree(Path(code)) == ["__init__.py", "data/prep.py", "loaders.py",
+                                     "nets/tiny.py"]
+    assert not Path(code).exists()  # a temporary copy, gone after the log
+    assert (package / "data" / "train.csv").exists()  # the project itself is untouched
+
+
+def test_a_namespace_package_ships_its_folder_not_the_working_directory(project) -> None:
+    _project(project, "nsproj", init=False)
+    with model_code("nsproj.loaders:load") as code:
+        assert _tree(Path(code)) == ["data/prep.py", "loaders.py", "nets/tiny.py"]
+
+
+def test_a_top_level_module_ships_as_itself(project) -> None:
+    (project / "solo_loader.py").write_text("def load(path):\n    return None\n")
+    with model_code("solo_loader:load") as code:
+        assert code == str((project / "solo_loader.py").resolve())
+    del sys.modules["solo_loader"]
+
+
+def test_the_logged_model_holds_the_sources_and_loads_in_a_new_process(project) -> None:
+    """End to end against a real SQLite store: the registered model's ``code/`` is the
+    package's sources, and a fresh interpreter without the project on its path loads it."""
+    import subprocess
+
+    import mlflow
+    import torch
+
+    from sweeps.tracking.mlflow_sink import MLflowSink
+
+    _project(project, "userproj")
+    store = project / "store"
+    store.mkdir()
+    uri = f"sqlite:///{store / 'mlflow.db'}"
+    sink = MLflowSink(uri, "unit", store, model_name="tiny",
+                      model_loader="userproj.loaders:load")
+    sink.apply({"op": "sweep_start", "sweep_name": "sw", "sweep_uid": "u1", "params": {},
+                "config_yaml": "", "search_space": {}, "tags": {}, "ts": 1})
+    sink.apply({"op": "trial_start", "trial": "t1", "params": {}, "ts": 2})
+    checkpoint = project / "ckpt"
+    checkpoint.mkdir()
+    from userproj.nets.tiny import Tiny
+
+    torch.save(Tiny().state_dict(), checkpoint / "weights.pt")
+    sink.apply({"op": "sweep_end", "summary_csv": None, "status": "FINISHED", "tags": {},
+                "ts": 4, "best": {"trial_id": "t1", "metric": "acc", "value": 0.9,
+                                  "epoch": 3, "checkpoint": str(checkpoint),
+                                  "model_form": "loader"}})
+    assert "model_error" not in str(sink.client.get_run(sink.parent_run_id).data.tags)
+    mlflow.set_tracking_uri(uri)
+    local = Path(mlflow.artifacts.download_artifacts("models:/tiny/1", dst_path=str(project
+                                                                                   / "dl")))
+    assert _tree(local / "code") == ["userproj/__init__.py", "userproj/data/prep.py",
+                                     "userproj/loaders.py", "userproj/nets/tiny.py"]
+    script = (f"import mlflow.pytorch, torch; mlflow.set_tracking_uri({uri!r}); "
+              "m = mlflow.pytorch.load_model('models:/tiny/1'); "
+              "print(type(m).__module__, tuple(m(torch.zeros(1, 3)).shape))")
+    out = subprocess.run([sys.executable, "-c", script], cwd=store, capture_output=True,
+                         text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split()[-3:] == ["userproj.nets.tiny", "(1,", "2)"]
