@@ -190,6 +190,10 @@ def _probes() -> dict[str, Callable[[], None]]:
             "ray.tune.execution.tune_controller:TuneController", "_storage"),
         "TuneController.save_to_dir": _attrs(
             "ray.tune.execution.tune_controller:TuneController", "save_to_dir"),
+        "Tune's state file written with json.dump": _source_mentions(
+            "ray.tune.execution.tune_controller:TuneController.save_to_dir", "json.dump("),
+        "Tune trial's staging folder name": _source_mentions(
+            "ray.tune.experiment:Trial", "self.storage.trial_dir_name = "),
         "Tune's storage context paths": _attrs(
             "ray.train._internal.storage:StorageContext", "experiment_driver_staging_path",
             "experiment_fs_path"),
@@ -216,11 +220,12 @@ def _probes() -> dict[str, Callable[[], None]]:
 
 # Internals whose adapter function has a fallback: a Ray without them runs, degraded, with a
 # warning (the hand-over wait, the two left-out callbacks, the group recorded at creation, the
-# trial limit following a cluster's size, trial drivers on the head node).
+# trial limit following a cluster's size, trial drivers on the head node, the faster state save).
 SOFT = frozenset({"trial session queues", "Train's cleaner callback",
                   "Train's datasets callback", "worker group creates its placement group",
                   "raylet notices printed by the driver", "resizable random search",
-                  "resizable ConcurrencyLimiter", "the head node's resource"})
+                  "resizable ConcurrencyLimiter", "the head node's resource",
+                  "Tune's state file written with json.dump", "Tune trial's staging folder name"})
 
 
 @functools.cache

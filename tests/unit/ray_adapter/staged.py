@@ -1,6 +1,7 @@
 """A Tune controller's state-save surface on real directories, for the scheduler and adapter
 tests: ``save_to_dir`` writes into a staging dir as Tune's does (state files at the top, a
-trial's result file below, touched only when its content changes), and ``_storage`` has a
+trial's result file below, touched only when its content changes; ``get_trials`` for the
+trials' status), and ``_storage`` has a
 real pyarrow filesystem and Tune's real background syncer, so
 ``sweeps._ray.tune.save_experiment_state`` runs unchanged on it."""
 
@@ -35,6 +36,10 @@ class StagedController:
     def __init__(self, root: Path) -> None:
         self._storage = Storage(root)
         self._tune_controller = self  # as Tune's TrialRunnerWrapper holds the controller
+        self.trials: list[Any] = []
+
+    def get_trials(self) -> list[Any]:
+        return self.trials
 
     results = "{}\n"  # trial_a's result file, rewritten only when this changes (as Tune appends)
 
