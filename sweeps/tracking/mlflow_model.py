@@ -5,9 +5,9 @@
 
 Used by ``sweeps.tracking.mlflow_sink`` at the sweep's end, for a ``TrialSession`` checkpoint
 or one an ``experiment.model_loader`` rebuilds (``sweeps.execution.checkpoint.build_model``).
-The model's code travels with it (``code_paths``: the Python sources of the package that holds
-the model's factory, ``model_code``), its requirements are pinned to what is installed, and
-MLflow's notes meant for people calling it by hand stay quiet.
+The model's code travels with it (``code_paths``: the package that holds the model's factory,
+without venvs, hidden folders and caches, ``model_code``), its requirements are pinned to what
+is installed, and MLflow's notes meant for people calling it by hand stay quiet.
 """
 
 from __future__ import annotations
@@ -17,7 +17,6 @@ import importlib
 import inspect
 import io
 import logging
-import os
 import shutil
 import tempfile
 from collections.abc import Iterable, Iterator
@@ -27,7 +26,9 @@ from typing import Any
 from sweeps.tracking.setup import using_tracking_uri
 
 __all__ = ["log_pytorch_model", "model_code", "model_in_runs_experiment", "quiet_model_logging",
-           "pinned"]
+           "pinned", "LARGE_CODE_MB"]
+
+log = logging.getLogger(__name__)
 
 
 def log_pytorch_model(uri: str, run_id: str, best: dict[str, Any], model_loader: str | None,
@@ -59,46 +60,61 @@ def log_pytorch_model(uri: str, run_id: str, best: dict[str, Any], model_loader:
 @contextlib.contextmanager
 def model_code(ref: str) -> Iterator[str]:
     """The path ``log_model(code_paths=[...])`` gets for the model whose factory is ``ref``
-    (``pkg.module:fn``): a top-level module's file as it is, or a temporary copy of the top-level
-    package's Python sources (``*.py``), without hidden folders (``.venv``, ``.git``), virtual
-    environments (a ``pyvenv.cfg``), ``site-packages`` and ``__pycache__``. MLflow copies a code
-    path's whole tree twice per logged model: a project package that also holds a venv, data or
-    checkpoints cost seconds at every sweep's end and filled the artifact store with them (a
-    37 MB venv inside ``bench/``: 5,106 files copied, 4.7 s).
+    (``pkg.module:fn``): a top-level module's file as it is, or a temporary copy of the
+    top-level package named as it is imported, without what is not the package: hidden
+    entries (``.venv``, ``.git``), virtual environments (a folder holding ``pyvenv.cfg``),
+    ``site-packages``, ``node_modules``, ``__pycache__`` and ``*.pyc``. Everything else is kept
+    (data files a module reads at import, compiled extensions): MLflow puts ``code/`` first on
+    ``sys.path`` when it loads the model, so a package missing a file there breaks the load even
+    where the package is installed. MLflow copies a code path's whole tree twice per logged
+    model, so a venv inside the package cost seconds at every sweep's end (a 37 MB one inside
+    ``bench/``: 5,106 files, 4.7 s) and filled the artifact store; a package over
+    ``LARGE_CODE_MB`` is logged with a warning that names it.
 
     Example:
         >>> with model_code("trainables.digits:build_model") as code:  # doctest: +SKIP
         ...     sorted(p.name for p in Path(code).iterdir())
         ['__init__.py', 'digits.py', ...]
     """
-    module = importlib.import_module(ref.split(":", 1)[0].split(".", 1)[0])
-    if getattr(module, "__file__", None) and Path(module.__file__).name != "__init__.py":
-        yield str(Path(module.__file__).resolve())
+    module_name = ref.split(":", 1)[0]
+    package_name = module_name.split(".", 1)[0]
+    package = importlib.import_module(package_name)
+    if getattr(package, "__file__", None) and Path(package.__file__).name != "__init__.py":
+        yield str(Path(package.__file__).resolve())
         return
-    # A regular package's folder, or a namespace package's first one (it has no __file__).
-    origin = (Path(module.__file__).parent if getattr(module, "__file__", None)
-              else Path(next(iter(module.__path__)))).resolve()
+    origin = _package_dir(package, importlib.import_module(module_name))
     with tempfile.TemporaryDirectory(prefix="sweeps-model-code-") as tmp:
-        _copy_sources(origin, Path(tmp) / origin.name)
-        yield str(Path(tmp) / origin.name)
+        dest = Path(tmp) / package_name  # imported by this name, whatever the folder's is
+        shutil.copytree(origin, dest, ignore=_not_the_package)
+        size = sum(f.stat().st_size for f in dest.rglob("*") if f.is_file())
+        if size > LARGE_CODE_MB * 2**20:
+            log.warning("the best model's code, package %s (%s), is %.0f MB, logged with the "
+                        "model: keep data and checkpoints outside the package", package_name,
+                        origin, size / 2**20)
+        yield str(dest)
 
 
+LARGE_CODE_MB = 50
 _SKIPPED_DIRS = frozenset({"__pycache__", "site-packages", "node_modules"})
 
 
-def _copy_sources(src: Path, dest: Path) -> int:
-    """Copy ``src``'s ``*.py`` files to ``dest`` (same layout), leaving out the folders
-    ``model_code`` names; return how many were copied."""
-    copied = 0
-    for root, dirs, names in os.walk(src):
-        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in _SKIPPED_DIRS
-                         and not (Path(root) / d / "pyvenv.cfg").exists())
-        out = dest / Path(root).relative_to(src)
-        for name in sorted(n for n in names if n.endswith(".py")):
-            out.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(Path(root) / name, out / name)
-            copied += 1
-    return copied
+def _package_dir(package: Any, module: Any) -> Path:
+    """The folder of ``package`` that holds ``module``: a regular package's one folder, or the
+    portion of a namespace package (no ``__file__``, several folders) the module is in."""
+    if getattr(package, "__file__", None):
+        return Path(package.__file__).parent
+    portions = [Path(p) for p in package.__path__]
+    where = Path(getattr(module, "__file__", None) or "").resolve()
+    for portion in portions:
+        if where.is_relative_to(portion.resolve()):
+            return portion
+    return portions[0]
+
+
+def _not_the_package(folder: str, names: list[str]) -> set[str]:
+    """``shutil.copytree``'s ignore: the entries of ``folder`` that ``model_code`` leaves out."""
+    return {n for n in names if n.startswith(".") or n in _SKIPPED_DIRS or n.endswith(".pyc")
+            or (Path(folder) / n / "pyvenv.cfg").exists()}
 
 
 def model_in_runs_experiment(uri: str, run_id: str, name: str = "model") -> str:

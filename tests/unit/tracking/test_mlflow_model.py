@@ -1,13 +1,15 @@
-"""The best model's code in MLflow: the package's Python sources, never its venv or data."""
+"""The best model's code in MLflow: the package as it is imported, never its venvs or caches."""
 
 from __future__ import annotations
 
+import logging
 import sys
 import textwrap
 from pathlib import Path
 
 import pytest
 
+from sweeps.tracking import mlflow_model
 from sweeps.tracking.mlflow_model import model_code
 
 LOADER = textwrap.dedent("""
@@ -22,7 +24,12 @@ LOADER = textwrap.dedent("""
         return model
 """)
 NET = textwrap.dedent("""
+    import json
+    from pathlib import Path
+
     import torch
+
+    CLASSES = json.loads((Path(__file__).parent / "classes.json").read_text())  # at import
 
 
     class Tiny(torch.nn.Module):
@@ -43,6 +50,7 @@ def _project(root: Path, pkg: str, init: bool = True) -> Path:
         (package / "__init__.py").write_text("")
     (package / "loaders.py").write_text(LOADER.format(pkg=pkg))
     (package / "nets" / "tiny.py").write_text(NET)
+    (package / "nets" / "classes.json").write_text('["no", "yes"]')
     (package / "data").mkdir()
     (package / "data" / "train.csv").write_text("x,y\n" * 1000)
     (package / "data" / "prep.py").write_text("X = 1\n")
@@ -67,24 +75,56 @@ def _tree(path: Path) -> list[str]:
 def project(tmp_path, monkeypatch):
     monkeypatch.syspath_prepend(str(tmp_path))
     yield tmp_path
-    for name in [m for m in sys.modules if m.split(".")[0] in ("userproj", "nsproj")]:
+    for name in [m for m in sys.modules if m.split(".")[0] in ("userproj", "nsproj", "lib_folder")]:
         del sys.modules[name]
 
 
-def test_a_package_ships_its_python_sources_only(project) -> None:
+def test_a_package_ships_without_its_venvs_hidden_folders_and_caches(project) -> None:
     package = _project(project, "userproj")
     with model_code("userproj.loaders:load") as code:
         assert Path(code).name == "userproj" and Path(code) != package
-        assert _tree(Path(code)) == ["__init__.py", "data/prep.py", "loaders.py",
-                                     "nets/tiny.py"]
+        assert _tree(Path(code)) == PACKAGE_FILES
     assert not Path(code).exists()  # a temporary copy, gone after the log
-    assert (package / "data" / "train.csv").exists()  # the project itself is untouched
+    assert (package / ".venv" / "pyvenv.cfg").exists()  # the project itself is untouched
 
 
-def test_a_namespace_package_ships_its_folder_not_the_working_directory(project) -> None:
-    _project(project, "nsproj", init=False)
-    with model_code("nsproj.loaders:load") as code:
-        assert _tree(Path(code)) == ["data/prep.py", "loaders.py", "nets/tiny.py"]
+PACKAGE_FILES = ["__init__.py", "data/prep.py", "data/train.csv", "loaders.py",
+                 "nets/classes.json", "nets/tiny.py", "runs/ckpt/model.pt"]
+
+
+def test_a_namespace_package_ships_the_portion_that_holds_the_factory(project) -> None:
+    """Not the working directory (a namespace package has no ``__file__``), and not another
+    portion of the same namespace."""
+    other = project / "elsewhere"
+    (other / "nsproj").mkdir(parents=True)
+    (other / "nsproj" / "unrelated.py").write_text("")
+    sys.path.insert(0, str(other))  # the other portion comes first on the path
+    try:
+        _project(project, "nsproj", init=False)
+        with model_code("nsproj.loaders:load") as code:
+            assert _tree(Path(code)) == [f for f in PACKAGE_FILES if f != "__init__.py"]
+    finally:
+        sys.path.remove(str(other))
+
+
+def test_a_package_folder_under_another_name_ships_as_it_is_imported(project) -> None:
+    """A symlinked (or differently named) folder: the copy is named as the code imports it."""
+    real = _project(project / "src", "lib_folder")
+    (real / "loaders.py").write_text(LOADER.format(pkg="userproj"))
+    (project / "userproj").symlink_to(real, target_is_directory=True)
+    with model_code("userproj.loaders:load") as code:
+        assert Path(code).name == "userproj"
+        assert _tree(Path(code)) == PACKAGE_FILES
+
+
+def test_a_large_package_is_logged_with_a_warning_naming_it(project, monkeypatch,
+                                                            caplog) -> None:
+    _project(project, "userproj")
+    monkeypatch.setattr(mlflow_model, "LARGE_CODE_MB", 0.001)
+    with caplog.at_level(logging.WARNING, logger="sweeps.tracking.mlflow_model"), \
+            model_code("userproj.loaders:load") as code:
+        assert _tree(Path(code)) == PACKAGE_FILES  # still whole: a warning, not a cut
+    assert "package userproj" in caplog.text and "outside the package" in caplog.text
 
 
 def test_a_top_level_module_ships_as_itself(project) -> None:
@@ -96,7 +136,8 @@ def test_a_top_level_module_ships_as_itself(project) -> None:
 
 def test_the_logged_model_holds_the_sources_and_loads_in_a_new_process(project) -> None:
     """End to end against a real SQLite store: the registered model's ``code/`` is the
-    package's sources, and a fresh interpreter without the project on its path loads it."""
+    package without its venvs, and a fresh interpreter without the project on its path loads
+    it (its module reads a data file beside it at import)."""
     import subprocess
 
     import mlflow
@@ -126,8 +167,7 @@ def test_the_logged_model_holds_the_sources_and_loads_in_a_new_process(project) 
     mlflow.set_tracking_uri(uri)
     local = Path(mlflow.artifacts.download_artifacts("models:/tiny/1", dst_path=str(project
                                                                                    / "dl")))
-    assert _tree(local / "code") == ["userproj/__init__.py", "userproj/data/prep.py",
-                                     "userproj/loaders.py", "userproj/nets/tiny.py"]
+    assert _tree(local / "code") == [f"userproj/{f}" for f in PACKAGE_FILES]
     script = (f"import mlflow.pytorch, torch; mlflow.set_tracking_uri({uri!r}); "
               "m = mlflow.pytorch.load_model('models:/tiny/1'); "
               "print(type(m).__module__, tuple(m(torch.zeros(1, 3)).shape))")
