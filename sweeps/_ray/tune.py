@@ -122,7 +122,8 @@ def save_experiment_state(tune_controller: Any) -> None:
     uploaded = _UPLOADED.setdefault(staging, {})
     ended = _ended_trial_dirs(controller)
     settled = _SETTLED.setdefault(staging, set())
-    settled &= ended  # a trial that runs again (a retry, a resume) is looked at again
+    settled &= ended  # defensive: a trial seen running again is walked again (Tune retries
+    # a trial without passing through ERROR, and a resume is a new process)
     changed = []
     for root, dirs, names in os.walk(staging):
         if root == staging:

@@ -95,10 +95,11 @@ def _matcher(base: Path, patterns: list[str]) -> Callable[[Path], bool]:
     return lambda p: spec.match_file(str(p.relative_to(base)))
 
 
-def package_size(root: Path, excludes: list[str], gitignore: bool = True) -> PackageSize:
+def package_size(root: Path, excludes: list[str], gitignore: bool = True,
+                 skip: Callable[[Path], bool] | None = None) -> PackageSize:
     """Walk ``root`` as Ray's ``_dir_travel`` does when it zips it: ``excludes`` relative to
     ``root``, every ``.rayignore`` (and ``.gitignore`` unless ``gitignore`` is false) relative
-    to its own directory; an excluded directory is not entered.
+    to its own directory; an excluded directory is not entered, nor one ``skip`` names.
 
     Example:
         >>> package_size(Path("."), ["outputs/"]).total  # doctest: +SKIP
@@ -117,7 +118,7 @@ def package_size(root: Path, excludes: list[str], gitignore: bool = True) -> Pac
             ignore_files = [".gitignore", ".rayignore"] if gitignore else [".rayignore"]
             matchers = matchers + [_matcher(path, (path / f).read_text().splitlines())
                                    for f in ignore_files if (path / f).is_file()]
-        if path != root and any(m(path) for m in matchers):
+        if path != root and (any(m(path) for m in matchers) or (skip and skip(path))):
             return
         rel = path.relative_to(root).as_posix()
         if path.is_dir():

@@ -26,7 +26,7 @@ from typing import Any
 from sweeps.tracking.setup import using_tracking_uri
 
 __all__ = ["log_pytorch_model", "model_code", "model_in_runs_experiment", "quiet_model_logging",
-           "pinned", "LARGE_CODE_MB"]
+           "pinned", "LARGE_CODE_MB", "NOT_MODEL_CODE"]
 
 log = logging.getLogger(__name__)
 
@@ -61,21 +61,24 @@ def log_pytorch_model(uri: str, run_id: str, best: dict[str, Any], model_loader:
 def model_code(ref: str) -> Iterator[str]:
     """The path ``log_model(code_paths=[...])`` gets for the model whose factory is ``ref``
     (``pkg.module:fn``): a top-level module's file as it is, or a temporary copy of the
-    top-level package named as it is imported, without what is not the package: hidden
-    entries (``.venv``, ``.git``), virtual environments (a folder holding ``pyvenv.cfg``),
-    ``site-packages``, ``node_modules``, ``__pycache__`` and ``*.pyc``. Everything else is kept
-    (data files a module reads at import, compiled extensions): MLflow puts ``code/`` first on
-    ``sys.path`` when it loads the model, so a package missing a file there breaks the load even
-    where the package is installed. MLflow copies a code path's whole tree twice per logged
-    model, so a venv inside the package cost seconds at every sweep's end (a 37 MB one inside
-    ``bench/``: 5,106 files, 4.7 s) and filled the artifact store; a package over
-    ``LARGE_CODE_MB`` is logged with a warning that names it.
+    top-level package named as it is imported, holding what code shipping would send a
+    cluster (``sweeps.execution.code_shipping``: its ``DEFAULT_EXCLUDES`` and ``.rayignore``
+    files) less hidden entries, virtual environments (a folder holding ``pyvenv.cfg``),
+    ``site-packages``, ``node_modules`` and ``*.pyc``. Everything else is kept (data files a
+    module reads at import, compiled extensions): MLflow puts ``code/`` first on ``sys.path``
+    when it loads the model, so a package missing a file there breaks the load even where the
+    package is installed. MLflow copies a code path's whole tree twice per logged model, so a
+    venv inside the package cost seconds at every sweep's end (a 37 MB one inside ``bench/``:
+    5,106 files, 4.7 s) and filled the artifact store; a package over ``LARGE_CODE_MB`` is
+    logged with a warning that names it.
 
     Example:
         >>> with model_code("trainables.digits:build_model") as code:  # doctest: +SKIP
         ...     sorted(p.name for p in Path(code).iterdir())
         ['__init__.py', 'digits.py', ...]
     """
+    from sweeps.execution.code_shipping import DEFAULT_EXCLUDES, package_size
+
     module_name = ref.split(":", 1)[0]
     package_name = module_name.split(".", 1)[0]
     package = importlib.import_module(package_name)
@@ -83,19 +86,25 @@ def model_code(ref: str) -> Iterator[str]:
         yield str(Path(package.__file__).resolve())
         return
     origin = _package_dir(package, importlib.import_module(module_name))
+    kept = package_size(origin, [*DEFAULT_EXCLUDES, *NOT_MODEL_CODE], gitignore=False,
+                        skip=lambda path: (path / "pyvenv.cfg").is_file())
+    size = sum(kept.files.values())
+    if size > LARGE_CODE_MB * 2**20:
+        log.warning("the best model's code, package %s (%s), is %.0f MB, logged with the model: "
+                    "keep data and checkpoints outside the package", package_name, origin,
+                    size / 2**20)
     with tempfile.TemporaryDirectory(prefix="sweeps-model-code-") as tmp:
         dest = Path(tmp) / package_name  # imported by this name, whatever the folder's is
-        shutil.copytree(origin, dest, ignore=_not_the_package)
-        size = sum(f.stat().st_size for f in dest.rglob("*") if f.is_file())
-        if size > LARGE_CODE_MB * 2**20:
-            log.warning("the best model's code, package %s (%s), is %.0f MB, logged with the "
-                        "model: keep data and checkpoints outside the package", package_name,
-                        origin, size / 2**20)
+        dest.mkdir()
+        for rel in kept.files:
+            (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(origin / rel, dest / rel)
         yield str(dest)
 
 
 LARGE_CODE_MB = 50
-_SKIPPED_DIRS = frozenset({"__pycache__", "site-packages", "node_modules"})
+# Left out of a model's code besides what code shipping leaves out (gitwildmatch patterns).
+NOT_MODEL_CODE = (".*", "site-packages/", "node_modules/", "*.pyc")
 
 
 def _package_dir(package: Any, module: Any) -> Path:
@@ -109,12 +118,6 @@ def _package_dir(package: Any, module: Any) -> Path:
         if where.is_relative_to(portion.resolve()):
             return portion
     return portions[0]
-
-
-def _not_the_package(folder: str, names: list[str]) -> set[str]:
-    """``shutil.copytree``'s ignore: the entries of ``folder`` that ``model_code`` leaves out."""
-    return {n for n in names if n.startswith(".") or n in _SKIPPED_DIRS or n.endswith(".pyc")
-            or (Path(folder) / n / "pyvenv.cfg").exists()}
 
 
 def model_in_runs_experiment(uri: str, run_id: str, name: str = "model") -> str:

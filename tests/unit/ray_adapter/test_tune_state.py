@@ -55,7 +55,7 @@ def test_a_failed_sync_of_tunes_own_does_not_stop_the_save(tmp_path, caplog) -> 
 
 def test_an_ended_trials_files_are_uploaded_once_after_its_end_then_left_alone(tmp_path) -> None:
     """The walk over every trial's files grew with the sweep; a trial that ended before an
-    earlier save is skipped, and looked at again if it runs again."""
+    earlier save is skipped, and looked at again if it is ever seen running again."""
     controller = _Counter(tmp_path)
     trial = SimpleNamespace(status="RUNNING", storage=SimpleNamespace(trial_dir_name="trial_a"))
     controller.trials = [trial]
@@ -70,7 +70,7 @@ def test_an_ended_trials_files_are_uploaded_once_after_its_end_then_left_alone(t
     trial.status = "TERMINATED"
     assert save("1\n2\n") == "1\n2\n"  # its last report, written as it ended: uploaded
     assert save("1\n2\n3\n") == "1\n2\n"  # settled: not walked again
-    trial.status = "PENDING"  # a retry: it runs again
+    trial.status = "PENDING"  # seen running again (defensive: Tune does not do this today)
     assert save("1\n2\n3\n4\n") == "1\n2\n3\n4\n"
     trial.status = "ERROR"
     assert save("5\n") == "5\n"

@@ -64,6 +64,11 @@ def _project(root: Path, pkg: str, init: bool = True) -> Path:
     (package / "__pycache__" / "loaders.cpython-311.pyc").write_bytes(b"\0")
     (package / "runs" / "ckpt").mkdir(parents=True)
     (package / "runs" / "ckpt" / "model.pt").write_bytes(b"\0" * 4096)
+    # What code shipping never sends a cluster: its default excludes and a .rayignore.
+    for left_out in ("outputs/sweep/state.json", "mlruns/0/meta.yaml", "scratch/notes.py"):
+        (package / left_out).parent.mkdir(parents=True, exist_ok=True)
+        (package / left_out).write_text("")
+    (package / ".rayignore").write_text("scratch/\n")
     return package
 
 
