@@ -151,19 +151,49 @@ def test_an_ended_trial_is_flagged_and_its_group_released(fake: FakeRay, event: 
     fake.store["pg/s/t1"] = "g2"
     assert _until(lambda: fake.groups["g2"] == "REMOVED")
     reaper.join(timeout=1.0)
-    assert not any(t.is_alive() for t in reaper._threads)
+    assert reaper._thread is not None and not reaper._thread.is_alive()
 
 
 def test_the_watcher_gives_up_after_watch_s(fake: FakeRay) -> None:
     reaper = PlacementGroupReaper("s", watch_s=0.05, poll_s=0.01)
     reaper.on_trial_complete(0, [], _trial("t1"))
-    thread = reaper._threads[-1]
-    thread.join(1.0)
-    assert not thread.is_alive()
+    assert _until(lambda: reaper.watching() == [])
     fake.store["pg/s/t1"] = "late"
     fake.groups["late"] = "CREATED"
     time.sleep(0.05)
     assert fake.groups["late"] == "CREATED" and reaper.released == {}
+    reaper.join(timeout=1.0)
+
+
+def test_one_watcher_serves_every_ended_trial_and_asks_once_per_group(
+        fake: FakeRay, monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[str] = []
+
+    def spy(name: str) -> Any:
+        def call(key: str) -> Any:
+            calls.append(f"{name} {key}")
+            return getattr(fake, name)(key)
+        return call
+
+    for name in ("get", "keys"):
+        monkeypatch.setattr(kv, name, spy(name))
+    fake.store.update({"pg/s/t0": "g0", "pg/s/t1": "g1"})
+    fake.groups.update({"g0": "CREATED", "g1": "CREATED"})
+    before = threading.active_count()
+    reaper = PlacementGroupReaper("s", watch_s=5.0, poll_s=0.01)
+    for i in range(20):  # trials without a recorded group (inline ranks) cost no read
+        reaper.on_trial_complete(0, [], _trial(f"t{i}"))
+    assert threading.active_count() == before + 1
+    assert _until(lambda: fake.groups["g0"] == fake.groups["g1"] == "REMOVED")
+    time.sleep(0.1)  # about ten polls more
+    assert fake.removed == ["g0", "g1"]  # a removed group is not asked about again
+    assert {c for c in calls if c.startswith("get")} == {"get pg/s/t0", "get pg/s/t1"}
+    polls = calls.count("keys pg/s/")
+    assert polls >= 5 and len(calls) <= 3 * polls  # a listing and the two recorded keys
+    assert sorted(reaper.released) == ["t0", "t1"] and len(reaper.watching()) == 20
+    reaper.join(timeout=1.0)
+    assert not reaper._thread.is_alive()
+
 
 
 def test_a_retried_trial_loses_its_old_group_but_gets_no_stop_flag(fake: FakeRay) -> None:
@@ -173,7 +203,7 @@ def test_a_retried_trial_loses_its_old_group_but_gets_no_stop_flag(fake: FakeRay
     reaper.on_trial_recover(0, [], _trial("t1"))
     assert fake.groups["g1"] == "REMOVED"
     assert "stop/s/t1" not in fake.store
-    assert reaper._threads == [] and reaper.released == {}
+    assert reaper._thread is None and reaper.released == {}
     reaper.on_trial_recover(0, [], _trial("t2"))  # nothing recorded: no call, no error
     assert fake.removed == ["g1"]
 
@@ -254,6 +284,9 @@ def test_a_pickled_reaper_comes_back_with_a_fresh_event_and_no_threads(fake: Fak
     restored = pickle.loads(pickle.dumps(reaper))
     assert (restored.sweep_id, restored.watch_s, restored.poll_s) == ("s", 1.0, 0.01)
     assert restored.released == reaper.released
-    assert restored._threads == []
+    assert restored._thread is None and restored.watching() == []
     assert isinstance(restored._done, threading.Event) and not restored._done.is_set()
-    assert reaper._done.is_set() and reaper._threads  # the original is left as it was
+    assert reaper._done.is_set() and reaper._thread  # the original is left as it was
+    restored.on_trial_complete(0, [], _trial("t2"))  # a restored reaper watches anew
+    assert restored.watching() == ["t2"] and restored._thread.is_alive()
+    restored.join(timeout=1.0)
