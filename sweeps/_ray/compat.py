@@ -192,6 +192,14 @@ def _probes() -> dict[str, Callable[[], None]]:
             "ray.tune.execution.tune_controller:TuneController", "save_to_dir"),
         "Tune's state file written with json.dump": _source_mentions(
             "ray.tune.execution.tune_controller:TuneController.save_to_dir", "json.dump("),
+        "Tune's saves through its checkpoint manager": _source_mentions(
+            "ray.tune.execution.tune_controller:TuneController.checkpoint",
+            "self._checkpoint_manager.sync_up_experiment_state("),
+        "Tune's save throttle": _source_sets(
+            "ray.tune.execution.experiment_state:_ExperimentCheckpointManager",
+            *tune.SAVE_THROTTLE),
+        "Tune's state file name": _attrs(
+            "ray.tune.execution.tune_controller:TuneController", "experiment_state_file_name"),
         "Tune trial's staging folder name": _source_mentions(
             "ray.tune.experiment:Trial", "self.storage.trial_dir_name = "),
         "Tune's storage context paths": _attrs(
@@ -220,12 +228,15 @@ def _probes() -> dict[str, Callable[[], None]]:
 
 # Internals whose adapter function has a fallback: a Ray without them runs, degraded, with a
 # warning (the hand-over wait, the two left-out callbacks, the group recorded at creation, the
-# trial limit following a cluster's size, trial drivers on the head node, the faster state save).
+# trial limit following a cluster's size, trial drivers on the head node, the faster state save,
+# Tune's own saves made incremental).
 SOFT = frozenset({"trial session queues", "Train's cleaner callback",
                   "Train's datasets callback", "worker group creates its placement group",
                   "raylet notices printed by the driver", "resizable random search",
                   "resizable ConcurrencyLimiter", "the head node's resource",
-                  "Tune's state file written with json.dump", "Tune trial's staging folder name"})
+                  "Tune's state file written with json.dump", "Tune trial's staging folder name",
+                  "Tune's saves through its checkpoint manager", "Tune's save throttle",
+                  "Tune's state file name"})
 
 
 @functools.cache

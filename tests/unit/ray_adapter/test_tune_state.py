@@ -3,10 +3,13 @@ storage before a new trial starts, copying only what changed since the last save
 
 from __future__ import annotations
 
+import io
+import json
 import logging
 import pickle
 from pathlib import Path
 from types import SimpleNamespace
+from typing import Any
 
 from sweeps._ray.tune import save_experiment_state
 from tests.unit.ray_adapter.staged import SEARCHER_FILE, STATE_FILE, StagedController
@@ -114,3 +117,105 @@ def test_the_state_file_is_encoded_at_once_and_tunes_json_is_put_back(tmp_path) 
     with pytest.raises(OSError, match="disk full"):
         save_experiment_state(controller)
     assert module.json is json  # put back after a failed save too
+
+
+class _Managed(_Counter):
+    """A controller with Tune's real checkpoint manager, saved through Tune's own
+    ``TuneController.checkpoint`` (the call Tune's loop makes each step, and at the end)."""
+
+    def __init__(self, root: Path, period: float | str) -> None:
+        from ray.tune.execution.experiment_state import _ExperimentCheckpointManager
+
+        super().__init__(root)
+        self._checkpoint_manager = _ExperimentCheckpointManager(
+            storage=self._storage, checkpoint_period=period)
+        self.launched: list[str] = []  # Tune's whole-directory syncs, had any been launched
+        sync_up = self._storage.syncer.sync_up
+        self._storage.syncer.sync_up = lambda *a, **k: (self.launched.append(a[0]),
+                                                        sync_up(*a, **k))[1]
+
+    def checkpoint(self, force: bool = False, wait: bool = False) -> None:
+        from ray.tune.execution.tune_controller import TuneController
+
+        TuneController.checkpoint(self, force=force, wait=wait)
+
+
+def test_tunes_own_saves_go_through_this_save_under_tunes_throttle(tmp_path) -> None:
+    controller = _Managed(tmp_path, period=60)
+    manager = controller._checkpoint_manager
+
+    def stored_after(n: int, **kwargs: bool) -> list:
+        controller.n = n
+        controller.checkpoint(**kwargs)
+        return controller.stored()["trial_data"]
+
+    controller.n = 1
+    save_experiment_state(controller)  # a new trial: from here on Tune's saves come here too
+    assert stored_after(2) == [0]  # inside Tune's period: no save
+    assert stored_after(3, force=True, wait=True) == [0, 1, 2]  # Tune's last save
+    manager._should_force_sync_up = True  # as after num_to_keep trial checkpoints
+    manager._trial_num_checkpoints_since_last_sync["t"] = 3
+    assert stored_after(4) == [0, 1, 2, 3]
+    assert not manager._should_force_sync_up and not manager._trial_num_checkpoints_since_last_sync
+    assert stored_after(5) == [0, 1, 2, 3]  # a save resets the period, as Tune's own does
+    manager._last_save_time -= 61
+    assert stored_after(6) == list(range(6))  # the period is over
+    assert controller.launched == []  # Tune never copied the whole staging directory
+
+
+def test_auto_period_follows_the_save_time_as_in_tune(tmp_path) -> None:
+    controller = _Managed(tmp_path, period="auto")
+    controller._checkpoint_manager._checkpoint_period = 0.0
+    save_experiment_state(controller)
+    assert controller._checkpoint_manager._checkpoint_period == 10.0  # max(10, 19 x save)
+
+
+def test_a_manager_without_tunes_throttle_keeps_tunes_saves(tmp_path) -> None:
+    controller = _Managed(tmp_path, period=60)
+    del controller._checkpoint_manager._should_force_sync_up
+    save_experiment_state(controller)
+    controller.n = 2
+    controller._checkpoint_manager._should_force_sync_up = False
+    controller.checkpoint(force=True, wait=True)
+    assert controller.launched == [controller._storage.experiment_driver_staging_path]
+    assert controller.stored()["trial_data"] == [0, 1]
+
+
+def _tune_entry(i: int, text: str = "") -> tuple[str, str]:
+    """A ``trial_data`` entry as Tune makes it: the trial's and its metadata's JSON texts."""
+    state = json.dumps({"trial_id": f"t{i}", "config": {"lr": 0.1 * i, "name": f"é{text}"}},
+                       indent=2)
+    return state, json.dumps({"last_result": {"loss": i / 3, "note": '"q"\n'}}, indent=2)
+
+
+def test_the_state_file_reuses_each_unchanged_trials_encoded_text(monkeypatch) -> None:
+    from ray.tune.utils.serialization import TuneFunctionEncoder
+
+    from sweeps._ray.tune import _CachedTrialsJson
+
+    coder = _CachedTrialsJson()
+    encoded: list[Any] = []
+    real = json.dumps
+
+    def write(doc: dict) -> str:
+        out = io.StringIO()
+        with monkeypatch.context() as patch:  # json.dumps, seeing what is encoded
+            patch.setattr(json, "dumps", lambda obj, **kw: (encoded.append(obj),
+                                                              real(obj, **kw))[1])
+            coder.dump(doc, out, cls=TuneFunctionEncoder)
+        return out.getvalue()
+
+    trials = [_tune_entry(i) for i in range(3)]
+    doc = {"trial_data": trials, "runner_data": {"pair": (1, 2)}, "stats": {"start_time": 1.5}}
+    assert write(doc) == real(doc, cls=TuneFunctionEncoder)
+    encoded.clear()
+    trials[1] = _tune_entry(1, "changed")  # Tune made new texts for a trial that changed
+    trials.append(_tune_entry(3))
+    assert write(doc) == real(doc, cls=TuneFunctionEncoder)
+    assert [e for e in encoded if isinstance(e, tuple)] == [trials[1], trials[3]]
+    for odd in ({}, {"trial_data": []}, {"trial_data": [1, 2], "x": float("nan")},
+                {"trial_data": trials, 1: "not a str key"}):
+        assert write(odd) == real(odd, cls=TuneFunctionEncoder)
+    out = io.StringIO()
+    coder.dump(doc, out, indent=2)  # other options: json.dumps's own output
+    assert out.getvalue() == real(doc, indent=2)
