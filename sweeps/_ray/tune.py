@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import math
 import os
 import time
 from collections.abc import Callable
@@ -167,15 +168,32 @@ def _take_over_saves(controller: Any) -> None:
         manager.sync_up_experiment_state = manager.sync_up_experiment_state  # looked at once
         return
 
+    failed = {"at": -math.inf, "logged": -math.inf}  # the last periodic save that failed
+
     def sync_up_experiment_state(save_fn: Any = None, force: bool = False,
                                  wait: bool = False) -> None:
-        due = time.monotonic() - manager._last_save_time >= manager._checkpoint_period
-        if force or due or manager._should_force_sync_up:
+        now = time.monotonic()
+        due = now - manager._last_save_time >= manager._checkpoint_period
+        if not (force or due or manager._should_force_sync_up):
+            return
+        if not force and now - failed["at"] < manager._checkpoint_period:
+            return  # failed a moment ago: again after a period, not at every step
+        try:
             save_experiment_state(controller)
+        except Exception as exc:  # Tune's loop re-raises: one storage hiccup would end the
+            # sweep, where Tune's own upload (in a thread) only logged it. Not marked saved,
+            # so it is tried again; the save before a new trial still raises.
+            failed["at"] = now
+            if now - failed["logged"] > FAILED_SAVE_LOG_S:
+                failed["logged"] = now
+                log.warning("saving the experiment state to storage failed (tried again "
+                            "every %.0f s until it works): %s: %s",
+                            manager._checkpoint_period, type(exc).__name__, exc)
 
     manager.sync_up_experiment_state = sync_up_experiment_state
 
 
+FAILED_SAVE_LOG_S = 60.0  # a periodic save that keeps failing is logged at most this often
 # Tune's _ExperimentCheckpointManager: when it last saved, its period, a save forced by trial
 # checkpoints (and their count since the last save)
 SAVE_THROTTLE = ("_last_save_time", "_checkpoint_period", "_should_force_sync_up",
@@ -323,7 +341,8 @@ def _put(fs: Any, local: str, remote: str, made: set[str]) -> None:
         fs.create_dir(parent, recursive=True)
         made.add(parent)
     part = f"{parent}/.{name}.part"
-    pyarrow.fs.copy_files(local, part, destination_filesystem=fs)
+    # one file: no threads (Ray's own uploads to S3 turn them off, apache/arrow#32372)
+    pyarrow.fs.copy_files(local, part, destination_filesystem=fs, use_threads=False)
     fs.move(part, remote)
 
 

@@ -91,15 +91,14 @@ class PlacementGroupReaper(Callback):
 
     def _loop(self) -> None:
         """Poll every watched trial at once: at each new end (woken), then every ``poll_s``;
-        a trial is polled at least once, and dropped ``watch_s`` after it ended."""
+        a trial is polled at least once (also when the sweep ends meanwhile), and dropped
+        ``watch_s`` after it ended. Ends with the sweep, or when Ray is gone."""
         while True:
             self._wake.clear()
             with self._lock:
                 watched = dict(self._watched)
-            if self._done.is_set():
-                return
-            if watched and not self._poll(watched):
-                return
+            if watched and not self._poll(watched) or self._done.is_set():
+                break
             now = time.monotonic()
             with self._lock:
                 for trial_id, ended in watched.items():
@@ -107,15 +106,18 @@ class PlacementGroupReaper(Callback):
                         del self._watched[trial_id]
                 idle = not self._watched
             self._wake.wait(None if idle else self.poll_s)
+        with self._lock:
+            self._thread = None  # a trial ending later starts a new watcher (unless done)
 
     def _poll(self, watched: dict[str, float]) -> bool:
         """Remove each watched trial's recorded group unless this reaper already did; False
-        when Ray is gone (shutting down under us: nothing left to hold)."""
+        when Ray is gone (shut down under us: nothing left to hold). A failed call is tried
+        again at the next poll."""
         try:
             recorded = set(kv.keys(f"pg/{self.sweep_id}/"))
         except Exception as exc:
-            log.debug("reaper of sweep %s stopped: %s", self.sweep_id, exc)
-            return False
+            log.debug("reaper of sweep %s could not list its groups: %s", self.sweep_id, exc)
+            return _ray_up()
         for trial_id, ended in watched.items():
             key = kv_key(self.sweep_id, trial_id)
             if key not in recorded:
@@ -128,7 +130,7 @@ class PlacementGroupReaper(Callback):
                     self.released[trial_id] = time.monotonic() - ended
                     log.debug("released placement group of trial %s", trial_id)
                 self._removed[trial_id] = value
-            except Exception as exc:  # retried at the next poll
+            except Exception as exc:
                 log.debug("could not release the group of trial %s: %s", trial_id, exc)
         return True
 
@@ -142,10 +144,19 @@ class PlacementGroupReaper(Callback):
         self._done.set()
         self._wake.set()
         deadline = time.monotonic() + (self.watch_s if timeout is None else timeout)
-        if self._thread is not None:
-            self._thread.join(max(0.0, deadline - time.monotonic()))
+        with self._lock:
+            thread = self._thread
+        if thread is not None:
+            thread.join(max(0.0, deadline - time.monotonic()))
         while live_controllers(self.sweep_id) and time.monotonic() < deadline:
             time.sleep(self.poll_s / 2)
+
+
+def _ray_up() -> bool:
+    """Whether this process is still connected to Ray."""
+    import ray
+
+    return ray.is_initialized()
 
 
 def live_controllers(sweep_id: str) -> list[str]:

@@ -150,8 +150,9 @@ def test_an_ended_trial_is_flagged_and_its_group_released(fake: FakeRay, event: 
     # A restart that slipped in before the flag was read: the watcher releases its group too.
     fake.store["pg/s/t1"] = "g2"
     assert _until(lambda: fake.groups["g2"] == "REMOVED")
+    thread = reaper._thread
     reaper.join(timeout=1.0)
-    assert reaper._thread is not None and not reaper._thread.is_alive()
+    assert not thread.is_alive() and reaper._thread is None
 
 
 def test_the_watcher_gives_up_after_watch_s(fake: FakeRay) -> None:
@@ -191,8 +192,62 @@ def test_one_watcher_serves_every_ended_trial_and_asks_once_per_group(
     polls = calls.count("keys pg/s/")
     assert polls >= 5 and len(calls) <= 3 * polls  # a listing and the two recorded keys
     assert sorted(reaper.released) == ["t0", "t1"] and len(reaper.watching()) == 20
+    thread = reaper._thread
     reaper.join(timeout=1.0)
-    assert not reaper._thread.is_alive()
+    assert not thread.is_alive()
+
+
+def test_a_failed_listing_is_tried_again_while_ray_is_up(
+        fake: FakeRay, monkeypatch: pytest.MonkeyPatch) -> None:
+    failures = [RuntimeError("GCS busy")] * 3
+
+    def keys(prefix: str) -> list[str]:
+        if failures:
+            raise failures.pop()
+        return fake.keys(prefix)
+
+    monkeypatch.setattr(kv, "keys", keys)
+    monkeypatch.setattr(reaper_mod, "_ray_up", lambda: True)
+    fake.store["pg/s/t1"] = "g1"
+    fake.groups["g1"] = "CREATED"
+    reaper = PlacementGroupReaper("s", watch_s=5.0, poll_s=0.01)
+    reaper.on_trial_complete(0, [], _trial("t1"))
+    assert _until(lambda: fake.groups["g1"] == "REMOVED") and failures == []
+    reaper.join(timeout=1.0)
+
+
+def test_the_watcher_ends_when_ray_is_gone_and_a_later_end_starts_another(
+        fake: FakeRay, monkeypatch: pytest.MonkeyPatch) -> None:
+    up = [False]
+
+    def keys(prefix: str) -> list[str]:
+        if not up[0]:
+            raise RuntimeError("not connected")
+        return fake.keys(prefix)
+
+    monkeypatch.setattr(kv, "keys", keys)
+    monkeypatch.setattr(reaper_mod, "_ray_up", lambda: up[0])
+    reaper = PlacementGroupReaper("s", watch_s=5.0, poll_s=0.01)
+    reaper.on_trial_complete(0, [], _trial("t1"))
+    assert _until(lambda: reaper._thread is None)
+    up[0] = True
+    fake.store["pg/s/t2"] = "g2"
+    fake.groups["g2"] = "CREATED"
+    reaper.on_trial_complete(0, [], _trial("t2"))
+    assert _until(lambda: fake.groups["g2"] == "REMOVED")
+    reaper.join(timeout=1.0)
+
+
+def test_trials_ended_just_before_join_are_polled_once(fake: FakeRay) -> None:
+    reaper = PlacementGroupReaper("s", watch_s=5.0, poll_s=10.0)
+    reaper.on_trial_complete(0, [], _trial("t0"))
+    assert _until(lambda: not reaper._wake.is_set())  # the watcher polled, now sleeps 10 s
+    fake.store["pg/s/t1"] = "g1"
+    fake.groups["g1"] = "CREATED"
+    with reaper._lock:  # t1 ends while the watcher sleeps; the sweep ends at once after
+        reaper._watched["t1"] = time.monotonic()
+    reaper.join(timeout=1.0)
+    assert fake.groups["g1"] == "REMOVED" and "t1" in reaper.released
 
 
 
@@ -286,7 +341,7 @@ def test_a_pickled_reaper_comes_back_with_a_fresh_event_and_no_threads(fake: Fak
     assert restored.released == reaper.released
     assert restored._thread is None and restored.watching() == []
     assert isinstance(restored._done, threading.Event) and not restored._done.is_set()
-    assert reaper._done.is_set() and reaper._thread  # the original is left as it was
+    assert reaper._done.is_set() and reaper.released  # the original is left as it was
     restored.on_trial_complete(0, [], _trial("t2"))  # a restored reaper watches anew
     assert restored.watching() == ["t2"] and restored._thread.is_alive()
     restored.join(timeout=1.0)

@@ -11,6 +11,8 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+import pytest
+
 from sweeps._ray.tune import save_experiment_state
 from tests.unit.ray_adapter.staged import SEARCHER_FILE, STATE_FILE, StagedController
 
@@ -219,3 +221,37 @@ def test_the_state_file_reuses_each_unchanged_trials_encoded_text(monkeypatch) -
     out = io.StringIO()
     coder.dump(doc, out, indent=2)  # other options: json.dumps's own output
     assert out.getvalue() == real(doc, indent=2)
+
+
+def test_a_failed_periodic_save_is_logged_and_tried_again_not_raised(tmp_path, caplog) -> None:
+    class Flaky(_Managed):
+        failing = False
+        tries = 0
+
+        def save_to_dir(self) -> None:
+            self.tries += 1
+            if self.failing:
+                raise OSError("SlowDown: reduce your request rate")
+            super().save_to_dir()
+
+    controller = Flaky(tmp_path, period=60)
+    manager = controller._checkpoint_manager
+    controller.n = 1
+    save_experiment_state(controller)
+    controller.failing, controller.n = True, 2
+    manager._last_save_time -= 61
+    with caplog.at_level(logging.WARNING, logger="sweeps._ray.tune"):
+        controller.checkpoint()  # Tune's loop would re-raise: the sweep would end
+        controller.checkpoint()
+        controller.checkpoint()
+    assert controller.tries == 2  # the first save, and one try: not one at every step
+    assert [r.getMessage() for r in caplog.records] == [
+        "saving the experiment state to storage failed (tried again every 60 s until it "
+        "works): OSError: SlowDown: reduce your request rate"]
+    manager._checkpoint_period = 0.0  # a period later
+    controller.failing = False
+    controller.checkpoint()
+    assert controller.stored()["trial_data"] == [0, 1]
+    controller.failing = True
+    with pytest.raises(OSError, match="SlowDown"):  # the save before a new trial still raises
+        save_experiment_state(controller)
