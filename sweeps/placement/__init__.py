@@ -25,8 +25,9 @@ How (no State API involved):
    trial's "stopped" flag and refuses to create a new group once the sweep has ended the trial.
 2. ``PlacementGroupReaper`` is a Tune callback in the sweep driver. When a trial completes,
    is stopped or errors, it sets the trial's stopped flag and removes the recorded placement
-   group (a no-op when Train already removed it), then keeps watching the key in a background
-   thread in case a restart slipped in, for ``watch_s`` seconds or until the sweep ends.
+   group (a no-op when Train already removed it), then keeps watching the key in case a
+   restart slipped in, for ``watch_s`` seconds or until the sweep ends (one watcher thread for
+   all ended trials).
 3. At the end of the sweep the reaper waits until the sweep's Train controllers are gone
    (``join``), then ``release_all`` removes whatever any trial of the sweep recorded and
    ``release_new_groups`` whatever else this job created during the sweep and still holds.
