@@ -164,7 +164,7 @@ def _take_over_saves(controller: Any) -> None:
     manager = getattr(controller, "_checkpoint_manager", None)
     if manager is None or "sync_up_experiment_state" in vars(manager):
         return
-    if not all(hasattr(manager, name) for name in SAVE_THROTTLE):
+    if _throttled(controller) is None:
         manager.sync_up_experiment_state = manager.sync_up_experiment_state  # looked at once
         return
 
@@ -200,11 +200,19 @@ SAVE_THROTTLE = ("_last_save_time", "_checkpoint_period", "_should_force_sync_up
                  "_trial_num_checkpoints_since_last_sync")
 
 
+def _throttled(controller: Any) -> Any:
+    """The controller's checkpoint manager when it has Tune's throttle fields, else None."""
+    manager = getattr(controller, "_checkpoint_manager", None)
+    if manager is None or not all(hasattr(manager, name) for name in SAVE_THROTTLE):
+        return None
+    return manager
+
+
 def _saved(controller: Any, took: float) -> None:
     """Tell Tune's checkpoint manager a save just happened (as its own save does), so its
     periodic save does not follow a forced one at once."""
-    manager = getattr(controller, "_checkpoint_manager", None)
-    if manager is None or not all(hasattr(manager, name) for name in SAVE_THROTTLE):
+    manager = _throttled(controller)
+    if manager is None:
         return
     manager._trial_num_checkpoints_since_last_sync.clear()
     manager._should_force_sync_up = False
