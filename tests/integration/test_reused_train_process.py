@@ -19,6 +19,7 @@ not been stopped.
 from __future__ import annotations
 
 import threading
+import time
 from collections import Counter
 
 import pytest
@@ -89,7 +90,15 @@ def test_a_running_trials_report_waits_for_room_and_is_delivered(ray_cluster) ->
     queue = Queue(1)
     queue.put({"epoch": 1})
     taken: list[dict] = []
-    threading.Timer(0.5, lambda: taken.append(queue.get())).start()  # Tune takes it later
+    # Tune takes the first report later. The slot frees inside the queue actor before this
+    # thread appends what it got, so the put may return first: the elapsed time is what shows
+    # that the put waited, and the thread is joined before its list is read.
+    tune = threading.Timer(0.5, lambda: taken.append(queue.get()))
+    started = time.monotonic()
+    tune.start()
     StopAwareQueue(queue, lambda: False, recheck_s=0.1).put({"epoch": 2})
-    assert taken == [{"epoch": 1}]  # returned only once there was room
+    waited = time.monotonic() - started
+    tune.join(timeout=30)
+    assert waited >= 0.5, waited  # returned only once there was room
+    assert taken == [{"epoch": 1}]
     assert queue.get(timeout=5) == {"epoch": 2}
