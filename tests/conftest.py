@@ -11,6 +11,7 @@ import textwrap
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -248,8 +249,109 @@ class MotoS3:
             Bucket=self.BUCKET, Prefix=prefix)
         return [o["Key"] for page in pages for o in page.get("Contents", [])]
 
+    @contextlib.contextmanager
+    def recording(self) -> Iterator[list[tuple[str, str]]]:
+        """``(method, path?query)`` of every request the server answers inside the block
+        (moto's recorder), in order; the list is filled when the block ends."""
+        import json
+        import urllib.request
+
+        def call(action: str) -> bytes:
+            method = "GET" if action == "download-recording" else "POST"
+            request = urllib.request.Request(f"{self.endpoint}/moto-api/recorder/{action}",
+                                             method=method)
+            with urllib.request.urlopen(request, timeout=30) as response:
+                return response.read()
+
+        requests: list[tuple[str, str]] = []
+        call("reset-recording")
+        call("start-recording")
+        try:
+            yield requests
+        finally:
+            call("stop-recording")
+            for line in call("download-recording").decode().splitlines():
+                entry = json.loads(line)
+                requests.append((entry["method"], entry["url"].split("/", 3)[3]))
+
+    def filesystem(self, endpoint: str | None = None) -> Any:
+        """A pyarrow S3 filesystem with the test user's keys, through ``endpoint`` (default:
+        the server itself), one try per request."""
+        import pyarrow.fs
+
+        return pyarrow.fs.S3FileSystem(
+            endpoint_override=endpoint or self.endpoint, scheme="http", region="us-east-1",
+            access_key=self.env["AWS_ACCESS_KEY_ID"],
+            secret_key=self.env["AWS_SECRET_ACCESS_KEY"],
+            retry_strategy=pyarrow.fs.AwsStandardS3RetryStrategy(max_attempts=1))
+
+    @contextlib.contextmanager
+    def refusing_uploads(self) -> Iterator[RefusingUploads]:
+        """An endpoint in front of this server that refuses every part upload (HTTP 500, as
+        a store does after the client's retries) and forwards every other request."""
+        proxy = RefusingUploads(self.endpoint)
+        proxy.filesystem = self.filesystem(proxy.endpoint)
+        try:
+            yield proxy
+        finally:
+            proxy.close()
+
     def stop(self) -> None:
         self.proc = stop_server(self.proc)
+
+
+class RefusingUploads:
+    """``MotoS3.refusing_uploads``: ``endpoint``, ``filesystem`` through it, and how many
+    part uploads it ``refused``."""
+
+    def __init__(self, target: str) -> None:
+        import http.client
+        import http.server
+        import threading
+        import urllib.parse
+
+        host, port = urllib.parse.urlsplit(target).netloc.rsplit(":", 1)
+        self.refused = 0
+        self.filesystem: Any = None
+        proxy = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def forward(self) -> None:
+                if "partNumber=" in urllib.parse.urlsplit(self.path).query:
+                    proxy.refused += 1
+                    self.close_connection = True
+                    self.send_response(500)
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
+                length = int(self.headers.get("Content-Length") or 0)
+                connection = http.client.HTTPConnection(host, int(port), timeout=30)
+                connection.request(self.command, self.path, body=self.rfile.read(length),
+                                   headers=dict(self.headers))
+                response = connection.getresponse()
+                body = response.read()
+                self.send_response(response.status)
+                for name, value in response.getheaders():
+                    if name.lower() not in ("content-length", "transfer-encoding",
+                                            "connection", "server", "date"):
+                        self.send_header(name, value)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            do_GET = do_PUT = do_POST = do_HEAD = do_DELETE = forward
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.endpoint = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, name="refusing-uploads",
+                         daemon=True).start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
 
 
 @pytest.fixture(scope="module")

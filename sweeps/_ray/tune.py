@@ -48,9 +48,12 @@ import logging
 import math
 import os
 import time
+import weakref
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+from sweeps.storage import objects
 
 __all__ = ["replace_restored_config", "concurrency_limit", "experiment_state_files",
            "trials_in_state", "tune_env", "set_trial_config", "save_experiment_state",
@@ -167,6 +170,8 @@ def _take_over_saves(controller: Any) -> None:
     if _throttled(controller) is None:
         manager.sync_up_experiment_state = manager.sync_up_experiment_state  # looked at once
         return
+    if not getattr(manager, "_auto_checkpoint_enabled", True):
+        _PERIOD_FLOOR[manager] = manager._checkpoint_period
 
     failed = {"at": -math.inf, "logged": -math.inf}  # the last periodic save that failed
 
@@ -194,6 +199,10 @@ def _take_over_saves(controller: Any) -> None:
 
 
 FAILED_SAVE_LOG_S = 60.0  # a periodic save that keeps failing is logged at most this often
+SAVE_SHARE = 19  # a fixed period stretches to this many times a save's duration (as "auto")
+# Tune's checkpoint manager -> its fixed period (TUNE_GLOBAL_CHECKPOINT_S), the shortest
+# period ``_saved`` sets
+_PERIOD_FLOOR: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 # Tune's _ExperimentCheckpointManager: when it last saved, its period, a save forced by trial
 # checkpoints (and their count since the last save)
 SAVE_THROTTLE = ("_last_save_time", "_checkpoint_period", "_should_force_sync_up",
@@ -210,15 +219,23 @@ def _throttled(controller: Any) -> Any:
 
 def _saved(controller: Any, took: float) -> None:
     """Tell Tune's checkpoint manager a save just happened (as its own save does), so its
-    periodic save does not follow a forced one at once."""
+    periodic save does not follow a forced one at once. The period follows the save's time:
+    with "auto" as in Tune (``max(10 s, 19 x the save)``); a fixed period (sweeps' 1 s, or
+    the user's ``TUNE_GLOBAL_CHECKPOINT_S``) is stretched the same way, never shortened, so
+    periodic saves hold Tune's loop at most 1/20 of the time. Tune uploaded in a thread; this
+    save waits for its upload, which on an object store is 3 requests a changed file."""
     manager = _throttled(controller)
     if manager is None:
         return
     manager._trial_num_checkpoints_since_last_sync.clear()
     manager._should_force_sync_up = False
-    adjust = getattr(manager, "_update_auto_checkpoint_time", None)
-    if adjust is not None:  # "auto": the period follows the save's time, as in Tune
-        adjust(took)
+    floor = _PERIOD_FLOOR.get(manager)
+    if floor is not None:
+        manager._checkpoint_period = max(floor, took * SAVE_SHARE)
+    else:
+        adjust = getattr(manager, "_update_auto_checkpoint_time", None)
+        if adjust is not None:  # "auto": Tune's own rule
+            adjust(took)
     manager._last_save_time = time.monotonic()
 
 
@@ -341,17 +358,24 @@ _SETTLED: dict[str, set[str]] = {}
 
 
 def _put(fs: Any, local: str, remote: str, made: set[str]) -> None:
-    """``local`` to ``remote`` on ``fs``, whole or not at all: written beside, then moved."""
-    import pyarrow.fs
-
+    """``local`` to ``remote`` on ``fs``, whole or not at all: written beside, closed, then
+    moved. A refused upload raises (``objects.upload_file``); with pyarrow's ``copy_files``
+    it looked done, and only the move of a missing file failed. Folders are made
+    once per save (``made``), and not at all on an object store, where they are prefixes:
+    ``create_dir`` there costs two checks and a marker object per folder."""
     parent, _, name = remote.rpartition("/")
     if parent not in made:
-        fs.create_dir(parent, recursive=True)
+        if getattr(fs, "type_name", None) not in OBJECT_STORES:
+            fs.create_dir(parent, recursive=True)
         made.add(parent)
     part = f"{parent}/.{name}.part"
-    # one file: no threads (Ray's own uploads to S3 turn them off, apache/arrow#32372)
-    pyarrow.fs.copy_files(local, part, destination_filesystem=fs, use_threads=False)
+    objects.upload_file(fs, local, part)
     fs.move(part, remote)
+
+
+# pyarrow filesystems (``type_name``) whose folders are only key prefixes: S3, GCS (not
+# Azure's, whose hierarchical namespace has real directories)
+OBJECT_STORES = frozenset({"s3", "gcs"})
 
 
 def experiment_state_files(sweep_dir: Path) -> list[Path]:

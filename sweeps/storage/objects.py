@@ -21,6 +21,7 @@ import threading
 import uuid
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any
 
 __all__ = ["RECORDS", "put", "get", "info", "exists", "is_file", "is_dir", "listdir",
@@ -101,10 +102,28 @@ def copy_tree(fs: Any, src: str, dst: str) -> None:
 
 
 def upload_tree(local: str, fs: Any, path: str) -> None:
-    """Copy a local file or directory tree to ``path``."""
-    import pyarrow.fs
+    """Copy a local file or directory tree to ``path``, file by file (``upload_file``)."""
+    source = Path(local)
+    if source.is_file():
+        upload_file(fs, local, path)
+        return
+    for file in sorted(p for p in source.rglob("*") if p.is_file()):
+        upload_file(fs, str(file), f"{path}/{file.relative_to(source).as_posix()}")
 
-    pyarrow.fs.copy_files(local, path, destination_filesystem=fs)
+
+def upload_file(fs: Any, local: str, path: str) -> None:
+    """Write the local file ``local`` to ``path``, raising when the store refuses it. Its
+    upload happens when the stream is closed, and that close is made here:
+    ``pyarrow.fs.copy_files`` returns normally when an upload fails (pyarrow 25: Arrow's
+    ``CopyFiles`` waits for each close without reading its status)."""
+    out = fs.open_output_stream(path, compression=None)
+    with open(local, "rb") as source:
+        while chunk := source.read(UPLOAD_CHUNK):
+            out.write(chunk)
+    out.close()
+
+
+UPLOAD_CHUNK = 8 << 20
 
 
 def download_tree(fs: Any, path: str, local: str) -> None:

@@ -22,10 +22,12 @@ SEARCHER_FILE = "searcher-state-2026-01-01_00-00-00.pkl"
 class Storage:
     """The ``StorageContext`` attributes the adapter reads."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, filesystem: Any = None, fs_path: str | None = None) -> None:
+        """Staging under ``root``; storage on ``filesystem`` at ``fs_path`` (default: the
+        local disk, under ``root``)."""
         self.experiment_driver_staging_path = str(root / "staging" / "driver_artifacts")
-        self.experiment_fs_path = str(root / "storage" / "experiment")
-        self.storage_filesystem = pyarrow.fs.LocalFileSystem()
+        self.experiment_fs_path = fs_path or str(root / "storage" / "experiment")
+        self.storage_filesystem = filesystem or pyarrow.fs.LocalFileSystem()
         self.syncer = _FilesystemSyncer(storage_filesystem=self.storage_filesystem)
 
 
@@ -33,8 +35,8 @@ class StagedController:
     """``save_to_dir`` and ``_storage`` of a ``TuneController``; subclasses say what ``state``
     is saved."""
 
-    def __init__(self, root: Path) -> None:
-        self._storage = Storage(root)
+    def __init__(self, root: Path, storage: Storage | None = None) -> None:
+        self._storage = storage or Storage(root)
         self._tune_controller = self  # as Tune's TrialRunnerWrapper holds the controller
         self.trials: list[Any] = []
 
@@ -57,4 +59,7 @@ class StagedController:
 
     def stored(self) -> dict[str, Any]:
         """The experiment state as storage holds it (what a resume reads)."""
-        return json.loads((Path(self._storage.experiment_fs_path) / STATE_FILE).read_text())
+        storage = self._storage
+        with storage.storage_filesystem.open_input_stream(
+                f"{storage.experiment_fs_path}/{STATE_FILE}") as f:
+            return json.loads(f.read())

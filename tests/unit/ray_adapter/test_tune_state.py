@@ -7,6 +7,7 @@ import io
 import json
 import logging
 import pickle
+import uuid
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -14,12 +15,12 @@ from typing import Any
 import pytest
 
 from sweeps._ray.tune import save_experiment_state
-from tests.unit.ray_adapter.staged import SEARCHER_FILE, STATE_FILE, StagedController
+from tests.unit.ray_adapter.staged import SEARCHER_FILE, STATE_FILE, StagedController, Storage
 
 
 class _Counter(StagedController):
-    def __init__(self, root: Path) -> None:
-        super().__init__(root)
+    def __init__(self, root: Path, storage: Storage | None = None) -> None:
+        super().__init__(root, storage)
         self.n = 0
 
     def state(self) -> dict:
@@ -255,3 +256,66 @@ def test_a_failed_periodic_save_is_logged_and_tried_again_not_raised(tmp_path, c
     controller.failing = True
     with pytest.raises(OSError, match="SlowDown"):  # the save before a new trial still raises
         save_experiment_state(controller)
+
+
+def test_on_s3_only_the_changed_files_are_written_and_no_folder_is_checked(
+        tmp_path, moto_s3) -> None:
+    """Folders are prefixes there: ``create_dir`` checked the bucket and the folder at every
+    save (the folder markers left are pyarrow's ``move``, which keeps the source's folder)."""
+    filesystem, path = moto_s3.filesystem(), f"{moto_s3.BUCKET}/unit/{uuid.uuid4().hex[:8]}"
+    controller = _Counter(tmp_path, Storage(tmp_path, filesystem, path))
+    key = path.split("/", 1)[1]
+    every = {f"{key}/{name}" for name in (STATE_FILE, SEARCHER_FILE, "trial_a/result.json")}
+    for n, changed in ((1, every), (2, every - {f"{key}/trial_a/result.json"})):
+        controller.n = n
+        with moto_s3.recording() as requests:
+            save_experiment_state(controller)
+        written = {url.partition("?")[0].split("/", 1)[1] for _, url in requests}
+        folders = {k.rpartition("/")[0] + "/" for k in changed}
+        assert written == changed | {_part(k) for k in changed} | folders, requests
+        assert not [r for r in requests if r[0] in ("HEAD", "GET")], requests
+        assert len(requests) == 6 * len(changed), requests  # upload 3, copy, delete, marker
+        assert controller.stored() == {"trial_data": list(range(n))}
+    assert sorted(k for k in moto_s3.keys(key) if not k.endswith("/")) == sorted(every)
+
+
+def _part(key: str) -> str:
+    folder, _, name = key.rpartition("/")
+    return f"{folder}/.{name}.part"
+
+
+def test_a_failed_upload_raises_keeps_the_stored_state_and_is_sent_again(
+        tmp_path, moto_s3) -> None:
+    """pyarrow's ``copy_files`` returns normally when the store refuses an upload (it drops
+    the close's error): the save looked done, the file was marked uploaded and never sent
+    again, and storage kept the old experiment state without a word."""
+    filesystem, path = moto_s3.filesystem(), f"{moto_s3.BUCKET}/unit/{uuid.uuid4().hex[:8]}"
+    controller = _Counter(tmp_path, Storage(tmp_path, filesystem, path))
+    controller.n = 1
+    save_experiment_state(controller)
+    with moto_s3.refusing_uploads() as refusing:
+        controller._storage.storage_filesystem = refusing.filesystem
+        controller.n = 2
+        with pytest.raises(OSError, match="uploading part"):
+            save_experiment_state(controller)
+        assert refusing.refused >= 1
+    controller._storage.storage_filesystem = filesystem
+    assert controller.stored() == {"trial_data": [0]}  # the last whole state, untouched
+    save_experiment_state(controller)  # the store is back: what failed is sent again
+    assert controller.stored() == {"trial_data": [0, 1]}
+    key = path.split("/", 1)[1]
+    assert not [k for k in moto_s3.keys(key) if k.endswith(".part")]
+
+
+def test_a_fixed_period_stretches_to_nineteen_saves_and_back_never_below_it(tmp_path) -> None:
+    """On an object store a save waits for a few requests a changed file; the period grows
+    so that periodic saves hold Tune's loop at most 1/20 of the time."""
+    from sweeps._ray.tune import _saved
+
+    controller = _Managed(tmp_path, period=1)
+    manager = controller._checkpoint_manager
+    save_experiment_state(controller)  # takes the saves over
+    _saved(controller, took=0.2)
+    assert manager._checkpoint_period == pytest.approx(3.8)
+    _saved(controller, took=0.01)
+    assert manager._checkpoint_period == 1.0

@@ -118,3 +118,21 @@ def test_out_of_memory_notes_on_s3(root) -> None:
     assert gpu_memory.noted(run) == {"rank": 1, "error": "CUDA error: out of memory"}
     gpu_memory.clear(run)
     assert gpu_memory.noted(run) is None
+
+
+def test_a_refused_upload_raises_and_leaves_no_object(tmp_path, moto_s3) -> None:
+    """pyarrow's ``copy_files`` returned normally here: a checkpoint's files that never
+    reached the bucket were taken as written."""
+    checkpoint = tmp_path / "checkpoint"
+    checkpoint.mkdir()
+    (checkpoint / "model.pt").write_bytes(b"m" * 2000)
+    (checkpoint / "state.json").write_text("{}")
+    prefix = f"unit/{uuid.uuid4().hex[:8]}/checkpoint_000001"
+    with moto_s3.refusing_uploads() as refusing:
+        with pytest.raises(OSError, match="uploading part"):
+            objects.upload_tree(str(checkpoint), refusing.filesystem,
+                                f"{moto_s3.BUCKET}/{prefix}")
+        assert refusing.refused >= 1
+    assert moto_s3.keys(prefix) == []
+    objects.upload_tree(str(checkpoint), moto_s3.filesystem(), f"{moto_s3.BUCKET}/{prefix}")
+    assert sorted(moto_s3.keys(prefix)) == [f"{prefix}/model.pt", f"{prefix}/state.json"]
