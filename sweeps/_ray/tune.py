@@ -173,7 +173,8 @@ def _take_over_saves(controller: Any) -> None:
     if not getattr(manager, "_auto_checkpoint_enabled", True):
         _PERIOD_FLOOR[manager] = manager._checkpoint_period
 
-    failed = {"at": -math.inf, "logged": -math.inf}  # the last periodic save that failed
+    # the last periodic save that failed: when it ended, how long to wait, when logged
+    failed = {"at": -math.inf, "wait": 0.0, "logged": -math.inf}
 
     def sync_up_experiment_state(save_fn: Any = None, force: bool = False,
                                  wait: bool = False) -> None:
@@ -181,25 +182,29 @@ def _take_over_saves(controller: Any) -> None:
         due = now - manager._last_save_time >= manager._checkpoint_period
         if not (force or due or manager._should_force_sync_up):
             return
-        if not force and now - failed["at"] < manager._checkpoint_period:
+        if not force and now - failed["at"] < failed["wait"]:
             return  # failed a moment ago: again after a period, not at every step
         try:
             save_experiment_state(controller)
         except Exception as exc:  # Tune's loop re-raises: one storage hiccup would end the
             # sweep, where Tune's own upload (in a thread) only logged it. Not marked saved,
-            # so it is tried again; the save before a new trial still raises.
-            failed["at"] = now
+            # so it is tried again, after a period or 19 times as long as the failed try
+            # took (a store that times out); the save before a new trial still raises.
+            failed["at"] = time.monotonic()
+            failed["wait"] = _stretched(manager._checkpoint_period, failed["at"] - now)
             if now - failed["logged"] > FAILED_SAVE_LOG_S:
                 failed["logged"] = now
                 log.warning("saving the experiment state to storage failed (tried again "
-                            "every %.0f s until it works): %s: %s",
-                            manager._checkpoint_period, type(exc).__name__, exc)
+                            "in %.0f s, until it works): %s: %s",
+                            failed["wait"], type(exc).__name__, exc)
 
     manager.sync_up_experiment_state = sync_up_experiment_state
 
 
 FAILED_SAVE_LOG_S = 60.0  # a periodic save that keeps failing is logged at most this often
 SAVE_SHARE = 19  # a fixed period stretches to this many times a save's duration (as "auto")
+STRETCH_CAP_S = 60.0  # ... but not beyond this (one slow save, e.g. the first after a resume,
+# which uploads every file, would otherwise leave storage's state behind for many minutes)
 # Tune's checkpoint manager -> its fixed period (TUNE_GLOBAL_CHECKPOINT_S), the shortest
 # period ``_saved`` sets
 _PERIOD_FLOOR: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
@@ -217,13 +222,25 @@ def _throttled(controller: Any) -> Any:
     return manager
 
 
+def _stretched(period: float, took: float) -> float:
+    """``period``, or ``SAVE_SHARE`` times a save that ``took`` long, capped at
+    ``STRETCH_CAP_S`` (never below ``period``).
+
+    Example:
+        >>> _stretched(1.0, 0.01), _stretched(1.0, 0.5), _stretched(1.0, 30.0)
+        (1.0, 9.5, 60.0)
+    """
+    return max(period, min(took * SAVE_SHARE, STRETCH_CAP_S))
+
+
 def _saved(controller: Any, took: float) -> None:
     """Tell Tune's checkpoint manager a save just happened (as its own save does), so its
     periodic save does not follow a forced one at once. The period follows the save's time:
     with "auto" as in Tune (``max(10 s, 19 x the save)``); a fixed period (sweeps' 1 s, or
-    the user's ``TUNE_GLOBAL_CHECKPOINT_S``) is stretched the same way, never shortened, so
-    periodic saves hold Tune's loop at most 1/20 of the time. Tune uploaded in a thread; this
-    save waits for its upload, which on an object store is 3 requests a changed file."""
+    the user's ``TUNE_GLOBAL_CHECKPOINT_S``) is stretched the same way up to a minute
+    (``_stretched``), never shortened, so periodic saves hold Tune's loop about 1/20 of the
+    time. Tune uploaded in a thread; this save waits for its upload, which on an object store
+    is 6 requests a changed file (``_put``)."""
     manager = _throttled(controller)
     if manager is None:
         return
@@ -231,7 +248,7 @@ def _saved(controller: Any, took: float) -> None:
     manager._should_force_sync_up = False
     floor = _PERIOD_FLOOR.get(manager)
     if floor is not None:
-        manager._checkpoint_period = max(floor, took * SAVE_SHARE)
+        manager._checkpoint_period = _stretched(floor, took)
     else:
         adjust = getattr(manager, "_update_auto_checkpoint_time", None)
         if adjust is not None:  # "auto": Tune's own rule

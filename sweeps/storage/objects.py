@@ -16,7 +16,9 @@ fetches each one once (a log read on every trial's end costs one listing and the
 
 from __future__ import annotations
 
+import contextlib
 import io
+import os
 import threading
 import uuid
 from collections.abc import Iterable
@@ -102,24 +104,45 @@ def copy_tree(fs: Any, src: str, dst: str) -> None:
 
 
 def upload_tree(local: str, fs: Any, path: str) -> None:
-    """Copy a local file or directory tree to ``path``, file by file (``upload_file``)."""
-    source = Path(local)
-    if source.is_file():
+    """Copy a local file or directory tree (symlinks followed, as ``copy_files`` does) to
+    ``path``, file by file (``upload_file``), up to 8 at a time; ``FileNotFoundError`` when
+    ``local`` does not exist."""
+    if os.path.isfile(local):
         upload_file(fs, local, path)
         return
-    for file in sorted(p for p in source.rglob("*") if p.is_file()):
-        upload_file(fs, str(file), f"{path}/{file.relative_to(source).as_posix()}")
+    if not os.path.isdir(local):
+        raise FileNotFoundError(local)
+    uploads = [(os.path.join(root, name),
+                f"{path}/{Path(os.path.relpath(root, local), name).as_posix()}")
+               for root, _, names in os.walk(local, followlinks=True) for name in names]
+    if len(uploads) < 2:
+        for source, target in uploads:
+            upload_file(fs, source, target)
+        return
+    with ThreadPoolExecutor(max_workers=min(8, len(uploads))) as pool:
+        for done in [pool.submit(upload_file, fs, source, target)
+                     for source, target in sorted(uploads)]:
+            done.result()  # the first failure raises, after the others have ended
 
 
 def upload_file(fs: Any, local: str, path: str) -> None:
     """Write the local file ``local`` to ``path``, raising when the store refuses it. Its
     upload happens when the stream is closed, and that close is made here:
     ``pyarrow.fs.copy_files`` returns normally when an upload fails (pyarrow 25: Arrow's
-    ``CopyFiles`` waits for each close without reading its status)."""
+    ``CopyFiles`` waits for each close without reading its status). A failure while writing
+    removes what the stream would otherwise publish when it is destroyed (Arrow completes an
+    unclosed upload then: a truncated object)."""
     out = fs.open_output_stream(path, compression=None)
-    with open(local, "rb") as source:
-        while chunk := source.read(UPLOAD_CHUNK):
-            out.write(chunk)
+    try:
+        with open(local, "rb") as source:
+            while chunk := source.read(UPLOAD_CHUNK):
+                out.write(chunk)
+    except BaseException:
+        with contextlib.suppress(Exception):
+            out.close()
+        with contextlib.suppress(Exception):
+            fs.delete_file(path)
+        raise
     out.close()
 
 

@@ -224,38 +224,73 @@ def test_the_state_file_reuses_each_unchanged_trials_encoded_text(monkeypatch) -
     assert out.getvalue() == real(doc, indent=2)
 
 
-def test_a_failed_periodic_save_is_logged_and_tried_again_not_raised(tmp_path, caplog) -> None:
-    class Flaky(_Managed):
-        failing = False
-        tries = 0
+class _Flaky(_Managed):
+    """Its saves fail while ``failing``, each failure taking ``fail_s`` of ``clock``."""
 
-        def save_to_dir(self) -> None:
-            self.tries += 1
-            if self.failing:
-                raise OSError("SlowDown: reduce your request rate")
-            super().save_to_dir()
+    failing = False
+    tries = 0
+    fail_s = 0.0
+    clock: list[float]
 
-    controller = Flaky(tmp_path, period=60)
-    manager = controller._checkpoint_manager
+    def save_to_dir(self) -> None:
+        self.tries += 1
+        if self.failing:
+            self.clock[0] += self.fail_s
+            raise OSError("SlowDown: reduce your request rate")
+        super().save_to_dir()
+
+
+def _flaky(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, period: float) -> _Flaky:
+    """A ``_Flaky`` controller, saved once, on a clock the test moves (Tune's manager and
+    this module read the same ``time.monotonic``)."""
+    import time
+
+    clock = [1000.0]
+    monkeypatch.setattr(time, "monotonic", lambda: clock[0])
+    controller = _Flaky(tmp_path, period=period)
+    controller.clock = clock
     controller.n = 1
     save_experiment_state(controller)
+    return controller
+
+
+def test_a_failed_periodic_save_is_logged_and_tried_again_not_raised(
+        tmp_path, caplog, monkeypatch) -> None:
+    controller = _flaky(tmp_path, monkeypatch, period=60)
     controller.failing, controller.n = True, 2
-    manager._last_save_time -= 61
+    controller.clock[0] += 61
     with caplog.at_level(logging.WARNING, logger="sweeps._ray.tune"):
         controller.checkpoint()  # Tune's loop would re-raise: the sweep would end
         controller.checkpoint()
         controller.checkpoint()
     assert controller.tries == 2  # the first save, and one try: not one at every step
     assert [r.getMessage() for r in caplog.records] == [
-        "saving the experiment state to storage failed (tried again every 60 s until it "
+        "saving the experiment state to storage failed (tried again in 60 s, until it "
         "works): OSError: SlowDown: reduce your request rate"]
-    manager._checkpoint_period = 0.0  # a period later
+    controller.clock[0] += 61  # a period later
     controller.failing = False
     controller.checkpoint()
     assert controller.stored()["trial_data"] == [0, 1]
     controller.failing = True
     with pytest.raises(OSError, match="SlowDown"):  # the save before a new trial still raises
         save_experiment_state(controller)
+
+
+def test_a_save_that_fails_slowly_waits_nineteen_times_as_long_before_the_next_try(
+        tmp_path, monkeypatch) -> None:
+    """A store that times out after 2 s would otherwise be tried at every step once the
+    1 s period is over: the loop would spend its time failing."""
+    controller = _flaky(tmp_path, monkeypatch, period=1)
+    controller.failing, controller.fail_s = True, 2.0
+    controller.clock[0] += 1.5
+    controller.checkpoint()
+    assert controller.tries == 2
+    controller.clock[0] += 37.0
+    controller.checkpoint()
+    assert controller.tries == 2  # 19 x 2 s = 38 s after the failed try ended
+    controller.clock[0] += 1.5
+    controller.checkpoint()
+    assert controller.tries == 3
 
 
 def test_on_s3_only_the_changed_files_are_written_and_no_folder_is_checked(
@@ -317,5 +352,7 @@ def test_a_fixed_period_stretches_to_nineteen_saves_and_back_never_below_it(tmp_
     save_experiment_state(controller)  # takes the saves over
     _saved(controller, took=0.2)
     assert manager._checkpoint_period == pytest.approx(3.8)
+    _saved(controller, took=30.0)  # the first save after a resume uploads every file
+    assert manager._checkpoint_period == 60.0  # capped: storage is never minutes behind
     _saved(controller, took=0.01)
     assert manager._checkpoint_period == 1.0

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import uuid
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -136,3 +137,60 @@ def test_a_refused_upload_raises_and_leaves_no_object(tmp_path, moto_s3) -> None
     assert moto_s3.keys(prefix) == []
     objects.upload_tree(str(checkpoint), moto_s3.filesystem(), f"{moto_s3.BUCKET}/{prefix}")
     assert sorted(moto_s3.keys(prefix)) == [f"{prefix}/model.pt", f"{prefix}/state.json"]
+
+
+def test_a_tree_upload_follows_symlinked_folders_and_a_missing_source_raises(
+        tmp_path, moto_s3) -> None:
+    tree = tmp_path / "tree"
+    (tree / "sub").mkdir(parents=True)
+    (tree / "a.txt").write_text("a")
+    (tree / "sub" / "b.txt").write_text("b")
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "elsewhere" / "c.txt").write_text("c")
+    (tree / "linked").symlink_to(tmp_path / "elsewhere")
+    prefix = f"unit/{uuid.uuid4().hex[:8]}"
+    objects.upload_tree(str(tree), moto_s3.filesystem(), f"{moto_s3.BUCKET}/{prefix}")
+    assert sorted(moto_s3.keys(prefix)) == [
+        f"{prefix}/{name}" for name in ("a.txt", "linked/c.txt", "sub/b.txt")]
+    with pytest.raises(FileNotFoundError):
+        objects.upload_tree(str(tmp_path / "gone"), moto_s3.filesystem(),
+                            f"{moto_s3.BUCKET}/{prefix}/gone")
+
+
+def test_a_write_that_fails_midway_publishes_nothing(tmp_path, moto_s3, monkeypatch) -> None:
+    """Arrow completes an unclosed upload when its stream is destroyed: a truncated object
+    would appear at the key. The local file's second read fails (a disk error)."""
+    import builtins
+    import gc
+
+    big = tmp_path / "big.bin"
+    big.write_bytes(b"x" * (3 * objects.UPLOAD_CHUNK // 2))
+    key = f"unit/{uuid.uuid4().hex[:8]}/big.bin"
+    real_open = builtins.open
+
+    class Torn:
+        def __init__(self, f: Any) -> None:
+            self.f, self.reads = f, 0
+
+        def __enter__(self) -> Torn:
+            return self
+
+        def __exit__(self, *exc: object) -> None:
+            self.f.close()
+
+        def read(self, n: int) -> bytes:
+            self.reads += 1
+            if self.reads == 2:
+                raise OSError("Input/output error")
+            return self.f.read(n)
+
+    def torn_open(path: Any, *args: Any, **kwargs: Any) -> Any:
+        f = real_open(path, *args, **kwargs)
+        return Torn(f) if str(path) == str(big) else f
+
+    monkeypatch.setattr(builtins, "open", torn_open)
+    with pytest.raises(OSError, match="Input/output error"):
+        objects.upload_file(moto_s3.filesystem(), str(big), f"{moto_s3.BUCKET}/{key}")
+    monkeypatch.undo()
+    gc.collect()
+    assert moto_s3.keys(key) == []
