@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 __all__ = ["RECORDS", "put", "get", "info", "exists", "is_file", "is_dir", "listdir",
-           "delete_dir", "delete_file", "copy_tree", "upload_tree", "download_tree",
+           "delete_dir", "delete_file", "copy_tree", "upload_tree", "upload_file", "download_tree",
            "append_record", "read_records", "open_input", "to_bytes"]
 
 RECORDS = ".records"  # suffix of the prefix that holds an appended log's records
