@@ -40,6 +40,15 @@ def _own_working_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> N
 
 
 @pytest.fixture(autouse=True)
+def _no_mlflow_variables_of_the_callers(monkeypatch: pytest.MonkeyPatch) -> None:
+    """sweeps honours MLFLOW_TRACKING_URI and MLFLOW_EXPERIMENT_NAME: a developer's own (set
+    in the shell that runs the suite) must not send the tests' runs to their server. Tests of
+    the variables set them themselves."""
+    for name in ("MLFLOW_TRACKING_URI", "MLFLOW_EXPERIMENT_NAME"):
+        monkeypatch.delenv(name, raising=False)
+
+
+@pytest.fixture(autouse=True)
 def _mlflow_global_uri_restored() -> Iterator[None]:
     """A test that points MLflow's process-global tracking URI somewhere (a server it then
     stops) must not leave the next test's plain ``mlflow`` calls pointing there."""

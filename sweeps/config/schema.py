@@ -102,6 +102,9 @@ class SearchSection:
     # Earlier results that seed the searcher: an experiment name, a sweep directory or an
     # MLflow experiment name; only points inside this sweep's space are used
     warm_start: str | None = None
+    # Resuming a tpe/optuna sweep under another major Optuna version than the one that started
+    # it is refused (Optuna 5 changed TPE's defaults; the two would mix); true goes on anyway
+    allow_optuna_change: bool = False
 
 
 @dataclass
@@ -192,8 +195,10 @@ class TrackingSection:
     """MLflow: where runs go and what is registered."""
 
     enabled: bool = True
-    uri: str | None = None  # None: sqlite:///<cwd>/mlflow.db, the store `mlflow ui` opens
-    experiment_name: str | None = None  # None: experiment.name
+    # None: MLFLOW_TRACKING_URI if set, else sqlite:///<cwd>/mlflow.db (what `mlflow ui` opens);
+    # a resumed sweep keeps the store it logs to (sweeps.tracking.target)
+    uri: str | None = None
+    experiment_name: str | None = None  # None: MLFLOW_EXPERIMENT_NAME if set, else experiment.name
     required: bool = True  # false: an unreachable server only warns; records wait on disk
     register_model: bool = True
     model_name: str | None = None  # None: experiment.name

@@ -120,10 +120,11 @@ def _start(prep: Prepared) -> tuple[SweepRecord, dict[str, dict[str, Any]]]:
     from sweeps.search.schedulers import ended_trials
 
     cfg = prep.cfg
-    record = prep.resume.record if prep.resume else new_record(cfg, prep.params,
-                                                               prep.tracking_uri)
+    record = prep.resume.record if prep.resume else new_record(cfg, prep.params, prep.tracking)
     record.starts += 1
-    record.tracking_uri = record.tracking_uri or prep.tracking_uri
+    if prep.tracking:  # a sweep started with tracking off records where it logs from now on
+        record.tracking_uri = record.tracking_uri or prep.tracking.uri
+        record.tracking_experiment = record.tracking_experiment or prep.tracking.experiment
     save_record(prep.sweep_dir, record)
     write_atomic(prep.layout.config(record.starts), OmegaConf.to_yaml(OmegaConf.structured(cfg)))
     ended = ended_trials(prep.sweep_dir) if prep.resuming else {}
@@ -191,7 +192,7 @@ def _finish(prep: Prepared, objective: Objective, results: ResultGrid,
             tracking.log_artifacts([str(p) for p in plots], "plots")
         unsent = finish_tracking(tracking, prep, summary)
     return SweepResult(prep.sweep_dir, summary, results, dict(reaper.released), unsent,
-                       prep.tracking_uri, plots, note, unread.unread)
+                       prep.tracking, plots, note, unread.unread)
 
 
 def _plots(prep: Prepared, objective: Objective, summary: Summary,

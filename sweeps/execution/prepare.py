@@ -24,7 +24,7 @@ from sweeps.execution.cluster_address import check_reachable, join_error
 from sweeps.execution.code_shipping import check_shipping, runtime_env
 from sweeps.execution.resources import ResourcePlan, local_cluster_totals, plan_resources
 from sweeps.layout import SweepLayout
-from sweeps.resume.state import ResumeInfo, check_tune_state, decide_resume
+from sweeps.resume.state import ResumeInfo, check_same_tracking, check_tune_state, decide_resume
 from sweeps.search.checks import check_search, objectives_of, trial_count
 from sweeps.search.space import Param, parse_space
 from sweeps.storage.location import remote_of, sweep_root, uri_of
@@ -32,6 +32,7 @@ from sweeps.storage.preflight import check_store
 
 if TYPE_CHECKING:
     from sweeps.search.warm_start import WarmStart
+    from sweeps.tracking.target import TrackingTarget
 
 __all__ = ["Prepared", "prepare", "sweep_dir_of"]
 
@@ -45,7 +46,7 @@ class Prepared:
     constants: dict[str, Any]  # the search space's fixed entries (any config value)
     resources: ResourcePlan
     sweep_dir: Path
-    tracking_uri: str | None = None
+    tracking: TrackingTarget | None = None  # None: tracking.enabled=false
     resume: ResumeInfo | None = None  # the sweep in sweep_dir this run continues
     warnings: list[str] = field(default_factory=list)  # logged before the sweep starts
     warm_start: WarmStart | None = None  # earlier trials that seed the searcher
@@ -58,6 +59,11 @@ class Prepared:
     def trials(self) -> int:
         """How many trials the sweep runs (``search.num_samples``, x the grid for a grid)."""
         return trial_count(self.cfg, self.params)
+
+    @property
+    def tracking_uri(self) -> str | None:
+        """Where the sweep's MLflow runs go; None when tracking is off."""
+        return self.tracking.uri if self.tracking else None
 
     @property
     def resuming(self) -> bool:
@@ -145,14 +151,20 @@ def prepare(cfg: SweepConfig) -> Prepared:
     warnings = check_search(cfg, params)
     sweep_dir = sweep_dir_of(cfg)
     _check_writable(sweep_dir)
-    uri = None
+    resume = decide_resume(cfg, params, sweep_dir)
+    target = None
     if cfg.tracking.enabled:
-        from sweeps.tracking.setup import check_tracking, quiet_http_retries, tracking_uri
+        from sweeps.tracking.setup import check_tracking, quiet_http_retries
+        from sweeps.tracking.target import tracking_target
 
         quiet_http_retries()
-        uri = tracking_uri(cfg)
-        check_tracking(cfg, uri)
-    resume = decide_resume(cfg, params, sweep_dir, uri)
+        record = resume.record if resume else None
+        target = tracking_target(cfg, record.tracking_uri if record else None,
+                                 record.tracking_experiment if record else None)
+        if record is not None:
+            check_same_tracking(record, target)
+        check_tracking(cfg, target)
+    uri = target.uri if target else None
     if resume and resume.has_tune_state:
         check_tune_state(sweep_dir)
     warm = None
@@ -180,4 +192,5 @@ def prepare(cfg: SweepConfig) -> Prepared:
                         "next start are never compared (with 1 at once, nothing is exploited); "
                         "lower scaling.num_workers or scaling.cpus_per_worker, or "
                         "search.num_samples, so the population runs together")
-    return Prepared(cfg, params, constants, resources, sweep_dir, uri, resume, warnings, warm)
+    return Prepared(cfg, params, constants, resources, sweep_dir, target, resume, warnings,
+                    warm)

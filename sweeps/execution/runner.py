@@ -30,6 +30,7 @@ if TYPE_CHECKING:  # Ray and pandas (via sweeps.report.summary) stay off the --h
     from ray.tune import ResultGrid
 
     from sweeps.report.summary import Summary
+    from sweeps.tracking.target import TrackingTarget
 
 __all__ = ["Prepared", "SweepResult", "SweepInterrupted", "prepare", "run_sweep",
            "sweep_dir_of"]
@@ -46,7 +47,7 @@ class SweepResult:
     results: ResultGrid
     released: dict[str, float]  # trial id -> seconds from trial end to its workers' release
     tracking_unsent: int = 0  # tracking records still waiting in the journal at the end
-    tracking_uri: str | None = None
+    tracking: TrackingTarget | None = None  # where MLflow runs went (None: tracking off)
     plots: list[Path] | None = None  # PNGs under <sweep dir>/plots (None: too few trials)
     plots_note: str | None = None  # why there are no plots
     unread_keys: list[str] | None = None  # searched keys the loop never read (first trial)
@@ -54,6 +55,10 @@ class SweepResult:
     @property
     def layout(self) -> SweepLayout:
         return SweepLayout(self.sweep_dir)
+
+    @property
+    def tracking_uri(self) -> str | None:
+        return self.tracking.uri if self.tracking else None
 
     @property
     def failed(self) -> dict[str, str]:

@@ -94,10 +94,11 @@ def print_result(result: SweepResult, cfg: SweepConfig) -> None:
         print(f"  plots: {', '.join(display(p) for p in result.plots)}")
     elif result.plots_note:
         print(f"  plots: {result.plots_note}")
-    if result.tracking_uri:
-        hint = ("run `mlflow ui` in this directory to compare trials"
-                if result.tracking_uri.startswith("sqlite:") else "open it to compare trials")
-        print(f"  mlflow: {result.tracking_uri} ({hint})")
+    if result.tracking:
+        target = result.tracking
+        hint = (f"`mlflow ui --backend-store-uri {target.shown}` to compare trials"
+                if target.uri.startswith("sqlite:") else "open it to compare trials")
+        print(f"  mlflow: {target.describe()}; {hint}")
         model = cfg.tracking.model_name or cfg.experiment.name
         form = best.get("model_form")
         if form == "none":

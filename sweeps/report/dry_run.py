@@ -135,7 +135,7 @@ def format_plan(prepared) -> str:  # prepared: sweeps.execution.runner.Prepared
     lines.append(f"  epochs of compute: worst case {budget.worst} ({n} x {s.max_t})"
                  + (f", ASHA expected ~{budget.expected:.1f}" if s.name == "asha" else ""))
     lines.append(f"  sweep dir {display(prepared.sweep_dir)}")
-    lines.append(f"  tracking {prepared.tracking_uri or 'off'}")
+    lines.append(f"  tracking {prepared.tracking.describe() if prepared.tracking else 'off'}")
     lines += [f"  warning: {w}" for w in prepared.warnings]
     return "\n".join(lines)
 

@@ -17,10 +17,12 @@ key that differs is named in the error. Written to a temporary name and renamed.
 from __future__ import annotations
 
 import json
+import logging
 import time
 import uuid
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from sweeps import files
 from sweeps._ray.tune import experiment_state_files, trials_in_state
@@ -31,12 +33,16 @@ from sweeps.layout import SweepLayout
 from sweeps.search.space import Param, flatten, flatten_space
 from sweeps.storage.location import display
 
+if TYPE_CHECKING:
+    from sweeps.tracking.target import TrackingTarget
+
 __all__ = ["FORMAT_VERSION", "SweepRecord", "ResumeInfo", "StateError", "decide_resume",
            "identity_of", "new_record", "save_record", "load_record", "state_dir",
-           "tune_state_files", "check_tune_state"]
+           "tune_state_files", "check_tune_state", "check_same_tracking"]
 
 FORMAT_VERSION = 1
 RECORD_FILE = "sweep.json"
+OPTUNA_SEARCHES = ("tpe", "optuna")  # search.algorithm values whose suggestions Optuna makes
 
 
 @dataclass
@@ -51,6 +57,8 @@ class SweepRecord:
     starts: int = 0
     created: float = field(default_factory=time.time)
     tracking_uri: str | None = None
+    tracking_experiment: str | None = None  # the MLflow experiment its runs are in
+    optuna_version: str = ""  # the Optuna that suggested its trials ("": not recorded)
 
 
 @dataclass
@@ -104,9 +112,12 @@ def identity_of(cfg: SweepConfig, params: list[Param]) -> dict[str, str]:
     return ident
 
 
-def new_record(cfg: SweepConfig, params: list[Param], tracking_uri: str | None) -> SweepRecord:
+def new_record(cfg: SweepConfig, params: list[Param],
+               tracking: TrackingTarget | None) -> SweepRecord:
     return SweepRecord(sweep_uid=f"{cfg.sweep.name}-{uuid.uuid4().hex[:8]}", name=cfg.sweep.name,
-                       identity=identity_of(cfg, params), tracking_uri=tracking_uri)
+                       identity=identity_of(cfg, params),
+                       tracking_uri=tracking.uri if tracking else None,
+                       tracking_experiment=tracking.experiment if tracking else None)
 
 
 def save_record(sweep_dir: Path, record: SweepRecord) -> None:
@@ -114,6 +125,7 @@ def save_record(sweep_dir: Path, record: SweepRecord) -> None:
     import importlib.metadata
 
     record.ray_version = importlib.metadata.version("ray")
+    record.optuna_version = record.optuna_version or importlib.metadata.version("optuna")
     layout = SweepLayout(sweep_dir)
     layout.state.mkdir(parents=True, exist_ok=True)
     write_atomic(layout.record, json.dumps(asdict(record), indent=2))
@@ -154,6 +166,32 @@ def _check_ray_version(record: SweepRecord, sweep_dir: Path) -> None:
                          f"ray=={record.ray_version}, or start a new sweep with sweep.name=NEW")
 
 
+def _check_optuna_version(record: SweepRecord, cfg: SweepConfig, sweep_dir: Path) -> None:
+    """Optuna 5 changed TPE's defaults (multivariate, constant liar): a sweep whose trials an
+    Optuna sampler suggested is not resumed under another major version of Optuna, which would
+    mix two samplers without a word (``search.allow_optuna_change=true`` accepts that)."""
+    import importlib.metadata
+
+    if cfg.search.algorithm not in OPTUNA_SEARCHES or not record.optuna_version:
+        return
+    running = importlib.metadata.version("optuna")
+    if record.optuna_version.split(".")[0] == running.split(".")[0]:
+        return
+    if cfg.search.allow_optuna_change:
+        logging.getLogger(__name__).warning(
+            "search.allow_optuna_change=true: resuming a sweep sampled by optuna %s with optuna "
+            "%s; its later trials come from the newer sampler", record.optuna_version, running)
+        record.optuna_version = running
+        return
+    raise StateError(
+        f"{display(sweep_dir)} was sampled by optuna {record.optuna_version}; this is optuna "
+        f"{running}, whose {cfg.search.algorithm} sampler suggests differently (Optuna 5 changed "
+        f"TPE's defaults), so resuming would mix two samplers; install "
+        f"optuna=={record.optuna_version} to resume it as it was, pass "
+        "search.allow_optuna_change=true to go on with this one, or start a new sweep with "
+        "sweep.name=NEW")
+
+
 def _check_identity(record: SweepRecord, ident: dict[str, str], sweep_dir: Path) -> None:
     for key in sorted(set(record.identity) | set(ident)):
         old, new = record.identity.get(key, "<unset>"), ident.get(key, "<unset>")
@@ -165,16 +203,28 @@ def _check_identity(record: SweepRecord, ident: dict[str, str], sweep_dir: Path)
                 "sweep.name=NEW")
 
 
-def _check_tracking(record: SweepRecord, uri: str | None) -> None:
-    if record.tracking_uri and uri and record.tracking_uri != uri:
-        raise ConfigError(
-            "tracking.uri", uri, f"differs from the sweep being resumed (it logs to "
-            f"{record.tracking_uri}, and its runs live there)",
-            f"set tracking.uri={record.tracking_uri} to continue the same MLflow runs")
+def check_same_tracking(record: SweepRecord, target: TrackingTarget) -> None:
+    """A resumed sweep logs where its runs already are: a tracking URI or experiment set (by
+    config or MLflow's variables) to another place is refused, naming what set it."""
+    from sweeps.tracking.masking import mask_value
+
+    if record.tracking_uri and record.tracking_uri != target.uri:
+        was = mask_value(record.tracking_uri)
+        fix = (f"unset {target.uri_key}, or set it to {was}, to continue the same MLflow runs"
+               if target.uri_key != "tracking.uri" else
+               f"set tracking.uri={was} to continue the same MLflow runs")
+        raise ConfigError(target.uri_key, target.shown, "differs from the sweep being resumed "
+                          f"(it logs to {was}, and its runs live there)",
+                          f"{fix}, or start a new sweep with sweep.name=NEW")
+    old = record.tracking_experiment
+    if old and old != target.experiment:
+        raise ConfigError(target.experiment_from, target.experiment, "differs from the sweep "
+                          f"being resumed (its runs are in MLflow experiment {old!r})",
+                          f"set it to {old!r} (or unset it) to continue the same runs, or start "
+                          "a new sweep with sweep.name=NEW")
 
 
-def decide_resume(cfg: SweepConfig, params: list[Param], sweep_dir: Path,
-                  tracking_uri: str | None) -> ResumeInfo | None:
+def decide_resume(cfg: SweepConfig, params: list[Param], sweep_dir: Path) -> ResumeInfo | None:
     """Resume the sweep in ``sweep_dir`` (``ResumeInfo``) or start anew (None), per
     ``sweep.resume``; raises ``ConfigError``/``StateError`` when neither is allowed."""
     mode = cfg.sweep.resume
@@ -191,7 +241,7 @@ def decide_resume(cfg: SweepConfig, params: list[Param], sweep_dir: Path,
                           "new sweep.name to start another")
     _check_ray_version(record, sweep_dir)
     _check_identity(record, identity_of(cfg, params), sweep_dir)
-    _check_tracking(record, tracking_uri)
+    _check_optuna_version(record, cfg, sweep_dir)
     return ResumeInfo(record, has_tune_state=bool(tune_state_files(sweep_dir)))
 
 

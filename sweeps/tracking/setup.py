@@ -1,7 +1,7 @@
-"""Resolve and check the tracking target before Ray starts.
+"""Check the tracking target before Ray starts, open and close the sweep's parent run.
 
-    uri = tracking_uri(cfg)          # sqlite:////abs/project/mlflow.db by default
-    check_tracking(cfg, uri)         # ConfigError if a required server does not answer
+    target = tracking_target(cfg)    # sweeps.tracking.target: config, MLflow's env, default
+    check_tracking(cfg, target)      # ConfigError if a required server does not answer
 
 MLflow's HTTP client retries a failed request 7 times with a backoff factor of 2 (minutes per call).
 The sweep retries on its own schedule (``sweeps.tracking.callback``), so unless the user set them,
@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 from sweeps.config.schema import SweepConfig
 from sweeps.errors import ConfigError
 from sweeps.storage.location import display
+from sweeps.tracking.target import URI_ENV, TrackingTarget, absolute_uri
 
 if TYPE_CHECKING:  # Ray (via the callback), pandas (via the summary) stay off the --help path
     from sweeps.execution.prepare import Prepared
@@ -28,11 +29,11 @@ if TYPE_CHECKING:  # Ray (via the callback), pandas (via the summary) stay off t
 
 log = logging.getLogger(__name__)
 
-__all__ = ["tracking_uri", "check_tracking", "quiet_http_retries", "start_tracking",
+__all__ = ["check_tracking", "quiet_http_retries", "start_tracking",
            "finish_tracking", "abort_tracking", "absolute_uri", "local_store",
            "using_tracking_uri", "TRACKING_URI_ENV"]
 
-TRACKING_URI_ENV = "MLFLOW_TRACKING_URI"
+TRACKING_URI_ENV = URI_ENV
 
 
 def quiet_http_retries() -> None:
@@ -47,26 +48,6 @@ def quiet_http_retries() -> None:
         logging.getLogger(name).setLevel(logging.WARNING)
     # Not a "View run at http://..." line per ended run; the sweep prints where MLflow is.
     os.environ.setdefault("MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT", "true")
-
-
-def tracking_uri(cfg: SweepConfig) -> str:
-    """The tracking URI; relative SQLite paths are made absolute (cwd-independent)."""
-    return absolute_uri(cfg.tracking.uri or "sqlite:///mlflow.db")
-
-
-def absolute_uri(uri: str, cwd: Path | None = None) -> str:
-    """``uri`` with a relative local store (SQLite, ``file:``) made absolute at ``cwd``
-    (default: the current directory); any other URI unchanged.
-
-    Example:
-        >>> absolute_uri("sqlite:///mlflow.db", Path("/w")), absolute_uri("http://h:5000")
-        ('sqlite:////w/mlflow.db', 'http://h:5000')
-    """
-    for scheme in ("sqlite:///", "file://", "file:"):
-        if uri.startswith(scheme):
-            path = uri[len(scheme):]
-            return uri if path.startswith("/") else f"{scheme}{(cwd or Path.cwd()) / path}"
-    return uri
 
 
 def local_store(uri: str) -> Path | None:
@@ -116,11 +97,13 @@ def using_tracking_uri(uri: str | None) -> Iterator[None]:
             os.environ[TRACKING_URI_ENV] = env
 
 
-def check_tracking(cfg: SweepConfig, uri: str) -> None:
-    """Fail (or, with tracking.required=false, let pass) a tracking target that cannot work."""
+def check_tracking(cfg: SweepConfig, target: TrackingTarget) -> None:
+    """Fail (or, with tracking.required=false, let pass) a tracking target that cannot work;
+    the error names what set it (``tracking.uri`` or ``MLFLOW_TRACKING_URI``)."""
     if not cfg.tracking.enabled or not cfg.tracking.required:
         return
-    fix = ("start the server or fix tracking.uri; tracking.required=false sweeps now and sends "
+    uri, key = target.uri, target.uri_key
+    fix = (f"start the server or fix {key}; tracking.required=false sweeps now and sends "
            "the tracking data once it answers; tracking.enabled=false turns tracking off")
     if uri.startswith("sqlite:///"):
         db = Path(uri[len("sqlite:///"):])
@@ -128,7 +111,7 @@ def check_tracking(cfg: SweepConfig, uri: str) -> None:
         while not parent.exists():
             parent = parent.parent
         if not os.access(parent, os.W_OK) or (db.exists() and not os.access(db, os.W_OK)):
-            raise ConfigError("tracking.uri", uri, "is not writable", fix)
+            raise ConfigError(key, target.shown, "is not writable", fix)
         return
     if uri.startswith(("http://", "https://")):
         import requests
@@ -137,7 +120,7 @@ def check_tracking(cfg: SweepConfig, uri: str) -> None:
             requests.get(uri.rstrip("/") + "/health", timeout=5).raise_for_status()
         except requests.RequestException as exc:
             reason = type(exc).__name__
-            raise ConfigError("tracking.uri", uri, f"does not answer ({reason})", fix) from exc
+            raise ConfigError(key, target.shown, f"does not answer ({reason})", fix) from exc
 
 
 def start_tracking(prep: Prepared, sweep_id: str, start: int = 1) -> MLflowTracking:
@@ -157,7 +140,7 @@ def start_tracking(prep: Prepared, sweep_id: str, start: int = 1) -> MLflowTrack
     if not is_remote(state_dir):
         state_dir.mkdir(exist_ok=True)
     settings = TrackingSettings(
-        uri=prep.tracking_uri or "", experiment_name=t.experiment_name or cfg.experiment.name,
+        uri=prep.tracking_uri or "", experiment_name=prep.tracking.experiment,
         model_name=(t.model_name or cfg.experiment.name) if t.register_model else None,
         state_dir=str(state_dir), max_epochs=cfg.scheduler.max_t, scheduler=cfg.scheduler.name,
         flush_timeout_s=t.flush_timeout_s, metric=cfg.experiment.metric,
@@ -180,7 +163,10 @@ def start_tracking(prep: Prepared, sweep_id: str, start: int = 1) -> MLflowTrack
 def finish_tracking(tracking: MLflowTracking, prep: Prepared, summary: Summary) -> int:
     """Sweep end in MLflow; never lets a tracking failure hide the finished sweep."""
     try:
-        unsent = tracking.finish(prep.layout.summary_csv, summary.best, pareto=summary.pareto)
+        outcomes = ({str(k): int(v) for k, v in summary.table["status"].value_counts().items()}
+                    if "status" in summary.table else {})
+        unsent = tracking.finish(prep.layout.summary_csv, summary.best, pareto=summary.pareto,
+                                 outcomes=outcomes)
     except Exception as exc:
         log.error("MLflow: could not record the sweep's end (%s); the journal in %s keeps "
                   "it for `python -m sweeps.sync %s`", exc, display(prep.layout.tracking),

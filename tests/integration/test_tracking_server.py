@@ -69,3 +69,31 @@ def test_server_outage_mid_sweep_loses_and_duplicates_nothing(tmp_path, ray_clus
     _, _, x_va, y_va = load_split()
     _, correct, count = evaluate(model, torch.from_numpy(x_va), torch.from_numpy(y_va))
     assert correct / count == pytest.approx(result.best["value"], abs=1e-12)
+
+
+def test_mlflow_variables_choose_the_server_and_a_resume_from_elsewhere_continues(
+        tmp_path, ray_cluster, small_config, mlflow_server, monkeypatch) -> None:
+    """MLFLOW_TRACKING_URI and MLFLOW_EXPERIMENT_NAME, as a team sets them for every tool:
+    the runs land on that server, in that experiment; the same command from another directory
+    continues the same runs (the parent reopened, no second set of trial runs)."""
+    from mlflow import MlflowClient
+
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", mlflow_server.uri)
+    monkeypatch.setenv("MLFLOW_EXPERIMENT_NAME", "team-exp")
+    args = ("search.num_samples=2", "scheduler=none", "scheduler.max_t=2", "tracking.uri=null",
+            f"sweep.dir={tmp_path / 'sw'}")
+    for start, where in ((1, "a"), (2, "b")):
+        (tmp_path / where).mkdir()
+        monkeypatch.chdir(tmp_path / where)
+        result = run_sweep(small_config(*args))
+        assert (result.tracking.uri, result.tracking.uri_from) == (mlflow_server.uri,
+                                                                   "MLFLOW_TRACKING_URI")
+        assert result.tracking.experiment_from == "MLFLOW_EXPERIMENT_NAME"
+        assert not (tmp_path / where / "mlflow.db").exists()  # not the cwd's default store
+        client = MlflowClient(mlflow_server.uri)
+        experiment = client.get_experiment_by_name("team-exp")
+        runs = client.search_runs([experiment.experiment_id])
+        parents = [r for r in runs if r.data.tags.get("sweeps.role") == "parent"]
+        assert len(parents) == 1 and len(runs) == 3
+        assert parents[0].data.tags.get("sweeps.starts", "1") == str(start)
+        assert parents[0].info.status == "FINISHED"

@@ -12,6 +12,7 @@ from sweeps.config.schema import to_config
 from sweeps.errors import ConfigError
 from sweeps.resume.state import (
     StateError,
+    check_same_tracking,
     check_tune_state,
     decide_resume,
     load_record,
@@ -19,6 +20,9 @@ from sweeps.resume.state import (
     save_record,
 )
 from sweeps.search.space import parse_space
+from sweeps.tracking.target import TrackingTarget, tracking_target
+
+STORE = TrackingTarget("sqlite:////a/mlflow.db", "default", "digits", "experiment.name")
 
 
 def _cfg(tmp_path, *overrides):
@@ -29,17 +33,23 @@ def _cfg(tmp_path, *overrides):
 def _existing(tmp_path, *overrides):
     cfg = _cfg(tmp_path, *overrides)
     params, _ = parse_space(cfg.experiment.search_space)
-    record = new_record(cfg, params, "sqlite:///a.db")
+    record = new_record(cfg, params, STORE)
     save_record(tmp_path / "sw", record)
     (tmp_path / "sw" / "experiment_state-2026-01-01_00-00-00.json").write_text(
         json.dumps({"trial_data": [], "runner_data": {}}))
     return record
 
 
-def _decide(tmp_path, *overrides, uri="sqlite:///a.db"):
+def _decide(tmp_path, *overrides):
+    """What prepare() decides: resume or not, then where the resumed sweep's runs go."""
     cfg = _cfg(tmp_path, *overrides)
     params, _ = parse_space(cfg.experiment.search_space)
-    return decide_resume(cfg, params, tmp_path / "sw", uri)
+    found = decide_resume(cfg, params, tmp_path / "sw")
+    if found is not None:
+        record = found.record
+        check_same_tracking(record, tracking_target(cfg, record.tracking_uri,
+                                                    record.tracking_experiment))
+    return found
 
 
 def test_no_sweep_starts_anew_unless_must(tmp_path) -> None:
@@ -86,7 +96,79 @@ def test_search_space_is_compared_parsed_not_as_text(tmp_path) -> None:
 def test_other_tracking_server_is_refused(tmp_path) -> None:
     _existing(tmp_path)
     with pytest.raises(ConfigError, match="tracking.uri: 'http://other:5000' differs"):
-        _decide(tmp_path, uri="http://other:5000")
+        _decide(tmp_path, "tracking.uri=http://other:5000")
+
+
+def test_resume_from_another_directory_keeps_the_sweeps_store(tmp_path, monkeypatch) -> None:
+    """The same command from elsewhere (no tracking.uri, no MLFLOW_TRACKING_URI) continues the
+    same runs instead of being refused for a cwd-relative default."""
+    _existing(tmp_path)
+    monkeypatch.chdir(tmp_path / "sw")
+    cfg = _cfg(tmp_path)
+    record = load_record(tmp_path / "sw")
+    target = tracking_target(cfg, record.tracking_uri, record.tracking_experiment)
+    assert (target.uri, target.uri_from) == (STORE.uri, "the sweep being resumed")
+    assert (target.experiment, target.experiment_from) == ("digits", "the sweep being resumed")
+    assert _decide(tmp_path) is not None
+
+
+@pytest.mark.parametrize(("variable", "value", "message"), [
+    ("MLFLOW_TRACKING_URI", "http://u:pw@other:5000",
+     r"MLFLOW_TRACKING_URI: 'http://u:\*\*\*@other:5000' differs .* unset MLFLOW_TRACKING_URI"),
+    ("MLFLOW_EXPERIMENT_NAME", "team-exp",
+     r"MLFLOW_EXPERIMENT_NAME: 'team-exp' differs .* experiment 'digits'"),
+])
+def test_mlflow_variable_pointing_elsewhere_is_refused_naming_it(
+        tmp_path, monkeypatch, variable, value, message) -> None:
+    _existing(tmp_path)
+    monkeypatch.setenv(variable, value)
+    with pytest.raises(ConfigError, match=message) as info:
+        _decide(tmp_path)
+    assert info.value.key == variable
+    assert "pw" not in str(info.value)
+
+
+def test_the_same_mlflow_variable_from_another_directory_continues(tmp_path,
+                                                                   monkeypatch) -> None:
+    cfg = _cfg(tmp_path)
+    params, _ = parse_space(cfg.experiment.search_space)
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", "http://team-server:5000")
+    save_record(tmp_path / "sw", new_record(cfg, params, tracking_target(cfg)))
+    monkeypatch.chdir(tmp_path / "sw")
+    assert _decide(tmp_path) is not None
+
+
+@pytest.mark.parametrize(("recorded", "algorithm", "allow", "refused"), [
+    ("4.5.0", "tpe", False, True),
+    ("4.5.0", "optuna", False, True),
+    ("4.5.0", "tpe", True, False),      # search.allow_optuna_change=true goes on
+    ("4.5.0", "random", False, False),  # no Optuna sampler suggested its trials
+    ("", "tpe", False, False),          # recorded before sweeps wrote the version
+    ("same-major", "tpe", False, False),
+])
+def test_resume_across_an_optuna_major_version(tmp_path, recorded, algorithm, allow,
+                                              refused) -> None:
+    import importlib.metadata
+
+    running = importlib.metadata.version("optuna")
+    major = int(running.split(".")[0])
+    recorded = f"{major}.0.0" if recorded == "same-major" else recorded.replace(
+        "4", str(major - 1), 1)
+    search = [f"search={algorithm}"] + (["search.sampler._target_=optuna.samplers.TPESampler"]
+                                        if algorithm == "optuna" else [])
+    _existing(tmp_path, *search)
+    path = tmp_path / "sw" / "state" / "sweep.json"
+    path.write_text(json.dumps({**json.loads(path.read_text()), "optuna_version": recorded}))
+    args = [*search, f"search.allow_optuna_change={str(allow).lower()}"]
+    if refused:
+        with pytest.raises(StateError, match=rf"sampled by optuna {recorded}; this is optuna "
+                                             rf"{running}.*optuna=={recorded}.*"
+                                             "allow_optuna_change=true"):
+            _decide(tmp_path, *args)
+    else:
+        found = _decide(tmp_path, *args)
+        assert found is not None
+        assert found.record.optuna_version == (running if allow else recorded)
 
 
 def test_unusable_directories_get_a_clear_error(tmp_path) -> None:

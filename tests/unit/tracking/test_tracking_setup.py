@@ -5,18 +5,20 @@ from __future__ import annotations
 import pytest
 
 from sweeps import compose
-from sweeps.tracking.setup import tracking_uri
+from sweeps.tracking.target import tracking_target
 
 
 def test_default_uri_is_an_absolute_sqlite_file_in_the_current_directory(tmp_path,
                                                                           monkeypatch) -> None:
     monkeypatch.chdir(tmp_path)
-    assert tracking_uri(compose("digits")) == f"sqlite:///{tmp_path / 'mlflow.db'}"
+    assert tracking_target(compose("digits")).uri == f"sqlite:///{tmp_path / 'mlflow.db'}"
     relative = compose("digits", ["tracking.uri=sqlite:///sub/m.db"])
-    assert tracking_uri(relative) == f"sqlite:///{tmp_path / 'sub' / 'm.db'}"
+    assert tracking_target(relative).uri == f"sqlite:///{tmp_path / 'sub' / 'm.db'}"
 
 
-def test_unreachable_server_fails_before_ray_starts_unless_not_required(tmp_path) -> None:
+@pytest.mark.parametrize("where", ["config", "env"])
+def test_unreachable_server_fails_before_ray_starts_unless_not_required(
+        tmp_path, monkeypatch, where) -> None:
     import socket
 
     import ray
@@ -26,13 +28,19 @@ def test_unreachable_server_fails_before_ray_starts_unless_not_required(tmp_path
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]  # nothing listens here once the socket closes
-    base = ["ray.num_cpus=2", f"tracking.uri=http://127.0.0.1:{port}",
-            f"sweep.dir={tmp_path / 's'}"]
-    with pytest.raises(ConfigError, match=r"^tracking.uri: .* does not answer .*"
+    uri = f"http://127.0.0.1:{port}"
+    base = ["ray.num_cpus=2", f"sweep.dir={tmp_path / 's'}"]
+    if where == "env":
+        monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
+    else:
+        base.append(f"tracking.uri={uri}")
+    key = "MLFLOW_TRACKING_URI" if where == "env" else "tracking.uri"
+    with pytest.raises(ConfigError, match=rf"^{key}: .* does not answer .*fix {key}.*"
                                           r"tracking.required=false"):
         prepare(compose("digits", base))
     assert not ray.is_initialized()
-    assert prepare(compose("digits", [*base, "tracking.required=false"])).tracking_uri
+    prepared = prepare(compose("digits", [*base, "tracking.required=false"]))
+    assert (prepared.tracking_uri, prepared.tracking.uri_from) == (uri, key)
 
 
 def test_the_callers_env_uri_survives_a_block_on_another_store(

@@ -1,0 +1,143 @@
+"""Where a sweep's MLflow runs go, and where that choice came from, MLflow's conventions first.
+
+    target = tracking_target(cfg)      # in prepare(), before Ray starts
+    target.uri, target.uri_from        # 'http://mlflow:5000', 'MLFLOW_TRACKING_URI'
+    target.describe()                  # the plan's and the summary's line
+
+The tracking URI is ``tracking.uri`` if set, else ``MLFLOW_TRACKING_URI`` (the variable every
+MLflow tool reads), else ``sqlite:///<cwd>/mlflow.db`` (the store ``mlflow ui`` opens in that
+directory). A resumed sweep that names neither keeps the store it already logs to, so the same
+command continues the same runs from any directory. The experiment is ``tracking.experiment_name``
+if set, else ``MLFLOW_EXPERIMENT_NAME``, else ``experiment.name``. Relative local stores are made
+absolute at the current directory; credentials in a URI are masked wherever it is printed
+(``shown``).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from sweeps.config.schema import SweepConfig
+from sweeps.errors import ConfigError
+from sweeps.tracking.masking import mask_value
+
+__all__ = ["TrackingTarget", "tracking_target", "absolute_uri", "URI_ENV", "EXPERIMENT_ENV",
+           "DEFAULT_URI"]
+
+URI_ENV = "MLFLOW_TRACKING_URI"
+EXPERIMENT_ENV = "MLFLOW_EXPERIMENT_NAME"
+DEFAULT_URI = "sqlite:///mlflow.db"
+RESUMED = "the sweep being resumed"
+# What MLflow 3 accepts as a tracking URI: its stores' schemes (a plain path is a file store).
+_SCHEMES = {"http", "https", "sqlite", "file", "postgresql", "mysql", "mssql", "databricks",
+            "databricks-uc", "uc"}
+_DB_DRIVERS = ("postgresql+", "mysql+", "mssql+")
+
+
+@dataclass(frozen=True)
+class TrackingTarget:
+    """The tracking URI and experiment, each with the key or variable it came from."""
+
+    uri: str
+    uri_from: str  # "tracking.uri" | "MLFLOW_TRACKING_URI" | "default" | RESUMED
+    experiment: str
+    experiment_from: str  # "tracking.experiment_name" | "MLFLOW_EXPERIMENT_NAME" | ...
+
+    @property
+    def shown(self) -> str:
+        """The URI as printed: any password in it masked."""
+        return mask_value(self.uri)
+
+    @property
+    def uri_key(self) -> str:
+        """The key or variable an error about the URI names (what the user would change)."""
+        return URI_ENV if self.uri_from == URI_ENV else "tracking.uri"
+
+    def describe(self) -> str:
+        """One line for the plan and the summary.
+
+        Example:
+            >>> TrackingTarget("http://u:pw@h:5000", "MLFLOW_TRACKING_URI", "digits",
+            ...                "experiment.name").describe()  # doctest: +NORMALIZE_WHITESPACE
+            "http://u:***@h:5000 (from MLFLOW_TRACKING_URI), experiment 'digits'
+             (from experiment.name)"
+        """
+        return (f"{self.shown} (from {self.uri_from}), experiment {self.experiment!r} "
+                f"(from {self.experiment_from})")
+
+
+def tracking_target(cfg: SweepConfig, resumed_uri: str | None = None,
+                    resumed_experiment: str | None = None,
+                    cwd: Path | None = None) -> TrackingTarget:
+    """The target for ``cfg``: config keys, then MLflow's variables, then the default
+    (``resumed_*``: the store and experiment of the sweep being resumed, which the defaults
+    yield to).
+    Raises ``ConfigError`` naming the key or variable for a URI MLflow cannot use.
+
+    Example:
+        >>> t = tracking_target(compose("digits"), cwd=Path("/w"))
+        >>> t.uri if "MLFLOW_TRACKING_URI" not in os.environ else "sqlite:////w/mlflow.db"
+        'sqlite:////w/mlflow.db'
+    """
+    t = cfg.tracking
+    env_uri = os.environ.get(URI_ENV, "").strip()
+    if t.uri:
+        uri, source = t.uri, "tracking.uri"
+    elif env_uri:
+        uri, source = env_uri, URI_ENV
+    elif resumed_uri:
+        uri, source = resumed_uri, RESUMED
+    else:
+        uri, source = DEFAULT_URI, "default"
+    _check_form(URI_ENV if source == URI_ENV else "tracking.uri", uri)
+    env_name = os.environ.get(EXPERIMENT_ENV, "").strip()
+    if t.experiment_name:
+        name, name_from = t.experiment_name, "tracking.experiment_name"
+    elif env_name:
+        name, name_from = env_name, EXPERIMENT_ENV
+    elif resumed_experiment:
+        name, name_from = resumed_experiment, RESUMED
+    else:
+        name, name_from = cfg.experiment.name, "experiment.name"
+    return TrackingTarget(absolute_uri(uri, cwd), source, name, name_from)
+
+
+def _check_form(key: str, uri: str) -> None:
+    """A URI MLflow would reject, or misread as a local path, fails here in one line."""
+    parts = urlsplit(uri)
+    scheme = parts.scheme.lower()
+    fix = (f"unset {URI_ENV} or set it to a server (http://host:5000) or a store "
+           "(sqlite:///mlflow.db)" if key == URI_ENV else
+           "write a server (http://host:5000) or a store (sqlite:///mlflow.db)")
+    if not scheme:
+        if uri.startswith("/"):  # MLflow reads a plain absolute path as a file store
+            return
+        raise ConfigError(key, mask_value(uri), "has no scheme (MLflow would read it as a "
+                          "local directory)", fix)
+    if scheme not in _SCHEMES and not scheme.startswith(_DB_DRIVERS):
+        raise ConfigError(key, mask_value(uri), f"has scheme {scheme!r}, which is no MLflow "
+                          "tracking store", fix)
+    if scheme in ("http", "https") and not parts.hostname:
+        raise ConfigError(key, mask_value(uri), "names no host", fix)
+    try:
+        parts.port  # noqa: B018 - raises on a port that is not a number
+    except ValueError as exc:
+        raise ConfigError(key, mask_value(uri), f"has a bad port ({exc})", fix) from exc
+
+
+def absolute_uri(uri: str, cwd: Path | None = None) -> str:
+    """``uri`` with a relative local store (SQLite, ``file:``) made absolute at ``cwd``
+    (default: the current directory); any other URI unchanged.
+
+    Example:
+        >>> absolute_uri("sqlite:///mlflow.db", Path("/w")), absolute_uri("http://h:5000")
+        ('sqlite:////w/mlflow.db', 'http://h:5000')
+    """
+    for scheme in ("sqlite:///", "file://", "file:"):
+        if uri.startswith(scheme):
+            path = uri[len(scheme):]
+            return uri if path.startswith("/") else f"{scheme}{(cwd or Path.cwd()) / path}"
+    return uri
