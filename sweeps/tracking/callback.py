@@ -46,7 +46,7 @@ from sweeps.tracking.masking import mask_params, mask_tree
 if TYPE_CHECKING:
     from sweeps.report.pareto import ParetoFront
 
-__all__ = ["TrackingSettings", "MLflowTracking", "TrackingWriter", "NOT_METRICS"]
+__all__ = ["TrackingSettings", "MLflowTracking", "TrackingWriter", "NOT_METRICS", "outcome_tags"]
 
 log = logging.getLogger(__name__)
 
@@ -57,6 +57,25 @@ NOT_METRICS = frozenset({
     "done", "trial_id", "experiment_tag", "should_checkpoint", "checkpoint_path", "epoch",
     CLOCK_KEY, STEP_KEY, ERROR_KEY,
 })
+
+
+def outcome_tags(outcomes: dict[str, int]) -> dict[str, str]:
+    """The parent run's tags counting trials by outcome (a summary's ``status`` column:
+    ``completed``, ``stopped``, ``error``, ``empty``, the last two counted as failed).
+
+    Example:
+        >>> outcome_tags({"completed": 5, "stopped": 2, "error": 1})["sweeps.trials"]
+        '8 trials: 5 completed, 2 stopped, 1 failed'
+    """
+    if not outcomes:
+        return {}
+    failed = outcomes.get("error", 0) + outcomes.get("empty", 0)
+    counts = {"completed": outcomes.get("completed", 0), "stopped": outcomes.get("stopped", 0),
+              "failed": failed}
+    total = sum(outcomes.values())
+    return {**{f"sweeps.trials_{k}": str(v) for k, v in counts.items()},
+            "sweeps.trials": f"{total} trials: " + ", ".join(f"{v} {k}"
+                                                             for k, v in counts.items())}
 
 
 @dataclass(frozen=True)
@@ -261,24 +280,31 @@ class MLflowTracking(Callback):
                      "tags": {"sweeps.status": "error", "sweeps.error": error[:500]}})
 
     def on_trial_error(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
+        from sweeps.report.failure import failure_reason
+
         self._open.discard(trial.trial_id)
-        error = getattr(trial, "error_msg", None) or "trial raised an error"
-        self._failed(trial.trial_id, str(error).strip().splitlines()[-1])
+        self._failed(trial.trial_id, failure_reason(trial, limit=480))
 
     def log_artifacts(self, paths: list[str], artifact_path: str | None) -> None:
         """Journal files to attach to the parent run (e.g. the plots)."""
         self.record({"op": "artifacts", "paths": paths, "artifact_path": artifact_path})
 
     def finish(self, summary_csv: Path | None, best: dict[str, Any] | None,
-               status: str = "FINISHED", pareto: ParetoFront | None = None) -> int:
+               status: str | None = None, pareto: ParetoFront | None = None,
+               outcomes: dict[str, int] | None = None) -> int:
         """Journal the sweep's end (``pareto``: a multi-objective sweep's ``Summary.pareto``,
-        tagged on the runs), wait for delivery; return records still unsent."""
-        tags = {}
+        tagged on the runs; ``outcomes``: trials per status), wait for delivery; return records
+        still unsent. The parent run ends FAILED when every trial failed or none produced the
+        metric, FINISHED otherwise; its tags count the trials by outcome, so a sweep with some
+        failed trials shows it in the runs table."""
+        tags = outcome_tags(outcomes or {})
         if best:
-            tags = {"sweeps.best_trial_id": best["trial_id"],
-                    f"sweeps.best_{best['metric']}": f"{best['value']:.6g}"}
+            tags.update({"sweeps.best_trial_id": best["trial_id"],
+                         f"sweeps.best_{best['metric']}": f"{best['value']:.6g}"})
         if pareto is not None:
             tags.update(self._pareto(pareto))
+        ended_well = (outcomes or {}).get("completed", 0) + (outcomes or {}).get("stopped", 0)
+        status = status or ("FINISHED" if best and (ended_well or not outcomes) else "FAILED")
         self.record({"op": "sweep_end", "summary_csv": str(summary_csv) if summary_csv else None,
                      "best": best, "status": status, "tags": tags})
         return self._close(self.settings.flush_timeout_s)

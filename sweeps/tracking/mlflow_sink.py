@@ -34,6 +34,10 @@ log = logging.getLogger(__name__)
 PARAM_LIMIT = 6000
 KEY_LIMIT = 250
 TRUNCATED = "...[truncated]"
+# MLflow 3's experiment kind: its UI opens a "custom_model_development" experiment on the runs
+# table ("Model training"), an unmarked one on the GenAI overview (traces, token usage).
+EXPERIMENT_KIND = "mlflow.experimentKind"
+MODEL_TRAINING = "custom_model_development"
 
 
 class TransientTrackingError(RuntimeError):
@@ -99,10 +103,19 @@ class MLflowSink:
             raise
 
     def _experiment_id(self) -> str:
+        """The experiment's id, created if missing and marked as model training (MLflow's
+        UI opens an unmarked experiment on its GenAI overview, not on the runs); an existing
+        experiment that says what kind it is keeps its kind."""
         if "experiment_id" not in self.state:
             exp = self.client.get_experiment_by_name(self.experiment_name)
-            eid = exp.experiment_id if exp else self.client.create_experiment(
-                self.experiment_name, artifact_location=_beside_store(self.uri))
+            if exp is None:
+                eid = self.client.create_experiment(
+                    self.experiment_name, artifact_location=_beside_store(self.uri),
+                    tags={EXPERIMENT_KIND: MODEL_TRAINING})
+            else:
+                eid = exp.experiment_id
+                if EXPERIMENT_KIND not in exp.tags:
+                    self.client.set_experiment_tag(eid, EXPERIMENT_KIND, MODEL_TRAINING)
             self.state["experiment_id"] = eid
             self._save()
         return self.state["experiment_id"]

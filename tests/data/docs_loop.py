@@ -91,6 +91,12 @@ def _claim(claims_dir, behaviors):
 BEHAVIORS = ["wrong_metric", "nan", "raises", "no_epoch", "float_epoch", "ok"]
 
 
+def train_diverges(config):
+    """Reports one epoch, then raises: every trial of a sweep of it fails."""
+    ray.train.report({"val_accuracy": 0.5, "epoch": 1})
+    raise FloatingPointError(f"loss is nan at epoch 2 (lr={config['lr']:.3g})")
+
+
 def train_misbehaving(config):
     """One behaviour per trial, in the order trials start (see ``BEHAVIORS``)."""
     os.makedirs(config["claims_dir"], exist_ok=True)

@@ -181,6 +181,13 @@ def test_mlflow_parent_run_holds_the_sweep(sweep, mlflow_runs) -> None:
     assert parent.data.params["search.num_samples"] == str(NUM_SAMPLES)
     assert parent.data.params["experiment.search_space.lr"] == "tag(log, interval(1e-4, 0.5))"
     assert parent.data.tags["sweeps.best_trial_id"] == result.best["trial_id"]
+    assert parent.data.tags["sweeps.trials_failed"] == "0"
+    counts = result.summary.table["status"].value_counts()
+    assert parent.data.tags["sweeps.trials"] == (
+        f"{NUM_SAMPLES} trials: {counts.get('completed', 0)} completed, "
+        f"{counts.get('stopped', 0)} stopped, 0 failed")
+    experiment = client.get_experiment(parent.info.experiment_id)
+    assert experiment.tags["mlflow.experimentKind"] == "custom_model_development"
     artifacts = {a.path for a in client.list_artifacts(parent.info.run_id)}
     assert {"config.yaml", "search_space.json", "summary.csv", "best.json", "plots"} <= artifacts
     plots = {a.path for a in client.list_artifacts(parent.info.run_id, "plots")}

@@ -115,14 +115,45 @@ def test_misbehaving_loops_fail_alone_and_the_sweep_goes_on(tmp_path) -> None:
     assert "never reported val_accuracy" in trials[by_behavior["wrong_metric"]].data.tags[
         "sweeps.error"]
     assert trials[by_behavior["raises"]].info.status == "FAILED"
+    assert trials[by_behavior["raises"]].data.tags["sweeps.error"].startswith(
+        "ValueError: loss exploded (lr=")  # what it raised, not a generic sentence
     assert all(trials[by_behavior[b]].info.status == "FINISHED"
                for b in ("no_epoch", "float_epoch", "ok", "nan"))
+    # Some trials failed, not all: the parent is FINISHED and counts them in its tags.
+    parent = next(r for r in runs if r.data.tags.get("sweeps.role") == "parent")
+    assert parent.info.status == "FINISHED"
+    assert parent.data.tags["sweeps.trials_failed"] == "2"
+    assert parent.data.tags["sweeps.trials"].startswith("6 trials: ")
+    assert client.get_experiment_by_name("mine").tags["mlflow.experimentKind"] == \
+        "custom_model_development"
     steps = [m.step for m in client.get_metric_history(
         trials[by_behavior["no_epoch"]].info.run_id, "val_accuracy")]
     assert steps == [1, 2, 3]  # no epoch key: the report count
     steps = [m.step for m in client.get_metric_history(
         trials[by_behavior["ok"]].info.run_id, "val_accuracy")]
     assert steps == [1, 2, 3]
+
+
+def test_a_sweep_whose_every_trial_fails_reads_as_failed_in_mlflow(tmp_path) -> None:
+    """Exit 1, the parent run FAILED, each trial run FAILED with what the loop raised."""
+    project = _project(tmp_path, "diverges", "train_diverges", {"lr": 0.1},
+                       {"lr": "tag(log, interval(0.01, 0.5))"})
+    proc = subprocess.run(_sweeps(project, "+experiment=diverges", "search=random",
+                                  "search.num_samples=2", "scheduler=none", "scheduler.max_t=3",
+                                  "scaling.num_workers=1", "trial.max_failures=0",
+                                  "trial.max_retries=0"),
+                          cwd=project, env=_env(), capture_output=True, text=True, timeout=600)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 1, out[-4000:]
+    _, runs = _runs(project, "diverges")
+    parent = next(r for r in runs if r.data.tags.get("sweeps.role") == "parent")
+    trials = [r for r in runs if r.data.tags.get("sweeps.role") == "trial"]
+    assert parent.info.status == "FAILED"
+    assert parent.data.tags["sweeps.trials"] == "2 trials: 0 completed, 0 stopped, 2 failed"
+    assert len(trials) == 2 and {r.info.status for r in trials} == {"FAILED"}
+    for run in trials:
+        assert run.data.tags["sweeps.error"].startswith(
+            "FloatingPointError: loss is nan at epoch 2 (lr="), run.data.tags["sweeps.error"]
 
 
 def _checkpoints(sweep_dir: Path) -> int:
