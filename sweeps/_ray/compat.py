@@ -24,7 +24,7 @@ from sweeps.errors import RayIncompatible
 __all__ = ["check", "problems", "degraded", "RayIncompatible", "SOFT", "TESTED"]
 
 log = logging.getLogger(__name__)
-TESTED = ">=2.57.1,<2.61"  # the Ray releases the suite ran on (see README, "Ray versions")
+TESTED = ">=2.57.1,<2.61"  # the Ray releases the suite ran on: docs/development.md#ray-versions
 
 
 def _symbol(path: str) -> object:
