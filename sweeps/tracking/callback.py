@@ -28,7 +28,6 @@ never Tune's iteration counter.
 from __future__ import annotations
 
 import logging
-import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,11 +41,13 @@ from sweeps.protocol import CLOCK_KEY, ERROR_KEY, STEP_KEY
 from sweeps.search.space import flatten
 from sweeps.tracking.journal import Journal
 from sweeps.tracking.masking import mask_params, mask_tree
+from sweeps.tracking.writer import TrackingWriter
 
 if TYPE_CHECKING:
     from sweeps.report.pareto import ParetoFront
 
 __all__ = ["TrackingSettings", "MLflowTracking", "TrackingWriter", "NOT_METRICS", "outcome_tags"]
+# TrackingWriter (sweeps.tracking.writer) stays importable from here, as before the split.
 
 log = logging.getLogger(__name__)
 
@@ -96,95 +97,6 @@ class TrackingSettings:
     @property
     def sweep_dir(self) -> Path:
         return Path(self.state_dir).parent
-
-
-class TrackingWriter:
-    """Background thread that applies pending journal records, retrying while unreachable."""
-
-    def __init__(self, journal: Journal, sink: Any, max_backoff_s: float = 10.0) -> None:
-        """``sink``: the sink, or a function that makes it (called in the writer thread, so
-        importing MLflow and opening its store overlap with the sweep's start)."""
-        self.journal, self.max_backoff_s = journal, max_backoff_s
-        self._sink, self._make_sink = (None, sink) if callable(sink) else (sink, None)
-        self._wake = threading.Event()
-        self._stop = threading.Event()
-        self._idle = threading.Event()
-        self.failures = 0
-        self._thread = threading.Thread(target=self._loop, name="sweeps-mlflow", daemon=True)
-        self._thread.start()
-
-    def notify(self) -> None:
-        self._idle.clear()
-        self._wake.set()
-
-    def _loop(self) -> None:
-        backoff = 0.5
-        while not self._stop.is_set():
-            self._wake.clear()
-            if self._drain():
-                backoff = 0.5
-                self._idle.set()
-                self._wake.wait(1.0)
-            else:  # unreachable: wait, then try the same record again
-                self._stop.wait(backoff)
-                backoff = min(backoff * 2, self.max_backoff_s)
-
-    @property
-    def sink(self) -> Any:
-        if self._sink is None:
-            self._sink = self._make_sink()
-        return self._sink
-
-    def _drain(self) -> bool:
-        from sweeps.tracking.mlflow_sink import TransientTrackingError
-
-        try:
-            self.sink  # noqa: B018 (built on first use, in this thread)
-        except Exception as exc:  # store unreachable or broken: retry with the backoff
-            self.failures += 1
-            if self.failures == 1 or self.failures % 10 == 0:
-                log.warning("MLflow store not usable yet (%s); training goes on, records wait "
-                            "in %s", str(exc).splitlines()[0][:200], self.journal.path)
-            return False
-        try:
-            pending = self.journal.pending()
-        except Exception as exc:  # the journal's object store did not answer: try again later
-            self.failures += 1
-            log.warning("tracking journal unreadable (%s); retrying", str(exc)[:200])
-            return False
-        for index, record in pending:
-            try:
-                self.sink.apply(record)
-            except TransientTrackingError as exc:
-                self.failures += 1
-                if self.failures == 1 or self.failures % 10 == 0:
-                    log.warning("MLflow unreachable (%s); training goes on, %d record(s) wait "
-                                "in %s", exc, len(self.journal.pending()), self.journal.path)
-                return False
-            except Exception as exc:  # the server refused this record for good: say so, go on
-                log.warning("MLflow rejected a %s record (%s); skipped", record.get("op"), exc)
-            try:
-                self.journal.mark_applied(index + 1)
-            except Exception as exc:  # the object store did not answer: the record is
-                self.failures += 1  # applied again later, which MLflow deduplicates
-                log.warning("tracking journal not updated (%s); retrying", str(exc)[:200])
-                return False
-        return True
-
-    def flush(self, timeout_s: float) -> int:
-        """Wait up to ``timeout_s`` for every record to be applied; return how many are left."""
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            if not self.journal.pending():
-                return 0
-            self.notify()  # clears idle; the writer sets it after its next drain
-            self._idle.wait(min(0.2, max(0.0, deadline - time.monotonic())))
-        return len(self.journal.pending())
-
-    def stop(self) -> None:
-        self._stop.set()
-        self._wake.set()
-        self._thread.join(timeout=30)
 
 
 class MLflowTracking(Callback):

@@ -27,6 +27,7 @@ from sweeps import files
 from sweeps.files import write_atomic
 from sweeps.storage.location import uri_of
 from sweeps.tracking.mlflow_model import log_pytorch_model
+from sweeps.tracking.writer import TransientTrackingError
 
 __all__ = ["MLflowSink", "TransientTrackingError", "PARAM_LIMIT"]
 
@@ -38,10 +39,6 @@ TRUNCATED = "...[truncated]"
 # table ("Model training"), an unmarked one on the GenAI overview (traces, token usage).
 EXPERIMENT_KIND = "mlflow.experimentKind"
 MODEL_TRAINING = "custom_model_development"
-
-
-class TransientTrackingError(RuntimeError):
-    """The tracking server did not answer; the record is retried later."""
 
 
 def _is_transient(exc: Exception) -> bool:
