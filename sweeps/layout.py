@@ -16,7 +16,7 @@ sweep writes at its end (``summary.csv``/``.parquet``, ``best.json``, ``plots/``
       state/end.json            placement groups still held at the end
       train/<trial id>/         Train's run of a trial (checkpoints, reports.jsonl)
       <trial id>/error.txt      Tune's traceback of a failed trial
-      tracking/journal.jsonl    MLflow records not sent yet (tracking/meta.json: settings)
+      tracking/journal.jsonl    MLflow records not sent yet (meta.json, runs.json: its ids)
       summary.csv, summary.parquet, best.json, plots/*.png
 
 Only paths: nothing here touches the file system.
@@ -27,7 +27,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["SweepLayout"]
+__all__ = ["SweepLayout", "TRACKING_RUNS"]
+
+TRACKING_RUNS = "runs.json"  # in tracking/: the MLflow ids the sink has made
 
 
 @dataclass(frozen=True)
@@ -93,6 +95,11 @@ class SweepLayout:
     @property
     def tracking_meta(self) -> Path:
         return self.tracking / "meta.json"
+
+    @property
+    def tracking_runs(self) -> Path:
+        """The MLflow experiment id and the run id of the sweep and of each trial."""
+        return self.tracking / TRACKING_RUNS
 
     # The sweep's end
     @property

@@ -19,6 +19,8 @@ from sweeps.config.schema import SweepConfig
 from sweeps.storage.location import display
 
 if TYPE_CHECKING:  # an annotation only: the report side does not import the runner
+    from pathlib import Path
+
     from sweeps.execution.runner import SweepResult
 
 __all__ = ["print_result"]
@@ -36,6 +38,16 @@ def _search_args() -> str:
     if extra:
         parts.append(shlex.quote(f"hydra.searchpath=[{','.join(extra)}]"))
     return "".join(f"{p} " for p in parts)
+
+
+def _experiment_id(runs_file: Path) -> str | None:
+    """The MLflow experiment id the tracking sink recorded (None before it reached MLflow)."""
+    import json
+
+    try:
+        return json.loads(files.read_text(runs_file)).get("experiment_id")
+    except (OSError, ValueError, AttributeError):
+        return None
 
 
 def print_result(result: SweepResult, cfg: SweepConfig) -> None:
@@ -95,10 +107,10 @@ def print_result(result: SweepResult, cfg: SweepConfig) -> None:
     elif result.plots_note:
         print(f"  plots: {result.plots_note}")
     if result.tracking:
-        target = result.tracking
-        hint = (f"`mlflow ui --backend-store-uri {target.shown}` to compare trials"
-                if target.uri.startswith("sqlite:") else "open it to compare trials")
-        print(f"  mlflow: {target.describe()}; {hint}")
+        print(f"  mlflow: {result.tracking.describe()}")
+        experiment = _experiment_id(layout.tracking_runs)
+        if experiment:
+            print(f"    compare trials: {result.tracking.runs_page(experiment)}")
         model = cfg.tracking.model_name or cfg.experiment.name
         form = best.get("model_form")
         if form == "none":

@@ -215,8 +215,9 @@ class MLflowTracking(Callback):
                          f"sweeps.best_{best['metric']}": f"{best['value']:.6g}"})
         if pareto is not None:
             tags.update(self._pareto(pareto))
+        produced = best is not None or bool(pareto is not None and pareto.members)
         ended_well = (outcomes or {}).get("completed", 0) + (outcomes or {}).get("stopped", 0)
-        status = status or ("FINISHED" if best and (ended_well or not outcomes) else "FAILED")
+        status = status or ("FINISHED" if produced and (ended_well or not outcomes) else "FAILED")
         self.record({"op": "sweep_end", "summary_csv": str(summary_csv) if summary_csv else None,
                      "best": best, "status": status, "tags": tags})
         return self._close(self.settings.flush_timeout_s)

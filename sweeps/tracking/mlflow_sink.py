@@ -25,6 +25,7 @@ from typing import Any
 
 from sweeps import files
 from sweeps.files import write_atomic
+from sweeps.layout import TRACKING_RUNS
 from sweeps.storage.location import uri_of
 from sweeps.tracking.mlflow_model import log_pytorch_model
 from sweeps.tracking.writer import TransientTrackingError
@@ -71,7 +72,7 @@ class MLflowSink:
         self.model_loader = model_loader
         self.client = MlflowClient(uri)
         self.state_dir = Path(state_dir)
-        self.map_path = self.state_dir / "runs.json"
+        self.map_path = self.state_dir / TRACKING_RUNS
         self.state: dict[str, Any] = (json.loads(files.read_text(self.map_path))
                                       if files.exists(self.map_path) else {"trials": {}})
         self._warned: set[str] = set()
@@ -117,14 +118,19 @@ class MLflowSink:
             self._save()
         return self.state["experiment_id"]
 
-    def _find_or_create(self, tags: dict[str, str], run_name: str) -> str:
+    def _find_or_create(self, tags: dict[str, str], run_name: str, start_ms: int) -> str:
+        """The run with these ``sweeps.*`` tags, or a new one that starts when its record was
+        journaled (``start_ms``), not when it reached MLflow: a record sent after an outage, or
+        a trial ended before the writer caught up, would otherwise show a duration of
+        milliseconds in the runs table."""
         eid = self._experiment_id()
         query = " and ".join(f"tags.`{k}` = '{v}'" for k, v in tags.items()
                              if k.startswith("sweeps."))
         found = self.client.search_runs([eid], filter_string=query, max_results=1)
         if found:
             return found[0].info.run_id
-        return self.client.create_run(eid, tags=tags, run_name=run_name).info.run_id
+        return self.client.create_run(eid, start_time=start_ms, tags=tags,
+                                      run_name=run_name).info.run_id
 
     def _log_params(self, run_id: str, params: dict[str, Any]) -> None:
         from mlflow.entities import Param, RunTag
@@ -160,7 +166,7 @@ class MLflowSink:
         start = int(r.get("start", 1))
         if self.parent_run_id is None:
             tags = {**r["tags"], "sweeps.role": "parent", "sweeps.sweep_uid": r["sweep_uid"]}
-            self.state["parent"] = self._find_or_create(tags, r["sweep_name"])
+            self.state["parent"] = self._find_or_create(tags, r["sweep_name"], int(r["ts"]))
             self.state["sweep_uid"] = r["sweep_uid"]
             self._save()
         elif start > 1:  # resumed: same parent run; params stay those of the first start
@@ -178,7 +184,7 @@ class MLflowSink:
         if self.run_id(trial) is None:
             tags = {"mlflow.parentRunId": self.parent_run_id, "sweeps.role": "trial",
                     "sweeps.sweep_uid": self.state["sweep_uid"], "sweeps.trial_id": trial}
-            self.state["trials"][trial] = self._find_or_create(tags, trial)
+            self.state["trials"][trial] = self._find_or_create(tags, trial, int(r["ts"]))
             self._save()
         elif self.state.setdefault("ended", {}).pop(trial, None) is not None:
             self._reopen(self.run_id(trial))  # a trial of an interrupted sweep continues

@@ -56,6 +56,22 @@ class TrackingTarget:
         """The key or variable an error about the URI names (what the user would change)."""
         return URI_ENV if self.uri_from == URI_ENV else "tracking.uri"
 
+    def runs_page(self, experiment_id: str) -> str:
+        """How to open the experiment's runs table: MLflow 3.17's UI shows an experiment as
+        GenAI or model training by a per-browser toggle (``workflowType``, GenAI unless
+        chosen), so the link names the model-training view; a local store needs ``mlflow ui``.
+
+        Example:
+            >>> TrackingTarget("http://h:5000/", "tracking.uri", "d", "x").runs_page("3")
+            'open http://h:5000/#/experiments/3?workflowType=machine_learning'
+            >>> TrackingTarget("sqlite:////w/mlflow.db", "default", "d", "x").runs_page("1")
+            'mlflow ui --backend-store-uri sqlite:////w/mlflow.db, then open http://127.0.0.1:5000/#/experiments/1?workflowType=machine_learning'
+        """
+        page = f"#/experiments/{experiment_id}?workflowType=machine_learning"
+        if self.uri.startswith(("http://", "https://")):
+            return f"open {self.shown.rstrip('/')}/{page}"
+        return f"mlflow ui --backend-store-uri {self.shown}, then open http://127.0.0.1:5000/{page}"
+
     def describe(self) -> str:
         """One line for the plan and the summary.
 

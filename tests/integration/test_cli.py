@@ -48,6 +48,8 @@ def test_cli_runs_a_sweep_and_prints_the_best(tmp_path) -> None:
     assert plan.returncode == 0, plan.stderr
     assert "0 parameter(s)" in plan.stdout and "sweep cli_test_best" in plan.stdout
     assert f"lr={best['config']['lr']!r}" in plan.stdout
+    assert (f"tracking sqlite:///{tmp_path / 'mlflow.db'} (from default), experiment "
+            "'digits_cnn' (from experiment.name)") in plan.stdout
     assert "View run" not in proc.stdout  # no MLflow URL chatter
     assert not list(tmp_path.glob("*.log")) and not (tmp_path / ".hydra").exists()
 
@@ -61,7 +63,13 @@ def test_cli_runs_a_sweep_and_prints_the_best(tmp_path) -> None:
     assert len(parent) == 1 and len(children) == 2
     assert {r.data.tags["mlflow.parentRunId"] for r in children} == {parent[0].info.run_id}
     assert {r.info.status for r in runs} == {"FINISHED"}
-    assert f"mlflow: sqlite:///{tmp_path / 'mlflow.db'}" in proc.stdout
+    store = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    assert f"mlflow: {store} (from default), experiment 'digits_cnn' (from experiment.name)" \
+        in proc.stdout
+    experiment = parent[0].info.experiment_id  # the link opens the UI on the runs table
+    assert (f"compare trials: mlflow ui --backend-store-uri {store}, then open "
+            f"http://127.0.0.1:5000/#/experiments/{experiment}?workflowType=machine_learning"
+            ) in proc.stdout
 
 
 USER_EXPERIMENT = """# @package _global_

@@ -180,3 +180,13 @@ def test_a_model_loader_registers_the_loops_checkpoint_as_a_model(tmp_path) -> N
     mlflow.set_tracking_uri(uri)  # the sink left the caller's MLflow where it was
     model = mlflow.pytorch.load_model("models:/mine/1")
     assert model(torch.zeros(1, 3)).shape == (1, 2)
+
+
+def test_runs_start_and_end_when_their_records_were_journaled(sink) -> None:
+    """A trial whose records reach MLflow late (after an outage, or at once when the writer
+    catches up) still shows its real duration in the runs table."""
+    sink.apply({"op": "trial_start", "trial": "t1", "params": {}, "ts": 2_000})
+    sink.apply({"op": "trial_end", "trial": "t1", "status": "FINISHED", "ts": 9_500})
+    info = sink.client.get_run(sink.run_id("t1")).info
+    assert (info.start_time, info.end_time) == (2_000, 9_500)
+    assert sink.client.get_run(sink.parent_run_id).info.start_time == 1
