@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sweeps.errors import SearchSpaceError
+from sweeps.search.nested import deep_merge, flatten, unflatten
 
 __all__ = ["Param", "parse_space", "flatten", "flatten_space", "unflatten", "to_tune_space",
            "deep_merge"]
@@ -99,23 +100,6 @@ class Param:
                    for parent, allowed in self.when)
 
 
-def flatten(tree: dict[str, Any], prefix: str = "") -> dict[str, Any]:
-    """Nested mapping -> dotted keys. ``{"a": {"b": 1}}`` -> ``{"a.b": 1}``.
-
-    Example:
-        >>> flatten({"model": {"hidden": 64}, "lr": 0.1})
-        {'model.hidden': 64, 'lr': 0.1}
-    """
-    out: dict[str, Any] = {}
-    for key, value in tree.items():
-        path = f"{prefix}{key}"
-        if isinstance(value, dict) and value:
-            out.update(flatten(value, f"{path}."))
-        else:
-            out[path] = value
-    return out
-
-
 def same_value(a: Any, b: Any) -> bool:
     """``a == b`` without Python's ``True == 1`` (YAML's ``true`` is not the choice ``1``).
 
@@ -140,39 +124,6 @@ def flatten_space(search_space: dict[str, Any]) -> dict[str, Any]:
     for key, value in search_space.items():
         if isinstance(value, dict) and value and not is_conditional(value):
             out.update({f"{key}.{k}": v for k, v in flatten_space(value).items()})
-        else:
-            out[key] = value
-    return out
-
-
-def unflatten(flat: dict[str, Any], sep: str = ".") -> dict[str, Any]:
-    """Dotted keys -> nested mapping (inverse of ``flatten``).
-
-    Example:
-        >>> unflatten({"model.hidden": 64})
-        {'model': {'hidden': 64}}
-    """
-    out: dict[str, Any] = {}
-    for path, value in flat.items():
-        node = out
-        *parents, leaf = path.split(sep)
-        for part in parents:
-            node = node.setdefault(part, {})
-        node[leaf] = value
-    return out
-
-
-def deep_merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
-    """Return ``base`` with ``override`` merged in recursively (override wins).
-
-    Example:
-        >>> deep_merge({"m": {"a": 1, "b": 2}}, {"m": {"b": 3}})
-        {'m': {'a': 1, 'b': 3}}
-    """
-    out = dict(base)
-    for key, value in override.items():
-        if isinstance(value, dict) and isinstance(out.get(key), dict):
-            out[key] = deep_merge(out[key], value)
         else:
             out[key] = value
     return out
