@@ -17,6 +17,9 @@ Expressions are parsed with Hydra's own ``OverridesParser``. Deliberate divergen
 * ``range(lo, hi[, step])`` INCLUDES ``hi`` (as Optuna's ``IntDistribution`` and the Hydra
   Optuna sweeper do; Hydra's own sweeps and ``tune.randint`` exclude it). ``hi`` must be
   reachable from ``lo`` in whole steps: ``range(1, 10, 2)`` is rejected, write ``range(1, 9, 2)``.
+  Its values are exactly ``lo + k * step`` computed on the decimals written (``0.3``, never
+  ``0.30000000000000004``; ``sweeps.search.ranges``), and a float step too small to tell its
+  points apart is rejected. ``tag(log, range(...))`` is rejected: use ``tag(log, int(...))``.
 * ``shuffle(...)`` and other tags than ``log`` are rejected: they mean nothing to a sampler.
 * ``choice`` takes scalars only (Optuna's categorical rule); map a string to a structure in
   the trainable instead.
@@ -28,12 +31,12 @@ Expressions are parsed with Hydra's own ``OverridesParser``. Deliberate divergen
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any
 
 from sweeps.errors import SearchSpaceError
 from sweeps.search.nested import deep_merge, flatten, unflatten
+from sweeps.search.ranges import check_interval, check_range, nearest_point
 
 __all__ = ["Param", "parse_space", "flatten", "flatten_space", "unflatten", "to_tune_space",
            "deep_merge"]
@@ -74,18 +77,21 @@ class Param:
         return " only when " + " and ".join(parts)
 
     def snap(self, value: float) -> float | int:
-        """``value`` clipped to the bounds, on the step grid, an int for an int param.
+        """``value`` clipped to the bounds, on the step grid exactly (its nearest point
+        ``lo + k * step``, ``sweeps.search.ranges``), an int for an int param.
 
         Example:
             >>> Param("d", "int", low=1, high=9, step=2).snap(4.2)
             5
+            >>> Param("x", "float", low=0.1, high=0.9, step=0.2).snap(0.31)
+            0.3
             >>> Param("x", "float", low=0, high=1).snap(3)
             1.0
         """
-        lo, hi = float(self.low), float(self.high)  # type: ignore[arg-type]
-        value = min(max(value, lo), hi)
         if self.step:
-            value = min(lo + round((value - lo) / self.step) * self.step, hi)
+            return nearest_point(self.low, self.high, self.step, value,  # type: ignore[arg-type]
+                                 integer=self.kind == "int")
+        value = min(max(value, float(self.low)), float(self.high))  # type: ignore[arg-type]
         return int(round(value)) if self.kind == "int" else float(value)
 
     def applies(self, values: dict[str, Any]) -> bool:
@@ -188,38 +194,17 @@ def _parse_one(path: str, expr: Any) -> Param | Scalar | list | dict:
 
 
 def _range_param(key: str, path: str, expr: str, value: Any, log: bool) -> Param:
-    lo, hi, step = value.start, value.stop, value.step
     if log:
         raise SearchSpaceError(key, expr, "puts tag(log) on a range",
                                "use tag(log, int(interval(lo, hi))) for a log-spaced int")
-    if step is None or step <= 0:
-        raise SearchSpaceError(key, expr, "has a step <= 0", f"write range({lo}, {hi}, 1)")
-    if lo > hi:
-        raise SearchSpaceError(key, expr, "has low > high", f"write range({hi}, {lo}, {step})")
-    is_int = all(isinstance(v, int) for v in (lo, hi, step))
-    n_steps = (hi - lo) / step
-    if not math.isclose(n_steps, round(n_steps), abs_tol=1e-9):
-        top = lo + math.floor(n_steps + 1e-9) * step
-        top_s = f"{top}" if is_int else f"{top:g}"
-        raise SearchSpaceError(
-            key, expr, f"cannot reach its upper bound {hi} from {lo} in steps of {step} "
-            "(ranges include the upper bound)", f"write range({lo}, {top_s}, {step})")
+    lo, hi, step = value.start, value.stop, value.step
+    is_int = check_range(key, expr, lo, hi, step)
     return Param(path, "int" if is_int else "float", low=lo, high=hi, step=step)
 
 
 def _interval_param(key: str, path: str, expr: str, value: Any, log: bool) -> Param:
     lo, hi = value.start, value.end
-    is_int = isinstance(lo, int) and isinstance(hi, int)
-    if lo > hi:
-        inner = f"interval({hi}, {lo})"
-        raise SearchSpaceError(key, expr, "has low > high",
-                               f"write {f'int({inner})' if is_int else inner}")
-    if lo == hi:
-        raise SearchSpaceError(key, expr, "is empty (low == high)",
-                               f"write the constant {lo} instead")
-    if log and lo <= 0:
-        raise SearchSpaceError(key, expr, "is a log range with low <= 0",
-                               "make low > 0, e.g. tag(log, interval(1e-5, 1e-1))")
+    is_int = check_interval(key, expr, lo, hi, log)
     return Param(path, "int" if is_int else "float", low=lo, high=hi, log=log)
 
 
