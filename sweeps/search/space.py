@@ -27,6 +27,21 @@ Expressions are parsed with Hydra's own ``OverridesParser``. Deliberate divergen
   (``sweeps.search.conditions``): the trial has the key only when every named parent (a
   ``choice`` of the same space) took one of the listed values; otherwise the key is absent from
   the trial's config and its MLflow params (the loop falls back to ``experiment.params``).
+
+What each kind becomes (bounds inclusive; every search gives a trial only these values):
+
+    expression                random (sweeps.search.tune_space)  tpe / optuna (optuna_space)
+    choice(a, b)              tune.choice([a, b])                CategoricalDistribution
+    range(1, 3), int(inter..) tune.randint(1, 4) (Tune: hi excl.) IntDistribution(1, 3)
+    range(1, 9, 2)            OnGrid: 1, 3, 5, 7, 9              IntDistribution(1, 9, step=2)
+    range(0.1, 0.9, 0.2)      OnGrid: 0.1, 0.3, ..., 0.9         FloatDistribution(step=0.2)
+    interval(0, 1)            tune.uniform(0, 1)                 FloatDistribution(0, 1)
+    tag(log, interval(a, b))  tune.loguniform(a, b)              FloatDistribution(log=True)
+    tag(log, int(interval))   tune.lograndint(a, b + 1)          IntDistribution(log=True)
+
+Not ``tune.qrandint`` / ``tune.quniform``: they round to multiples of the step, not to
+``lo + k * step`` (``qrandint(1, 9, 2)`` draws 2, 4, 6, 8). Grid search walks the same points
+(``sweeps.search.grid``); warm start puts values back on them with ``Param.snap``.
 """
 
 from __future__ import annotations
@@ -38,8 +53,7 @@ from sweeps.errors import SearchSpaceError
 from sweeps.search.nested import deep_merge, flatten, unflatten
 from sweeps.search.ranges import check_interval, check_range, nearest_point
 
-__all__ = ["Param", "parse_space", "flatten", "flatten_space", "unflatten", "to_tune_space",
-           "deep_merge"]
+__all__ = ["Param", "parse_space", "flatten", "flatten_space", "unflatten", "deep_merge"]
 
 Scalar = str | int | float | bool | None
 
@@ -253,31 +267,3 @@ def parse_space(search_space: dict[str, Any]) -> tuple[list[Param], dict[str, An
         else:
             constants[path] = parsed
     return resolve_conditions(params, conditions), constants
-
-
-def to_tune_space(params: list[Param]) -> dict[str, Any]:
-    """Nested Ray Tune param_space for ``params`` (inclusive bounds everywhere).
-
-    Ray's OptunaSearch converts these domains to the matching Optuna distributions
-    (``randint(lo, hi + 1)`` -> ``IntDistribution(lo, hi)``, ``loguniform`` -> log=True).
-
-    Example:
-        >>> to_tune_space([Param("m.h", "int", low=1, high=3, step=1)])["m"]["h"].upper
-        4
-    """
-    from ray import tune
-
-    flat: dict[str, Any] = {}
-    for p in params:
-        if p.kind == "choice":
-            flat[p.path] = tune.choice(list(p.choices))
-        elif p.kind == "int" and p.step not in (None, 1):
-            flat[p.path] = tune.qrandint(int(p.low), int(p.high), int(p.step))
-        elif p.kind == "int":
-            make = tune.lograndint if p.log else tune.randint
-            flat[p.path] = make(int(p.low), int(p.high) + 1)
-        elif p.step:
-            flat[p.path] = tune.quniform(p.low, p.high, p.step)
-        else:
-            flat[p.path] = (tune.loguniform if p.log else tune.uniform)(p.low, p.high)
-    return unflatten(flat)
