@@ -34,14 +34,16 @@ What each kind becomes (bounds inclusive; every search gives a trial only these 
     choice(a, b)              tune.choice([a, b])                CategoricalDistribution
     range(1, 3), int(inter..) tune.randint(1, 4) (Tune: hi excl.) IntDistribution(1, 3)
     range(1, 9, 2)            OnGrid: 1, 3, 5, 7, 9              IntDistribution(1, 9, step=2)
-    range(0.1, 0.9, 0.2)      OnGrid: 0.1, 0.3, ..., 0.9         FloatDistribution(step=0.2)
+    range(0.1, 0.9, 0.2)      OnGrid: 0.1, 0.3, ..., 0.9         FloatDistribution(step=0.2) *
     interval(0, 1)            tune.uniform(0, 1)                 FloatDistribution(0, 1)
     tag(log, interval(a, b))  tune.loguniform(a, b)              FloatDistribution(log=True)
     tag(log, int(interval))   tune.lograndint(a, b + 1)          IntDistribution(log=True)
 
 Not ``tune.qrandint`` / ``tune.quniform``: they round to multiples of the step, not to
-``lo + k * step`` (``qrandint(1, 9, 2)`` draws 2, 4, 6, 8). Grid search walks the same points
-(``sweeps.search.grid``); warm start puts values back on them with ``Param.snap``.
+``lo + k * step`` (``qrandint(1, 9, 2)`` draws 2, 4, 6, 8). * Optuna suggests a stepped float
+as ``low + k * step`` in floats (0.30000000000000004): ``DefineByRun`` hands the trial the
+exact point instead. Grid search walks the same points (``sweeps.search.grid``); PBT's explore
+and warm start put values back on them with ``Param.snap``.
 """
 
 from __future__ import annotations
