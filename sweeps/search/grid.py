@@ -21,6 +21,7 @@ import math
 from typing import Any
 
 from sweeps.errors import SearchSpaceError
+from sweeps.search.ranges import grid_points
 from sweeps.search.space import Param, unflatten
 
 __all__ = ["grid_values", "grid_size", "to_grid_space", "WARN_ABOVE"]
@@ -36,6 +37,8 @@ def grid_values(p: Param) -> list[Any]:
         [1, 3, 5]
         >>> grid_values(Param("x", "float", low=0.1, high=0.3, step=0.1))
         [0.1, 0.2, 0.3]
+        >>> grid_values(Param("x", "float", low=-0.3, high=0.3, step=0.2))
+        [-0.3, -0.1, 0.1, 0.3]
     """
     key = f"experiment.search_space.{p.path}"
     if p.when:
@@ -52,22 +55,9 @@ def grid_values(p: Param) -> list[Any]:
                                "discrete values",
                                f"write range({p.low:g}, {p.high:g}, STEP) or choice(...) "
                                f"instead of {what}, or use search=tpe")
-    count = round((p.high - p.low) / p.step) + 1
-    if p.kind == "int":
-        return [int(p.low + i * p.step) for i in range(count)]
-    # Rounded to the decimals low and step are written with: no float noise of low + i * step
+    # lo + k * step exactly, as every search draws them (sweeps.search.ranges): no float noise
     # (0.30000000000000004, 5.6e-17 for 0), every digit a config gives kept.
-    digits = max(_decimals(p.low), _decimals(p.step))
-    inner = [round(p.low + i * p.step, digits) for i in range(1, count - 1)]
-    return [float(p.low), *inner, float(p.high)] if count > 1 else [float(p.low)]
-
-
-def _decimals(x: float) -> int:
-    """Digits after the point in ``x``'s shortest form (15 for an exponent form)."""
-    text = f"{x:.15g}"
-    if "e" in text:
-        return 15
-    return len(text.partition(".")[2])
+    return grid_points(p.low, p.high, p.step, integer=p.kind == "int")  # type: ignore[arg-type]
 
 
 def grid_size(params: list[Param]) -> int:

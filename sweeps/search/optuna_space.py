@@ -10,7 +10,12 @@ paths with ``/`` for ``.``, the separator Ray's ``OptunaSearch`` nests its resul
 ...}}``), the same names Ray gave a static space; a sweep started before this module resumes
 with its pickled searcher (``sweeps.search.searchers.tune_param_space``).
 
-Bounds are inclusive, as in ``sweeps.search.space``: ``range(1, 3)`` is ``IntDistribution(1, 3)``.
+Bounds are inclusive, as in ``sweeps.search.space``: ``range(1, 3)`` is ``IntDistribution(1, 3)``,
+``range(1, 9, 2)`` is ``IntDistribution(1, 9, step=2)`` (Optuna suggests exactly 1, 3, ..., 9),
+``range(0.1, 0.9, 0.2)`` is ``FloatDistribution(0.1, 0.9, step=0.2)`` whose suggestions
+``DefineByRun`` puts back on the exact points. ``hi`` is always a point of the range
+(``sweeps.search.ranges`` checks it as Optuna does, on the decimals), so Optuna never lowers
+``high`` (what it does, with a warning, for a range its step does not divide).
 """
 
 from __future__ import annotations
@@ -71,16 +76,26 @@ def optuna_params(values: dict[str, Any], params: list[Param]) -> tuple[dict, di
 
 class DefineByRun:
     """Ray ``OptunaSearch``'s ``space``: asks the trial for each param that applies, parents
-    first (``parse_space`` orders them so). Picklable: Tune saves the searcher with it."""
+    first (``parse_space`` orders them so). Picklable: Tune saves the searcher with it.
+
+    Returns the stepped float values put back on their exact points (``Param.snap``), which
+    Ray's ``OptunaSearch`` gives the trial in place of what Optuna suggested: Optuna computes
+    ``low + k * step`` in floats (0.30000000000000004 for ``range(0.1, 0.9, 0.2)``) and keeps
+    that in its study, a distance it tolerates (``FloatDistribution`` allows 1e-8 of a step).
+    """
 
     def __init__(self, params: list[Param]) -> None:
         self.params = list(params)
 
-    def __call__(self, trial: optuna.Trial) -> None:
+    def __call__(self, trial: optuna.Trial) -> dict[str, Any]:
         values: dict[str, Any] = {}
+        exact: dict[str, Any] = {}
         for p in self.params:
             if p.applies(values):
                 values[p.path] = _suggest(trial, p)
+                if p.kind == "float" and p.step:
+                    values[p.path] = exact[optuna_name(p.path)] = p.snap(values[p.path])
+        return exact
 
     def __repr__(self) -> str:
         return f"DefineByRun({[p.path for p in self.params]})"

@@ -25,8 +25,10 @@ Explore follows Ray's rule for each searched ``Param``: with ``resample_probabil
 draw from the param's distribution, else a float or int times 0.8 or 1.2 and a choice moved to
 a neighbouring choice. Deliberate divergences from Ray's ``PopulationBasedTraining``:
 
-* perturbed values are clipped to the param's bounds and put back on its step grid (Ray leaves
-  ``lr * 1.2`` outside ``tune.uniform``'s bounds), and ints are rounded (as Ray);
+* perturbed values are clipped to the param's bounds and put back on its step grid, the exact
+  points ``lo + k * step`` of ``Param.snap`` (Ray leaves ``lr * 1.2`` outside
+  ``tune.uniform``'s bounds), and ints are rounded (as Ray); a resampled stepped value is one of
+  those points, each as likely (Ray: its random search's ``qrandint`` / ``quniform``);
 * every random draw of a decision comes from ``random.Random("<seed>/<trial>/<epoch>/<k>")``,
   never from the global generator: a decision does not depend on the order results arrived in;
 * trials are ranked by their latest metric (Ray: the metric at their last perturbation), ties
@@ -59,6 +61,7 @@ from sweeps.errors import ConfigError
 from sweeps.protocol import CHECKPOINT_PATH_KEY, CLOCK_KEY
 from sweeps.search.checks import mutated
 from sweeps.search.outcome import Objective
+from sweeps.search.ranges import grid_point, point_count
 from sweeps.search.schedulers import _Logged
 from sweeps.search.space import Param, deep_merge, flatten, unflatten
 
@@ -79,15 +82,16 @@ def decision_rng(seed: int, trial_id: str, clock: float, generation: int) -> ran
 
 
 def _draw(p: Param, rng: random.Random) -> Any:
-    """A fresh value from ``p``'s distribution (bounds inclusive)."""
+    """A fresh value from ``p``'s distribution (bounds inclusive, grid points equally likely)."""
     if p.kind == "choice":
         return rng.choice(p.choices)
     lo, hi = float(p.low), float(p.high)  # type: ignore[arg-type]
     if p.log:
         return p.snap(math.exp(rng.uniform(math.log(lo), math.log(hi))))
-    if p.kind == "int":
-        step = int(p.step or 1)
-        return int(lo) + step * rng.randint(0, int(round((hi - lo) / step)))
+    if p.step or p.kind == "int":
+        last = point_count(p.low, p.high, p.step or 1) - 1  # type: ignore[arg-type]
+        return grid_point(p.low, p.step or 1, rng.randint(0, last),  # type: ignore[arg-type]
+                          p.kind == "int")
     return p.snap(rng.uniform(lo, hi))
 
 

@@ -4,7 +4,8 @@
     tune.Tuner(..., param_space=tune_param_space(cfg, params),
                tune_config=tune.TuneConfig(search_alg=alg))
 
-* ``search=random``: Tune's ``BasicVariantGenerator`` over the space's Tune domains, seeded.
+* ``search=random``: Tune's ``BasicVariantGenerator`` over the space's Tune domains
+  (``sweeps.search.tune_space``), seeded.
 * ``search=grid``: the same generator walking ``grid_search`` lists (``sweeps.search.grid``).
 * ``search=tpe`` / ``search=optuna``: Ray's ``OptunaSearch`` with the sampler of
   ``sweeps.search.samplers`` and the space as a define-by-run function
@@ -25,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from sweeps.config.schema import SweepConfig
 from sweeps.search.checks import objectives_of
-from sweeps.search.space import Param, parse_space, to_tune_space
+from sweeps.search.space import Param, parse_space
 
 if TYPE_CHECKING:
     import optuna
@@ -82,6 +83,8 @@ def tune_param_space(cfg: SweepConfig, params: list[Param],
 
         return to_grid_space(params)
     if cfg.search.algorithm == "random":
+        from sweeps.search.tune_space import to_tune_space
+
         return to_tune_space(params)
     return None if restoring else {}
 

@@ -17,6 +17,9 @@ Expressions are parsed with Hydra's own ``OverridesParser``. Deliberate divergen
 * ``range(lo, hi[, step])`` INCLUDES ``hi`` (as Optuna's ``IntDistribution`` and the Hydra
   Optuna sweeper do; Hydra's own sweeps and ``tune.randint`` exclude it). ``hi`` must be
   reachable from ``lo`` in whole steps: ``range(1, 10, 2)`` is rejected, write ``range(1, 9, 2)``.
+  Its values are exactly ``lo + k * step`` computed on the decimals written (``0.3``, never
+  ``0.30000000000000004``; ``sweeps.search.ranges``), and a float step too small to tell its
+  points apart is rejected. ``tag(log, range(...))`` is rejected: use ``tag(log, int(...))``.
 * ``shuffle(...)`` and other tags than ``log`` are rejected: they mean nothing to a sampler.
 * ``choice`` takes scalars only (Optuna's categorical rule); map a string to a structure in
   the trainable instead.
@@ -24,18 +27,35 @@ Expressions are parsed with Hydra's own ``OverridesParser``. Deliberate divergen
   (``sweeps.search.conditions``): the trial has the key only when every named parent (a
   ``choice`` of the same space) took one of the listed values; otherwise the key is absent from
   the trial's config and its MLflow params (the loop falls back to ``experiment.params``).
+
+What each kind becomes (bounds inclusive; every search gives a trial only these values):
+
+    expression                random (sweeps.search.tune_space)  tpe / optuna (optuna_space)
+    choice(a, b)              tune.choice([a, b])                CategoricalDistribution
+    range(1, 3), int(inter..) tune.randint(1, 4) (Tune: hi excl.) IntDistribution(1, 3)
+    range(1, 9, 2)            OnGrid: 1, 3, 5, 7, 9              IntDistribution(1, 9, step=2)
+    range(0.1, 0.9, 0.2)      OnGrid: 0.1, 0.3, ..., 0.9         FloatDistribution(step=0.2) *
+    interval(0, 1)            tune.uniform(0, 1)                 FloatDistribution(0, 1)
+    tag(log, interval(a, b))  tune.loguniform(a, b)              FloatDistribution(log=True)
+    tag(log, int(interval))   tune.lograndint(a, b + 1)          IntDistribution(log=True)
+
+Not ``tune.qrandint`` / ``tune.quniform``: they round to multiples of the step, not to
+``lo + k * step`` (``qrandint(1, 9, 2)`` draws 2, 4, 6, 8). * Optuna suggests a stepped float
+as ``low + k * step`` in floats (0.30000000000000004): ``DefineByRun`` hands the trial the
+exact point instead. Grid search walks the same points (``sweeps.search.grid``); PBT's explore
+and warm start put values back on them with ``Param.snap``.
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any
 
 from sweeps.errors import SearchSpaceError
+from sweeps.search.nested import deep_merge, flatten, unflatten
+from sweeps.search.ranges import check_interval, check_range, nearest_point
 
-__all__ = ["Param", "parse_space", "flatten", "flatten_space", "unflatten", "to_tune_space",
-           "deep_merge"]
+__all__ = ["Param", "parse_space", "flatten", "flatten_space", "unflatten", "deep_merge"]
 
 Scalar = str | int | float | bool | None
 
@@ -73,18 +93,21 @@ class Param:
         return " only when " + " and ".join(parts)
 
     def snap(self, value: float) -> float | int:
-        """``value`` clipped to the bounds, on the step grid, an int for an int param.
+        """``value`` clipped to the bounds, on the step grid exactly (its nearest point
+        ``lo + k * step``, ``sweeps.search.ranges``), an int for an int param.
 
         Example:
             >>> Param("d", "int", low=1, high=9, step=2).snap(4.2)
             5
+            >>> Param("x", "float", low=0.1, high=0.9, step=0.2).snap(0.31)
+            0.3
             >>> Param("x", "float", low=0, high=1).snap(3)
             1.0
         """
-        lo, hi = float(self.low), float(self.high)  # type: ignore[arg-type]
-        value = min(max(value, lo), hi)
         if self.step:
-            value = min(lo + round((value - lo) / self.step) * self.step, hi)
+            return nearest_point(self.low, self.high, self.step, value,  # type: ignore[arg-type]
+                                 integer=self.kind == "int")
+        value = min(max(value, float(self.low)), float(self.high))  # type: ignore[arg-type]
         return int(round(value)) if self.kind == "int" else float(value)
 
     def applies(self, values: dict[str, Any]) -> bool:
@@ -97,23 +120,6 @@ class Param:
         """
         return all(parent in values and any(same_value(values[parent], v) for v in allowed)
                    for parent, allowed in self.when)
-
-
-def flatten(tree: dict[str, Any], prefix: str = "") -> dict[str, Any]:
-    """Nested mapping -> dotted keys. ``{"a": {"b": 1}}`` -> ``{"a.b": 1}``.
-
-    Example:
-        >>> flatten({"model": {"hidden": 64}, "lr": 0.1})
-        {'model.hidden': 64, 'lr': 0.1}
-    """
-    out: dict[str, Any] = {}
-    for key, value in tree.items():
-        path = f"{prefix}{key}"
-        if isinstance(value, dict) and value:
-            out.update(flatten(value, f"{path}."))
-        else:
-            out[path] = value
-    return out
 
 
 def same_value(a: Any, b: Any) -> bool:
@@ -140,39 +146,6 @@ def flatten_space(search_space: dict[str, Any]) -> dict[str, Any]:
     for key, value in search_space.items():
         if isinstance(value, dict) and value and not is_conditional(value):
             out.update({f"{key}.{k}": v for k, v in flatten_space(value).items()})
-        else:
-            out[key] = value
-    return out
-
-
-def unflatten(flat: dict[str, Any], sep: str = ".") -> dict[str, Any]:
-    """Dotted keys -> nested mapping (inverse of ``flatten``).
-
-    Example:
-        >>> unflatten({"model.hidden": 64})
-        {'model': {'hidden': 64}}
-    """
-    out: dict[str, Any] = {}
-    for path, value in flat.items():
-        node = out
-        *parents, leaf = path.split(sep)
-        for part in parents:
-            node = node.setdefault(part, {})
-        node[leaf] = value
-    return out
-
-
-def deep_merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
-    """Return ``base`` with ``override`` merged in recursively (override wins).
-
-    Example:
-        >>> deep_merge({"m": {"a": 1, "b": 2}}, {"m": {"b": 3}})
-        {'m': {'a': 1, 'b': 3}}
-    """
-    out = dict(base)
-    for key, value in override.items():
-        if isinstance(value, dict) and isinstance(out.get(key), dict):
-            out[key] = deep_merge(out[key], value)
         else:
             out[key] = value
     return out
@@ -237,38 +210,17 @@ def _parse_one(path: str, expr: Any) -> Param | Scalar | list | dict:
 
 
 def _range_param(key: str, path: str, expr: str, value: Any, log: bool) -> Param:
-    lo, hi, step = value.start, value.stop, value.step
     if log:
         raise SearchSpaceError(key, expr, "puts tag(log) on a range",
                                "use tag(log, int(interval(lo, hi))) for a log-spaced int")
-    if step is None or step <= 0:
-        raise SearchSpaceError(key, expr, "has a step <= 0", f"write range({lo}, {hi}, 1)")
-    if lo > hi:
-        raise SearchSpaceError(key, expr, "has low > high", f"write range({hi}, {lo}, {step})")
-    is_int = all(isinstance(v, int) for v in (lo, hi, step))
-    n_steps = (hi - lo) / step
-    if not math.isclose(n_steps, round(n_steps), abs_tol=1e-9):
-        top = lo + math.floor(n_steps + 1e-9) * step
-        top_s = f"{top}" if is_int else f"{top:g}"
-        raise SearchSpaceError(
-            key, expr, f"cannot reach its upper bound {hi} from {lo} in steps of {step} "
-            "(ranges include the upper bound)", f"write range({lo}, {top_s}, {step})")
+    lo, hi, step = value.start, value.stop, value.step
+    is_int = check_range(key, expr, lo, hi, step)
     return Param(path, "int" if is_int else "float", low=lo, high=hi, step=step)
 
 
 def _interval_param(key: str, path: str, expr: str, value: Any, log: bool) -> Param:
     lo, hi = value.start, value.end
-    is_int = isinstance(lo, int) and isinstance(hi, int)
-    if lo > hi:
-        inner = f"interval({hi}, {lo})"
-        raise SearchSpaceError(key, expr, "has low > high",
-                               f"write {f'int({inner})' if is_int else inner}")
-    if lo == hi:
-        raise SearchSpaceError(key, expr, "is empty (low == high)",
-                               f"write the constant {lo} instead")
-    if log and lo <= 0:
-        raise SearchSpaceError(key, expr, "is a log range with low <= 0",
-                               "make low > 0, e.g. tag(log, interval(1e-5, 1e-1))")
+    is_int = check_interval(key, expr, lo, hi, log)
     return Param(path, "int" if is_int else "float", low=lo, high=hi, log=log)
 
 
@@ -317,31 +269,3 @@ def parse_space(search_space: dict[str, Any]) -> tuple[list[Param], dict[str, An
         else:
             constants[path] = parsed
     return resolve_conditions(params, conditions), constants
-
-
-def to_tune_space(params: list[Param]) -> dict[str, Any]:
-    """Nested Ray Tune param_space for ``params`` (inclusive bounds everywhere).
-
-    Ray's OptunaSearch converts these domains to the matching Optuna distributions
-    (``randint(lo, hi + 1)`` -> ``IntDistribution(lo, hi)``, ``loguniform`` -> log=True).
-
-    Example:
-        >>> to_tune_space([Param("m.h", "int", low=1, high=3, step=1)])["m"]["h"].upper
-        4
-    """
-    from ray import tune
-
-    flat: dict[str, Any] = {}
-    for p in params:
-        if p.kind == "choice":
-            flat[p.path] = tune.choice(list(p.choices))
-        elif p.kind == "int" and p.step not in (None, 1):
-            flat[p.path] = tune.qrandint(int(p.low), int(p.high), int(p.step))
-        elif p.kind == "int":
-            make = tune.lograndint if p.log else tune.randint
-            flat[p.path] = make(int(p.low), int(p.high) + 1)
-        elif p.step:
-            flat[p.path] = tune.quniform(p.low, p.high, p.step)
-        else:
-            flat[p.path] = (tune.loguniform if p.log else tune.uniform)(p.low, p.high)
-    return unflatten(flat)

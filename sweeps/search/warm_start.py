@@ -125,7 +125,8 @@ def _choice(choices: tuple[Any, ...], raw: Any) -> Any:
 def _convert(p: Param, raw: Any) -> Any:
     """``raw`` in ``p``'s type when ``p``'s distribution can produce it, else ``_OUTSIDE``.
     Bounds are inclusive, with a relative tolerance of 1e-9 (a value sampled at a log bound
-    may come back a rounding off it); such a value is moved onto the bound."""
+    may come back a rounding off it), for a stepped range also 1e-6 of a step (the grid's own
+    tolerance: a bound of 0 has no relative one); such a value is moved onto the bound."""
     if p.kind == "choice":
         return _choice(p.choices, raw)
     value = _number(raw)
@@ -135,7 +136,7 @@ def _convert(p: Param, raw: Any) -> Any:
     low, high = p.low, p.high
     for bound, outside in ((low, value < low), (high, value > high)):
         if outside:
-            if not math.isclose(value, bound, rel_tol=1e-9):
+            if not math.isclose(value, bound, rel_tol=1e-9, abs_tol=1e-6 * (p.step or 0)):
                 return _OUTSIDE
             value = int(bound) if p.kind == "int" else float(bound)
     if p.step and not math.isclose((value - low) / p.step, round((value - low) / p.step),

@@ -7,7 +7,8 @@ import random
 import pytest
 
 from sweeps.errors import SearchSpaceError
-from sweeps.search.space import Param, deep_merge, flatten, parse_space, to_tune_space, unflatten
+from sweeps.search.space import Param, deep_merge, flatten, parse_space, unflatten
+from sweeps.search.tune_space import to_tune_space
 
 
 @pytest.mark.parametrize(
@@ -22,6 +23,11 @@ from sweeps.search.space import Param, deep_merge, flatten, parse_space, to_tune
         ("range(0, 10, 2)", Param("x", "int", low=0, high=10, step=2)),
         ("range(5, 5)", Param("x", "int", low=5, high=5, step=1)),
         ("range(0.1, 0.5, 0.1)", Param("x", "float", low=0.1, high=0.5, step=0.1)),
+        ("range(-1.0, 1.0, 0.1)", Param("x", "float", low=-1.0, high=1.0, step=0.1)),
+        ("range(1.0, 1.0000001, 1e-15)", Param("x", "float", low=1.0, high=1.0000001,
+                                                step=1e-15)),  # above the resolution
+        ("range(2.5, 2.5, 0.1)", Param("x", "float", low=2.5, high=2.5, step=0.1)),
+        ("range(-6, 6, 4)", Param("x", "int", low=-6, high=6, step=4)),
         ("interval(1, 10)", Param("x", "float", low=1.0, high=10.0)),
         ("interval(-1.5, 0.5)", Param("x", "float", low=-1.5, high=0.5)),
         ("int(interval(1, 10))", Param("x", "int", low=1, high=10)),
@@ -57,6 +63,20 @@ def test_plain_values_are_constants(value: object, expected: object) -> None:
         ("tag(log, interval(-1, 1))", "log range with low <= 0"),
         ("tag(log, int(interval(0, 8)))", "log range with low <= 0"),
         ("range(1, 10, 2)", "write range(1, 9, 2)"),
+        ("range(0.1, 1.0, 0.2)", "cannot reach its upper bound 1.0 from 0.1 in steps of 0.2 "
+         "(ranges include the upper bound); write range(0.1, 0.9, 0.2)"),  # 0.9, no float noise
+        ("range(-1.0, 0.95, 0.1)", "write range(-1.0, 0.9, 0.1)"),
+        ("range(0, 1, 0.3333333333)", "write range(0, 0.9999999999, 0.3333333333)"),  # exact
+        ("range(1.0, 1.0000001, 1e-17)", "has a step of 1e-17, below the float resolution of its "
+         "bounds (floats near 1.0000001 are 2.22e-16 apart, so 1.0 + 1e-17 is 1.0); use a step "
+         "of at least 4.44e-16, or interval(1.0, 1.0000001) for a continuous range"),
+        ("range(0.0, 1.0, 1e-300)", "below the float resolution"),  # 0 + 1e-300 != 0, 1 + it == 1
+        ("range(-2.0, -1.0, 2e-16)", "below the float resolution"),
+        ("range(1e20, 1e20, 1.0)", "or the constant 1e+20"),  # 1e20 + 1.0 == 1e20
+        ("range(0, inf)", "has a bound or step that is not a finite number"),
+        ("range(0.0, 1.0, nan)", "not a finite number"),
+        ("interval(0, inf)", "has a bound that is not a finite number"),
+        ("tag(log, interval(1e-3, inf))", "not a finite number"),
         ("range(1, 5, 0)", "step <= 0"),
         ("interval(0.1,", "does not parse"),
         ("choice()", "does not parse"),
@@ -130,11 +150,12 @@ def test_int_bounds_are_inclusive_in_random_search(expr: str, support: set) -> N
      ("range(0.1, 0.5, 0.1)", 0.1, 0.5, 0.1, False)],
 )
 def test_optuna_distribution_bounds_match_the_grammar(expr, low, high, step, log) -> None:
-    from ray.tune.search.optuna import OptunaSearch
+    # Optuna is asked define-by-run (sweeps.search.optuna_space), not through Ray's conversion
+    # of the Tune space, which has no form for a stepped range drawn on lo + k * step.
+    from sweeps.search.optuna_space import distribution
 
-    space = to_tune_space(parse_space({"model.x": expr})[0])
-    dist = OptunaSearch.convert_search_space(space)["model/x"]
-    assert (dist.low, dist.high, dist.step, dist.log) == pytest.approx((low, high, step, log))
+    dist = distribution(parse_space({"model.x": expr})[0][0])
+    assert (dist.low, dist.high, dist.step, dist.log) == (low, high, step, log)
 
 
 def test_choice_becomes_categorical_with_nested_key() -> None:
