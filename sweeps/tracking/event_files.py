@@ -103,6 +103,13 @@ def read_run(run_dir: str | Path) -> Written:
 
 
 def tag_of(key: str) -> str:
+    """The tag a metric key is written under (tensorboardX's own cleaning, done first so
+    what is read back matches what was asked for).
+
+    Example:
+        >>> tag_of("val acc"), tag_of("/eval/loss")
+        ('val_acc', 'eval/loss')
+    """
     return _INVALID_TAG.sub("_", key).lstrip("/")
 
 
@@ -121,7 +128,7 @@ def scalars_of(result: dict[str, Any]) -> dict[str, float]:
         if isinstance(value, dict):
             out.update({f"{key}/{k}": v for k, v in scalars_of(value).items()})
         elif isinstance(value, numbers.Real) and not isinstance(value, bool):
-            out[tag_of(str(key))] = float(value)
+            out[str(key)] = float(value)
     return {tag_of(k): v for k, v in out.items()}
 
 
