@@ -17,6 +17,7 @@ sweep writes at its end (``summary.csv``/``.parquet``, ``best.json``, ``plots/``
       train/<trial id>/         Train's run of a trial (checkpoints, reports.jsonl)
       <trial id>/error.txt      Tune's traceback of a failed trial
       tracking/journal.jsonl    MLflow records not sent yet (meta.json, runs.json: its ids)
+      tensorboard/<trial id>/   the trial's TensorBoard event files (sweeps.tracking.tensorboard)
       summary.csv, summary.parquet, best.json, plots/*.png
 
 Only paths: nothing here touches the file system.
@@ -100,6 +101,14 @@ class SweepLayout:
     def tracking_runs(self) -> Path:
         """The MLflow experiment id and the run id of the sweep and of each trial."""
         return self.tracking / TRACKING_RUNS
+
+    @property
+    def tensorboard(self) -> Path:
+        """TensorBoard's runs, one per trial (``tensorboard --logdir <sweep dir>``)."""
+        return self.root / "tensorboard"
+
+    def tensorboard_run(self, trial_id: str) -> Path:
+        return self.tensorboard / trial_id
 
     # The sweep's end
     @property

@@ -13,7 +13,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-__all__ = ["CLOCK_KEY", "STEP_KEY", "CHECKPOINT_PATH_KEY", "ERROR_KEY", "REPORTS_FILE",
+__all__ = ["CLOCK_KEY", "STEP_KEY", "CHECKPOINT_PATH_KEY", "ERROR_KEY", "NOT_METRICS",
+           "REPORTS_FILE",
            "CONFIG_READS_FILE", "CLOCK_FILE", "TRIAL_FILE", "OUT_OF_MEMORY_FILE", "SCHEDULER_LOG",
            "run_file", "checkpoint_dir_name", "checkpoint_dir_epoch"]
 
@@ -31,6 +32,16 @@ CHECKPOINT_PATH_KEY = "checkpoint_path"
 # does not retry it): the reason, which the scheduler makes the trial's verdict
 # (sweeps.execution.gpu_memory: a trial out of GPU memory).
 ERROR_KEY = "sweeps_error"
+
+# Keys of a Tune result that are bookkeeping (Tune's, Train's, the bridge's), not the loop's
+# metrics: every tracker (MLflow, TensorBoard) logs a result minus these.
+NOT_METRICS = frozenset({
+    "training_iteration", "time_total_s", "episodes_total", "timesteps_total", "node_ip",
+    "hostname", "pid", "time_this_iter_s", "timestamp", "date", "time_since_restore",
+    "timesteps_since_restore", "iterations_since_restore", "config", "checkpoint_dir_name",
+    "done", "trial_id", "experiment_tag", "should_checkpoint", CHECKPOINT_PATH_KEY, "epoch",
+    CLOCK_KEY, STEP_KEY, ERROR_KEY,
+})
 
 # Files in a trial's run directory.
 REPORTS_FILE = "reports.jsonl"  # TrialSession's rank-0 report log (fsync'ed per epoch)

@@ -48,6 +48,32 @@ def schema_keys(cls: type = SweepConfig, prefix: str = "") -> list[str]:
     return keys
 
 
+# What OmegaConf takes for a ``bool`` field (Hydra hands ``true``/``false`` over as bools).
+_BOOL_WORDS = frozenset({"true", "false", "yes", "no", "on", "off", "1", "0"})
+
+
+def bool_keys(cls: type = SweepConfig, prefix: str = "") -> list[str]:
+    """The schema's keys typed plain ``bool`` (not ``bool | None``).
+
+    Example:
+        >>> "tracking.tensorboard" in bool_keys(), "sweep.name" in bool_keys()
+        (True, False)
+    """
+    keys: list[str] = []
+    for f in dataclasses.fields(cls):
+        default = f.default_factory() if f.default_factory is not dataclasses.MISSING else None
+        if dataclasses.is_dataclass(default):
+            keys += bool_keys(type(default), f"{prefix}{f.name}.")
+        elif f.type in ("bool", bool):
+            keys.append(f"{prefix}{f.name}")
+    return keys
+
+
+def _is_bool(value: object) -> bool:
+    """A value OmegaConf turns into a bool, or an interpolation it resolves later."""
+    return isinstance(value, bool) or str(value).lower() in _BOOL_WORDS or "${" in str(value)
+
+
 def quote_search_space(args: list[str]) -> list[str]:
     """Quote search-space values so Hydra stores them instead of sweeping over them, and let
     a search-space or sampler entry be added without Hydra's ``+``.
@@ -151,7 +177,7 @@ def check_overrides(args: list[str], search_path: SearchPath | None = None) -> N
         parsed = _parse(overrides)
     except Exception:
         return  # let Hydra report the syntax error with its own pointer into the text
-    known = schema_keys()
+    known, flags = schema_keys(), set(bool_keys())
     for ov in parsed:
         key = ov.key_or_group
         if key.startswith("hydra") or ov.is_delete():
@@ -159,6 +185,9 @@ def check_overrides(args: list[str], search_path: SearchPath | None = None) -> N
         if key == "experiment" and ov.is_add():
             check_experiment(ov.value(), search_path)
             continue
+        if key in flags and not _is_bool(ov.value()):  # one line, not OmegaConf's five
+            raise ConfigError(key, ov.value(), "must be true or false",
+                              f"write {key}=true or {key}=false")
         if key in GROUPS or key in known or key.startswith(tuple(f"{p}." for p in FREE_FORM)):
             continue
         if ov.is_add() and not any(key.startswith(f"{k}.") for k in known if "." not in k):

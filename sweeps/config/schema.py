@@ -192,7 +192,7 @@ class RaySection:
 
 @dataclass
 class TrackingSection:
-    """MLflow: where runs go and what is registered."""
+    """MLflow: where runs go and what is registered; TensorBoard's event files."""
 
     enabled: bool = True
     # None: MLFLOW_TRACKING_URI if set, else sqlite:///<cwd>/mlflow.db (what `mlflow ui` opens);
@@ -203,6 +203,9 @@ class TrackingSection:
     register_model: bool = True
     model_name: str | None = None  # None: experiment.name
     flush_timeout_s: float = 60.0  # at sweep end, how long to wait for unsent records
+    # TensorBoard event files per trial in <sweep dir>/tensorboard/ (sweeps.tracking.tensorboard),
+    # whether or not MLflow is enabled; false: none at all (Tune's own TBX logger stays off too)
+    tensorboard: bool = True
 
 
 @dataclass

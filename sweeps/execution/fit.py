@@ -6,10 +6,11 @@
 Before Tune: the sweep's record (one more start), this start's config file, the opening lines
 (and, resuming, what was recovered). Tune runs with the sweep's callbacks: the placement-group
 reaper, the live progress, the unread-keys check, on a cluster the cluster watch (nodes that
-join or leave, trials at once following its size) and MLflow tracking. After Tune, whatever it
-ended with: every placement group of the sweep is released. A run that Tune returned from early
-(Ctrl-C, SIGTERM) raises ``SweepInterrupted``; a finished one is summarized (``summary.csv``,
-``best.json``), plotted and closed in MLflow.
+join or leave, trials at once following its size), MLflow tracking and the TensorBoard events
+(which also keep Tune's own TBX logger out, ``sweeps.tracking.tensorboard``). After Tune,
+whatever it ended with: every placement group of the sweep is released. A run that Tune
+returned from early (Ctrl-C, SIGTERM) raises ``SweepInterrupted``; a finished one is summarized
+(``summary.csv``, ``best.json``), plotted and closed in MLflow.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ if TYPE_CHECKING:  # Ray, pandas and MLflow are imported once a sweep really run
     from sweeps.report.progress import ProgressLines
     from sweeps.report.summary import Summary
     from sweeps.tracking.callback import MLflowTracking
+    from sweeps.tracking.tensorboard import TensorBoardEvents
 
 __all__ = ["fit"]
 
@@ -68,8 +70,9 @@ def fit(prep: Prepared, interrupt: Interrupt | None = None) -> SweepResult:
     trial = trial_plan(cfg, prep.constants, prep.resources, prep.sweep_dir, sweep_id, ended,
                        datasets)
     watch = _cluster_watch(prep, sweep_id, progress)
+    events = _tensorboard(prep)
     callbacks: list[Callback] = ([reaper, progress, unread] + ([watch] if watch else [])
-                                 + ([tracking] if tracking else []))
+                                 + ([tracking] if tracking else []) + ([events] if events else []))
     groups_before = job_groups()
     try:
         if prep.resuming:
@@ -106,6 +109,23 @@ def _cluster_watch(prep: Prepared, sweep_id: str,
         return None
     return ClusterWatch(sweep_id, prep.resources, progress.note,
                         follow=prep.cfg.search.max_concurrent_trials is None)
+
+
+def _tensorboard(prep: Prepared) -> TensorBoardEvents | None:
+    """The TensorBoard callback (with ``tracking.tensorboard=false``, one that writes nothing,
+    so that Tune adds no event files of its own either); None without tensorboardX."""
+    from sweeps.tracking.tensorboard import TensorBoardEvents, TensorBoardSettings
+
+    cfg = prep.cfg
+    objectives = dict(cfg.experiment.metrics) or {cfg.experiment.metric: cfg.experiment.mode}
+    settings = TensorBoardSettings(
+        str(prep.sweep_dir), tuple(objectives.items()), tuple(p.path for p in prep.params),
+        cfg.scheduler.name, float(cfg.scheduler.max_t)) if cfg.tracking.tensorboard else None
+    try:
+        return TensorBoardEvents(settings)
+    except ImportError as exc:  # tensorboardX ships with ray[tune]; a trimmed install may not
+        log.warning("tensorboard: no event files (%s; pip install tensorboardX)", exc)
+        return None
 
 
 def _start(prep: Prepared) -> tuple[SweepRecord, dict[str, dict[str, Any]]]:

@@ -6,7 +6,7 @@
 The trial table, the Pareto front (multi-objective sweeps), each failed trial with the user's
 part of its traceback, searched keys the loop never read, then the best trial (by the primary
 metric): its value, its config as Hydra overrides, the command that reruns it alone, its
-checkpoint, the summary files, the plots and where MLflow has it.
+checkpoint, the summary files, the plots and where MLflow and TensorBoard have it.
 """
 
 from __future__ import annotations
@@ -88,6 +88,7 @@ def print_result(result: SweepResult, cfg: SweepConfig) -> None:
     if best is None:
         print(f"\nno trial reported {metric}; see the trials' error.txt under "
               f"{display(result.sweep_dir)}")
+        _tensorboard_line(result, cfg)
         return
     overrides = best_overrides(best["config"])
     checkpoint = (f"{display(best['checkpoint'])}  "
@@ -124,3 +125,11 @@ def print_result(result: SweepResult, cfg: SweepConfig) -> None:
                   f"'{model}'")
         else:
             print("  best model: logged to MLflow in the best trial's run")
+    _tensorboard_line(result, cfg)
+
+
+def _tensorboard_line(result: SweepResult, cfg: SweepConfig) -> None:
+    """The command that opens the trials' TensorBoard runs (``sweeps.tracking.tensorboard``),
+    if the sweep wrote any."""
+    if cfg.tracking.tensorboard and files.is_dir(result.layout.tensorboard):
+        print(f"  tensorboard: tensorboard --logdir {display(result.sweep_dir)}")

@@ -40,10 +40,9 @@ from ray.tune.schedulers import FIFOScheduler, TrialScheduler
 from sweeps._ray.tune import save_experiment_state
 from sweeps.errors import ConfigError
 from sweeps.layout import SweepLayout
-from sweeps.protocol import CLOCK_KEY, ERROR_KEY, SCHEDULER_LOG
+from sweeps.protocol import CLOCK_KEY, ERROR_KEY, NOT_METRICS, SCHEDULER_LOG
 from sweeps.search.asha import AsyncHalving
 from sweeps.search.outcome import Objective, Verdict, read_verdicts
-from sweeps.tracking.callback import NOT_METRICS
 from sweeps.tracking.journal import Journal
 
 __all__ = ["ResumableASHA", "ResumableFIFO", "ended_trials", "decision_log", "verdicts",

@@ -37,7 +37,7 @@ from ray.tune import Callback
 
 from sweeps import files
 from sweeps.layout import SweepLayout
-from sweeps.protocol import CLOCK_KEY, ERROR_KEY, STEP_KEY
+from sweeps.protocol import CLOCK_KEY, NOT_METRICS, STEP_KEY
 from sweeps.search.space import flatten
 from sweeps.tracking.journal import Journal
 from sweeps.tracking.masking import mask_params, mask_tree
@@ -50,14 +50,6 @@ __all__ = ["TrackingSettings", "MLflowTracking", "TrackingWriter", "NOT_METRICS"
 # TrackingWriter (sweeps.tracking.writer) stays importable from here, as before the split.
 
 log = logging.getLogger(__name__)
-
-NOT_METRICS = frozenset({
-    "training_iteration", "time_total_s", "episodes_total", "timesteps_total", "node_ip",
-    "hostname", "pid", "time_this_iter_s", "timestamp", "date", "time_since_restore",
-    "timesteps_since_restore", "iterations_since_restore", "config", "checkpoint_dir_name",
-    "done", "trial_id", "experiment_tag", "should_checkpoint", "checkpoint_path", "epoch",
-    CLOCK_KEY, STEP_KEY, ERROR_KEY,
-})
 
 
 def outcome_tags(outcomes: dict[str, int]) -> dict[str, str]:

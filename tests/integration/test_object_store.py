@@ -16,6 +16,7 @@ from sweeps import best_checkpoint, files, load_best, load_model
 from sweeps.layout import SweepLayout
 from sweeps.search.schedulers import ended_trials
 from sweeps.storage import stand_in
+from tests.integration.tensorboard_runs import assert_steps_are_epochs
 from tests.integration.test_resume import (
     TRAINABLE,
     Sweep,
@@ -75,6 +76,12 @@ def test_sweep_on_s3_killed_resumes_from_another_directory(tmp_path, moto_s3, wo
     for name in ("best.json", "summary.csv", "summary.parquet", "state/sweep.json",
                  "state/end.json", "config.yaml", "config.start2.yaml"):
         assert f"{prefix}/{name}" in keys, name
+    # The TensorBoard runs were uploaded, and continue across the two drivers: each epoch once.
+    for trial in trial_ids:
+        assert any(k.startswith(f"{prefix}/tensorboard/{trial}/events.out.tfevents.")
+                   for k in keys), trial
+    copy = files.download(layout.tensorboard, tmp_path / "copy" / "tensorboard")
+    assert_steps_are_epochs(copy.parent, trial_ids)
     best = json.loads(files.read_text(layout.best))
     assert best["checkpoint"].startswith(f"{uri}/train/{best['trial_id']}/checkpoint_epoch_")
     assert json.loads(files.read_text(layout.end))["held_placement_groups"] == 0

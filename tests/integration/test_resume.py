@@ -26,6 +26,7 @@ from sweeps import compose, run_sweep
 from sweeps.resume.train_runs import SNAPSHOT
 from sweeps.search.schedulers import ended_trials
 from tests.conftest import ROOT
+from tests.integration.tensorboard_runs import assert_steps_are_epochs
 
 pytestmark = pytest.mark.slow
 
@@ -133,7 +134,8 @@ def _mlflow_runs(tmp_path: Path):
 
 
 def _assert_clean_end(tmp_path: Path, trial_ids: set[str]) -> None:
-    """One MLflow run per trial, no duplicated steps, nothing RUNNING, no group held."""
+    """One MLflow run and one TensorBoard run per trial, no duplicated steps, nothing RUNNING,
+    no group held."""
     client, runs = _mlflow_runs(tmp_path)
     assert [r.info.run_name for r in runs if r.info.status == "RUNNING"] == []
     children = [r for r in runs if r.data.tags.get("sweeps.role") == "trial"]
@@ -142,6 +144,11 @@ def _assert_clean_end(tmp_path: Path, trial_ids: set[str]) -> None:
         steps = [m.step for m in client.get_metric_history(run.info.run_id, "val_acc")]
         assert steps == sorted(set(steps)) and steps == list(range(1, len(steps) + 1)), steps
     assert len([r for r in runs if r.data.tags.get("sweeps.role") == "parent"]) == 1
+    # A trial resumed from an earlier epoch than it had reported continues its TensorBoard
+    # curve (the driver that resumes it reads the run back), it does not restart it
+    summary = pd.read_csv(tmp_path / "sweep" / "summary.csv", dtype={"trial_id": str})
+    assert_steps_are_epochs(tmp_path / "sweep", trial_ids,
+                            epochs=dict(zip(summary["trial_id"], summary["epochs"], strict=True)))
     end = json.loads((tmp_path / "sweep" / "state" / "end.json").read_text())
     assert end["held_placement_groups"] == 0
 
@@ -294,6 +301,7 @@ def _assert_runs_closed(tmp_path: Path, expected: dict[str, str]) -> None:
         steps = [m.step for m in client.get_metric_history(run.info.run_id, "val_acc")]
         assert steps == list(range(1, len(steps) + 1)), steps
     assert not [r for r in runs if r.info.status == "RUNNING"]
+    assert_steps_are_epochs(tmp_path / "sweep", set(expected))  # the retry re-reported none
 
 
 @pytest.mark.parametrize(("workers", "executor"), [(2, "train"), (1, "auto"), (2, "inline")],

@@ -216,6 +216,8 @@ CLI_BAD = [
     (["+experiment=digits", "experiment.search_space.lr=interval(0.1,0.01)"],
      "experiment.search_space.lr: 'interval(0.1,0.01)' has low > high"),
     (["+experiment=digits", "experiment.mode=up"], "experiment.mode: 'up' must be"),
+    (["+experiment=digits", "tracking.tensorboard=maybe"],
+     "tracking.tensorboard: 'maybe' must be true or false; write tracking.tensorboard=true"),
     (["+experiment=digits", "scaling.num_workers=0"], "scaling.num_workers: 0 must be >= 1"),
     (["+experiment=digits", "experiment.trainable=nope:fn"], "experiment.trainable: 'nope:fn'"),
     (["+experiment=digits", "sweep.dir=/proc/x"], "sweep.dir: '/proc/x' is not writable"),

@@ -156,3 +156,19 @@ def test_console_prints_the_pareto_section(tmp_path, capsys) -> None:
     single = summarize(_multi(tmp_path), Objective("val_acc", "max", 3), ["lr"])
     print_result(SweepResult(tmp_path, single, None, {}), compose("digits"))
     assert "Pareto" not in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(("written", "switch", "shown"),
+                         [(True, "true", True), (False, "true", False), (True, "false", False)])
+def test_console_says_how_to_open_tensorboard(tmp_path, capsys, written, switch, shown) -> None:
+    from sweeps import compose
+    from sweeps.execution.runner import SweepResult
+    from sweeps.report.console import print_result
+
+    if written:
+        (tmp_path / "tensorboard" / "t1").mkdir(parents=True)
+    summary = summarize(_multi(tmp_path), Objective("val_acc", "max", 3), ["lr"])
+    print_result(SweepResult(tmp_path, summary, None, {}),
+                 compose("digits", [f"tracking.tensorboard={switch}"]))
+    line = f"  tensorboard: tensorboard --logdir {tmp_path}\n"
+    assert (line in capsys.readouterr().out) == shown

@@ -1,0 +1,268 @@
+"""TensorBoard beside MLflow: one run per trial at the trial's own epochs, and an HParams view.
+
+    tensorboard --logdir outputs/digits        # during or after python -m sweeps +experiment=digits
+
+    events = TensorBoardEvents(TensorBoardSettings(str(sweep_dir), (("val_acc", "max"),),
+                                                   ("lr", "hidden")))    # in the sweep driver
+    tune.Tuner(..., run_config=tune.RunConfig(callbacks=[..., events]))
+
+Each trial's events go to ``<sweep dir>/tensorboard/<trial id>/`` (``SweepLayout``), so
+``tensorboard --logdir <sweep dir>`` lists one run per trial, named ``tensorboard/<trial id>``
+as in MLflow and ``summary.csv``; nothing of Tune's trial directory is mixed in.
+
+* Scalars: every reported metric minus Tune's bookkeeping (``sweeps.protocol.NOT_METRICS``;
+  nested dicts as ``a/b``), at the step MLflow uses (``STEP_KEY``: the loop's own epoch, else
+  the report count), never Tune's ``training_iteration``, which restarts at 1 after a resume.
+* No duplicate steps: a step at or below one already written for a tag is skipped. The first
+  time this driver process touches a trial, the run's existing event files are read back
+  (``sweeps.tracking.event_files``), so a trial resumed after a driver kill, or retried from its
+  checkpoint, continues its curves with a new event file and re-sent epochs are left out (as
+  MLflow's sink does per key). A trial PBT restarted on a donor's (lower) clock writes its next
+  steps after its last one, as the MLflow sink's "rebase" does.
+* HParams: the session start (the trial's searched values only, flattened) when the trial
+  first starts and, when it ends, ``final/<metric>`` and ``best/<metric>`` of each objective
+  (``experiment.metric``, or each of ``experiment.metrics`` with its mode) at its last step and
+  the session end: success for a completed or stopped trial, failure for one that errored
+  (``sweeps.search.outcome``, as MLflow's run status). TensorBoard reads only a run's first
+  session start and end, so each is written once: a PBT trial shows the values it started with
+  (as its MLflow params; the exploits are in the summary), and a trial that errored and was
+  resumed by a later start keeps its failure status there while its curves go on. No
+  experiment summary is written: TensorBoard builds the table from the runs' sessions (a
+  conditional parameter a trial did not sample is left blank), every scalar tag a column.
+
+Divergence from Ray: this class subclasses Tune's ``TBXLoggerCallback`` only so that Tune does
+not add its default one (``ray.tune.utils.callback._create_default_callbacks`` adds a TBX logger
+unless one is passed); Tune's curves (steps = ``training_iteration``, tags ``ray/tune/...``) are
+not written. With ``tracking.tensorboard=false`` the class is passed with no settings: no event
+files at all.
+
+Object-store sweep directories: events are written to the local stand-in of the sweep
+directory (``sweeps.storage.location``; S3 has no append) and uploaded with ``files.publish``
+at most every ``UPLOAD_EVERY_S`` per trial, when it ends, and when Tune's run ends; a resumed
+trial first downloads what was uploaded. ``tensorboard --logdir s3://...`` needs TensorBoard's
+S3 support; download the ``tensorboard/`` folder otherwise.
+
+A TensorBoard failure never stops the sweep: it is logged and training goes on.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import logging
+import os
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ray.tune.logger import TBXLoggerCallback
+
+from sweeps import files
+from sweeps.layout import SweepLayout
+from sweeps.protocol import CLOCK_KEY, STEP_KEY
+from sweeps.tracking.event_files import (
+    Written,
+    hparams_of,
+    read_run,
+    scalars_of,
+    session_end,
+    tag_of,
+)
+
+__all__ = ["TensorBoardSettings", "TensorBoardEvents", "UPLOAD_EVERY_S"]
+
+log = logging.getLogger(__name__)
+
+UPLOAD_EVERY_S = 30.0
+_WRITERS = itertools.count(1)
+
+
+@dataclass(frozen=True)
+class TensorBoardSettings:
+    """Plain, picklable settings (Tune pickles callbacks with the experiment)."""
+
+    sweep_dir: str
+    objectives: tuple[tuple[str, str], ...]  # (metric, "max"|"min"), the primary first
+    params: tuple[str, ...] = ()  # the searched dotted paths (empty: every config key)
+    scheduler: str = "none"
+    max_epochs: float = 0.0  # scheduler.max_t: a trial's epoch budget (completed vs stopped)
+
+
+def _exploited(s: TensorBoardSettings, trial_id: str) -> bool:
+    """Whether PBT restarted the trial on a donor's checkpoint (its clock may go back)."""
+    from sweeps.report.exploits import exploits_of
+
+    return any(e.trial == trial_id for e in exploits_of(s.sweep_dir))
+
+
+def _outcome(s: TensorBoardSettings, trial: Any) -> str:
+    """``completed``, ``stopped`` or ``error``: what MLflow's run status says too."""
+    from sweeps.search.outcome import Objective
+    from sweeps.search.schedulers import verdicts
+
+    clock = (trial.last_result or {}).get(CLOCK_KEY, 0)
+    verdict = verdicts(s.sweep_dir).get(trial.trial_id)
+    (metric, mode), budget = s.objectives[0], s.max_epochs
+    return Objective(metric, mode, budget).outcome(clock, verdict, False)
+
+
+@dataclass
+class _Run:
+    """One trial's TensorBoard run: its writer and what the run holds so far."""
+
+    directory: Path
+    remote: bool
+    written: Written
+    writer: Any = None
+    offset: int = 0  # added to the trial's steps since a PBT exploit moved its clock back
+    rebase: bool = False  # the next step goes after the last written one (PBT restart)
+    uploaded: float = field(default_factory=time.monotonic)
+
+    def write(self, summary: Any, step: int) -> None:
+        """Append one summary at ``step`` (tensorboardX's synchronous writer: no queue, no
+        thread; ``sync`` makes it durable)."""
+        from tensorboardX.proto.event_pb2 import Event
+
+        if self.writer is None:
+            from tensorboardX.event_file_writer import EventsWriter
+
+            self.directory.mkdir(parents=True, exist_ok=True)
+            # tensorboardX names a file by the second and the host: a writer opened in the
+            # same second would truncate the last one's file
+            suffix = f".{os.getpid()}.{next(_WRITERS):06d}"
+            self.writer = EventsWriter(str(self.directory / "events"), suffix)
+        self.writer.write_event(Event(wall_time=time.time(), step=step, summary=summary))
+
+    @property
+    def step(self) -> int:
+        """The step summaries other than scalars go at: never below a written one."""
+        return max(self.written.last_step or 0, 0)
+
+    def once(self, summary: Any, step: int) -> None:
+        """Write a plugin summary (the HParams session's start or end) unless the run has
+        its tag: TensorBoard reads only the first one of a run."""
+        tag = summary.value[0].tag
+        if tag not in self.written.plugin_tags:
+            self.write(summary, step)
+            self.written.plugin_tags.add(tag)
+
+    def add(self, tag: str, value: float, step: int) -> bool:
+        """Write a scalar unless the run has this tag at ``step`` or later already."""
+        last = self.written.steps.get(tag)
+        if last is not None and step <= last:
+            return False
+        from tensorboardX.summary import scalar
+
+        self.write(scalar(tag, value), step)
+        self.written.steps[tag] = step
+        self.written.values.setdefault(tag, []).append(value)
+        return True
+
+    def sync(self, force: bool) -> None:
+        """Flush (fsync'ed); on an object store, upload every ``UPLOAD_EVERY_S`` (or now)."""
+        if self.writer is not None:
+            self.writer.flush()
+        if self.remote and (force or time.monotonic() - self.uploaded >= UPLOAD_EVERY_S):
+            self.uploaded = time.monotonic()
+            files.publish(self.directory)
+
+    def close(self) -> None:
+        if self.writer is not None:
+            self.writer.close()
+            self.writer = None
+        self.sync(force=True)
+
+
+class TensorBoardEvents(TBXLoggerCallback):
+    """Tune callback (in the sweep driver) writing each trial's TensorBoard run; see the module
+    docstring. ``settings=None``: writes nothing, only keeps Tune's own TBX logger out."""
+
+    def __init__(self, settings: TensorBoardSettings | None) -> None:
+        super().__init__()  # imports tensorboardX: ImportError when it is missing
+        self.settings = settings
+        self._runs: dict[str, _Run] = {}
+        self._warned: set[str] = set()
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"settings": self.settings, "_runs": {}, "_warned": set()}
+
+    @contextlib.contextmanager
+    def _guard(self, trial_id: str) -> Iterator[None]:
+        """Whatever fails here is logged once per trial, never raised into Tune's loop."""
+        try:
+            yield
+        except Exception as exc:
+            if trial_id not in self._warned:
+                self._warned.add(trial_id)
+                log.warning("TensorBoard: could not write trial %s's events (%s: %s); "
+                            "training goes on", trial_id, type(exc).__name__, exc)
+
+    def _run(self, s: TensorBoardSettings, trial_id: str) -> _Run:
+        run = self._runs.get(trial_id)
+        if run is None:
+            directory = SweepLayout(Path(s.sweep_dir)).tensorboard_run(trial_id)
+            remote = files.is_remote(directory)
+            if remote and not directory.is_dir() and files.is_dir(directory):
+                files.download(directory, directory)  # a resumed trial's earlier events
+            run = self._runs[trial_id] = _Run(directory, remote, read_run(directory))
+        return run
+
+    def log_trial_start(self, trial: Any) -> None:
+        """A trial starts, is resumed, or restarts after a PBT exploit (its next step then
+        goes after its last one)."""
+        s = self.settings
+        if s is None:
+            return
+        with self._guard(trial.trial_id):
+            from tensorboardX.summary import hparams
+
+            run = self._run(s, trial.trial_id)
+            if s.scheduler == "pbt" and _exploited(s, trial.trial_id):
+                run.rebase = True
+            _, start, _ = hparams(hparams_of(trial.config, s.params), {})
+            run.once(start, run.step)
+            run.sync(force=False)
+
+    def log_trial_result(self, iteration: int, trial: Any, result: dict) -> None:
+        s = self.settings
+        if s is None:
+            return
+        with self._guard(trial.trial_id):
+            run = self._run(s, trial.trial_id)
+            step = int(result.get(STEP_KEY, result.get("training_iteration", 0)))
+            if run.rebase:
+                run.rebase, last = False, run.written.last_step
+                if last is not None and step + run.offset <= last:
+                    run.offset = last + 1 - step
+            for tag, value in scalars_of(result).items():
+                run.add(tag, value, step + run.offset)
+            run.sync(force=False)
+
+    def log_trial_end(self, trial: Any, failed: bool = False) -> None:
+        """Final and best value of each objective, the session's end; the writer closed."""
+        s = self.settings
+        if s is None:
+            return
+        with self._guard(trial.trial_id):
+            run = self._run(s, trial.trial_id)
+            failed = failed or _outcome(s, trial) == "error"
+            step = run.step
+            for metric, mode in s.objectives:
+                tag = tag_of(metric)
+                values = [v for v in run.written.values.get(tag, []) if v == v]  # not NaN
+                if values:
+                    run.add(f"final/{tag}", values[-1], step)
+                    run.add(f"best/{tag}", max(values) if mode == "max" else min(values), step)
+            run.once(session_end(failed), step)
+            run.close()
+            del self._runs[trial.trial_id]  # a trial resumed later reads its run back
+
+    def on_experiment_end(self, trials: list, **info: Any) -> None:
+        """Tune's run ended (finished, interrupted or failed): every open run flushed,
+        closed and, on an object store, uploaded."""
+        for trial_id, run in list(self._runs.items()):
+            with self._guard(trial_id):
+                run.close()
+        self._runs.clear()
