@@ -31,7 +31,7 @@ COMMAND_LANGS = frozenset({"sh", "bash", "shell", "console", "zsh"})
 README_MAX_LINES = 300
 # The README's contract, in this order (other sections may sit between them).
 README_SECTIONS = ["Quickstart", "Your own training loop, in your own project",
-                   "Comparing trials in MLflow", "Resuming", "Documentation"]
+                   "Comparing trials: MLflow and TensorBoard", "Resuming", "Documentation"]
 
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})\s*([^`\s]*)")
 _MARKER = re.compile(r"^\s*<!--\s*(run by|not run):\s*(.*?)\s*-->\s*$")
