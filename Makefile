@@ -17,9 +17,10 @@ demo: install
 test: install
 	$(PYTHON) -m pytest
 
-# The unit layer, no Ray, one process per core (pytest-xdist): about 2 min on 2 cores in one.
+# The unit layer, no Ray, one process per core with pytest-xdist (in the test extra; without it,
+# one process): under 2 min on 2 cores.
 test-fast:
-	$(PYTHON) -m pytest -m "not slow" -n auto
+	$(PYTHON) -m pytest -m "not slow" $$($(PYTHON) -c "import xdist" 2>/dev/null && echo "-n auto")
 
 lint:
 	$(PYTHON) -m ruff check .

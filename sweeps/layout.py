@@ -104,7 +104,7 @@ class SweepLayout:
 
     @property
     def tensorboard(self) -> Path:
-        """TensorBoard's runs, one per trial (``tensorboard --logdir <sweep dir>``)."""
+        """TensorBoard's runs, one per trial (``tensorboard --logdir <sweep dir>/tensorboard``)."""
         return self.root / "tensorboard"
 
     def tensorboard_run(self, trial_id: str) -> Path:

@@ -32,12 +32,25 @@ def sync(sweep_dir: str | Path, timeout_s: float = 300.0) -> int:
     meta = json.loads(files.read_text(meta_path))
     quiet_http_retries()
     journal = Journal(state_dir)
-    sink = MLflowSink(meta["uri"], meta["experiment_name"], state_dir, meta["model_name"])
+    sink = MLflowSink(_with_credentials(meta["uri"]), meta["experiment_name"], state_dir,
+                      meta["model_name"])
     writer = TrackingWriter(journal, sink)
     try:
         return writer.flush(timeout_s)
     finally:
         writer.stop()
+
+
+def _with_credentials(uri: str) -> str:
+    """The recorded URI (kept without credentials), or ``MLFLOW_TRACKING_URI`` when that names
+    the same store with credentials in it; otherwise MLflow reads them from its credential
+    variables (``MLFLOW_TRACKING_USERNAME``/``PASSWORD``/``TOKEN``)."""
+    import os
+
+    from sweeps.tracking.masking import without_credentials
+
+    env = os.environ.get("MLFLOW_TRACKING_URI", "").strip()
+    return env if env and without_credentials(env) == uri else uri
 
 
 def main() -> None:

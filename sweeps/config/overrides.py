@@ -48,10 +48,6 @@ def schema_keys(cls: type = SweepConfig, prefix: str = "") -> list[str]:
     return keys
 
 
-# What OmegaConf takes for a ``bool`` field (Hydra hands ``true``/``false`` over as bools).
-_BOOL_WORDS = frozenset({"true", "false", "yes", "no", "on", "off", "1", "0"})
-
-
 def bool_keys(cls: type = SweepConfig, prefix: str = "") -> list[str]:
     """The schema's keys typed plain ``bool`` (not ``bool | None``).
 
@@ -70,8 +66,18 @@ def bool_keys(cls: type = SweepConfig, prefix: str = "") -> list[str]:
 
 
 def _is_bool(value: object) -> bool:
-    """A value OmegaConf turns into a bool, or an interpolation it resolves later."""
-    return isinstance(value, bool) or str(value).lower() in _BOOL_WORDS or "${" in str(value)
+    """A value OmegaConf turns into a bool (its own check: true/false, yes/no, y/n, on/off, an
+    int), or an interpolation it resolves later."""
+    from omegaconf.errors import ValidationError
+    from omegaconf.nodes import BooleanNode
+
+    if "${" in str(value):
+        return True
+    try:
+        BooleanNode(value)
+    except ValidationError:
+        return False
+    return True
 
 
 def quote_search_space(args: list[str]) -> list[str]:

@@ -170,8 +170,11 @@ def prepare(cfg: SweepConfig) -> Prepared:
     warm = None
     if cfg.search.warm_start and not (resume and resume.has_tune_state):
         from sweeps.search.warm_start import load_warm_start
+        from sweeps.tracking.target import tracking_target
 
-        warm = load_warm_start(cfg.search.warm_start, params, objectives_of(cfg), uri)
+        # MLflow's store even with tracking off: the earlier sweep's runs may be there
+        store = uri or tracking_target(cfg).uri
+        warm = load_warm_start(cfg.search.warm_start, params, objectives_of(cfg), store)
     joined = not _ray_connected() and bool(cfg.ray.address)
     try:
         cpus, gpus = _cluster_totals(cfg)

@@ -132,4 +132,4 @@ def _tensorboard_line(result: SweepResult, cfg: SweepConfig) -> None:
     """The command that opens the trials' TensorBoard runs (``sweeps.tracking.tensorboard``),
     if the sweep wrote any."""
     if cfg.tracking.tensorboard and files.is_dir(result.layout.tensorboard):
-        print(f"  tensorboard: tensorboard --logdir {display(result.sweep_dir)}")
+        print(f"  tensorboard: tensorboard --logdir {display(result.layout.tensorboard)}")

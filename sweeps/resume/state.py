@@ -116,8 +116,24 @@ def new_record(cfg: SweepConfig, params: list[Param],
                tracking: TrackingTarget | None) -> SweepRecord:
     return SweepRecord(sweep_uid=f"{cfg.sweep.name}-{uuid.uuid4().hex[:8]}", name=cfg.sweep.name,
                        identity=identity_of(cfg, params),
-                       tracking_uri=tracking.uri if tracking else None,
-                       tracking_experiment=tracking.experiment if tracking else None)
+                       tracking_uri=_stored(tracking.uri) if tracking else None,
+                       tracking_experiment=tracking.experiment if tracking else None,
+                       optuna_version=_optuna_version() if cfg.search.algorithm in OPTUNA_SEARCHES
+                       else "")
+
+
+def _optuna_version() -> str:
+    import importlib.metadata
+
+    return importlib.metadata.version("optuna")
+
+
+def _stored(uri: str) -> str:
+    """A tracking URI as the record keeps it: without credentials (they come from the
+    environment, and the record may sit in a shared bucket)."""
+    from sweeps.tracking.masking import without_credentials
+
+    return without_credentials(uri)
 
 
 def save_record(sweep_dir: Path, record: SweepRecord) -> None:
@@ -125,7 +141,7 @@ def save_record(sweep_dir: Path, record: SweepRecord) -> None:
     import importlib.metadata
 
     record.ray_version = importlib.metadata.version("ray")
-    record.optuna_version = record.optuna_version or importlib.metadata.version("optuna")
+    record.tracking_uri = _stored(record.tracking_uri) if record.tracking_uri else None
     layout = SweepLayout(sweep_dir)
     layout.state.mkdir(parents=True, exist_ok=True)
     write_atomic(layout.record, json.dumps(asdict(record), indent=2))
@@ -170,11 +186,9 @@ def _check_optuna_version(record: SweepRecord, cfg: SweepConfig, sweep_dir: Path
     """Optuna 5 changed TPE's defaults (multivariate, constant liar): a sweep whose trials an
     Optuna sampler suggested is not resumed under another major version of Optuna, which would
     mix two samplers without a word (``search.allow_optuna_change=true`` accepts that)."""
-    import importlib.metadata
-
     if cfg.search.algorithm not in OPTUNA_SEARCHES or not record.optuna_version:
         return
-    running = importlib.metadata.version("optuna")
+    running = _optuna_version()
     if record.optuna_version.split(".")[0] == running.split(".")[0]:
         return
     if cfg.search.allow_optuna_change:
@@ -206,10 +220,11 @@ def _check_identity(record: SweepRecord, ident: dict[str, str], sweep_dir: Path)
 def check_same_tracking(record: SweepRecord, target: TrackingTarget) -> None:
     """A resumed sweep logs where its runs already are: a tracking URI or experiment set (by
     config or MLflow's variables) to another place is refused, naming what set it."""
-    from sweeps.tracking.masking import mask_value
+    from sweeps.tracking.masking import mask_value, without_credentials
 
-    if record.tracking_uri and record.tracking_uri != target.uri:
-        was = mask_value(record.tracking_uri)
+    recorded = without_credentials(record.tracking_uri or "")  # credentials may rotate
+    if recorded and recorded != without_credentials(target.uri):
+        was = mask_value(recorded)
         fix = (f"unset {target.uri_key}, or set it to {was}, to continue the same MLflow runs"
                if target.uri_key != "tracking.uri" else
                f"set tracking.uri={was} to continue the same MLflow runs")
@@ -241,8 +256,24 @@ def decide_resume(cfg: SweepConfig, params: list[Param], sweep_dir: Path) -> Res
                           "new sweep.name to start another")
     _check_ray_version(record, sweep_dir)
     _check_identity(record, identity_of(cfg, params), sweep_dir)
-    _check_optuna_version(record, cfg, sweep_dir)
-    return ResumeInfo(record, has_tune_state=bool(tune_state_files(sweep_dir)))
+    sampled = bool(tune_state_files(sweep_dir))
+    if sampled:
+        _check_optuna_version(record, cfg, sweep_dir)
+    elif cfg.search.algorithm in OPTUNA_SEARCHES:  # nothing suggested yet: this Optuna starts
+        record.optuna_version = _optuna_version()
+    if record.tracking_experiment is None:  # a record from before sweeps kept it
+        record.tracking_experiment = _experiment_in_meta(sweep_dir)
+    return ResumeInfo(record, has_tune_state=sampled)
+
+
+def _experiment_in_meta(sweep_dir: Path) -> str | None:
+    """The MLflow experiment an older sweep logged to (its ``tracking/meta.json``), which its
+    tracking state's run ids belong to."""
+    meta = SweepLayout(sweep_dir).tracking_meta
+    try:
+        return json.loads(files.read_text(meta)).get("experiment_name") or None
+    except (OSError, ValueError, AttributeError):
+        return None
 
 
 def check_tune_state(sweep_dir: Path) -> None:

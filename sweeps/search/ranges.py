@@ -26,6 +26,9 @@ __all__ = ["check_range", "check_interval", "point_count", "grid_point", "grid_p
 Number = int | float
 
 
+MAX_POINTS = 2**62  # a range's points are drawn by index, as an int64 (numpy, Tune)
+
+
 def _exact(x: Number) -> Fraction:
     """``x`` as the exact decimal its shortest repr spells (``0.1`` -> 1/10)."""
     return Fraction(x) if isinstance(x, int) else Fraction(repr(float(x)))
@@ -102,7 +105,9 @@ def check_range(key: str, expr: object, lo: Number, hi: Number, step: Number | N
         raise SearchSpaceError(key, expr, "has a bound or step that is not a finite number",
                                "give finite numbers, e.g. range(0, 100, 10)")
     if step is None or step <= 0:
-        raise SearchSpaceError(key, expr, "has a step <= 0", f"write range({lo}, {hi}, 1)")
+        fix = f"range({hi}, {lo}, {-step})" if step and step < 0 and lo > hi else \
+            f"range({min(lo, hi)}, {max(lo, hi)}, {abs(step) if step else 1})"
+        raise SearchSpaceError(key, expr, "has a step <= 0", f"write {fix}")
     if lo > hi:
         raise SearchSpaceError(key, expr, "has low > high", f"write range({hi}, {lo}, {step})")
     is_int = all(isinstance(v, int) for v in (lo, hi, step))
@@ -115,6 +120,10 @@ def check_range(key: str, expr: object, lo: Number, hi: Number, step: Number | N
             f"use a step of at least {smallest:.3g}, or " + (
                 f"interval({lo}, {hi}) for a continuous range" if lo != hi else
                 f"the constant {lo}"))
+    if point_count(lo, hi, step) > MAX_POINTS:  # Tune and numpy draw the index as an int64
+        raise SearchSpaceError(key, expr, f"has {point_count(lo, hi, step)} points, more than "
+                               f"the {MAX_POINTS} a search can index", "use a larger step, or "
+                               f"int(interval({lo}, {hi})) / interval({lo}, {hi})")
     n = point_count(lo, hi, step) - 1
     if _exact(lo) + n * _exact(step) != _exact(hi):
         top = grid_point(lo, step, n, is_int)

@@ -242,6 +242,7 @@ def _read_sweep_dir(root: Path) -> list[_Found]:
 def _read_mlflow(uri: str, name: str) -> tuple[list[_Found] | None, str]:
     """(the trial runs of experiment ``name``, in the order they started; or None and what was
     found instead)."""
+    from sweeps.tracking.masking import mask_text
     from sweeps.tracking.setup import local_store
 
     local = local_store(uri)
@@ -256,7 +257,7 @@ def _read_mlflow(uri: str, name: str) -> tuple[list[_Found] | None, str]:
             names = [e.name for e in client.search_experiments()]
             close = difflib.get_close_matches(name, names, n=3, cutoff=0.6)
             near = f"; close names: {', '.join(repr(c) for c in close)}" if close else ""
-            return None, f"no experiment {name!r} in MLflow at {uri}{near}"
+            return None, f"no experiment {name!r} in MLflow at {mask_text(uri)}{near}"
         runs, token = [], None
         while True:
             page = client.search_runs([experiment.experiment_id],
@@ -269,7 +270,7 @@ def _read_mlflow(uri: str, name: str) -> tuple[list[_Found] | None, str]:
                 break
     except Exception as exc:  # an unreachable server, a store MLflow cannot read
         line = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
-        return None, f"MLflow at {uri} could not be read ({line})"
+        return None, mask_text(f"MLflow at {uri} could not be read ({line})")
     return [_Found(r.data.tags.get("sweeps.trial_id", r.info.run_id), dict(r.data.params),
                    dict(r.data.metrics), "ended" if r.info.status == "FINISHED" else
                    "failed" if _failed(r.info.status, r.data.tags) else "unfinished")
@@ -331,7 +332,7 @@ def load_warm_start(source: str, params: list[Param], objectives: dict[str, str]
         raise ConfigError(KEY, source, f"names {path}, which {not_sweep}",
                           "point it at the sweep.dir of an earlier sweep, e.g. "
                           "outputs/<sweep name>, or at an MLflow experiment name")
-    from sweeps.tracking.setup import absolute_uri
+    from sweeps.tracking.target import absolute_uri
 
     uri = absolute_uri(tracking_uri or "sqlite:///mlflow.db", cwd)
     found, where = _read_mlflow(uri, source)
@@ -340,5 +341,5 @@ def load_warm_start(source: str, params: list[Param], objectives: dict[str, str]
     tried = [f"{d} ({not_sweep if d.exists() else 'does not exist'})" for d in candidates]
     raise ConfigError(KEY, source, "not found", f"tried the sweep directory {' and '.join(tried)}"
                       f", then {where}; set it to an earlier sweep's sweep.dir or to an MLflow "
-                      "experiment name in tracking.uri")
+                      "experiment name in the MLflow store (tracking.uri or MLFLOW_TRACKING_URI)")
 

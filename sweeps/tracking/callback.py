@@ -90,6 +90,15 @@ class TrackingSettings:
     def sweep_dir(self) -> Path:
         return Path(self.state_dir).parent
 
+    def stored(self) -> TrackingSettings:
+        """These settings as written to disk (``tracking/meta.json``, Tune's pickled
+        experiment): the URI without credentials."""
+        from dataclasses import replace
+
+        from sweeps.tracking.masking import without_credentials
+
+        return replace(self, uri=without_credentials(self.uri))
+
 
 class MLflowTracking(Callback):
     """Tune callback that journals sweep and trial events for MLflow."""
@@ -101,7 +110,9 @@ class MLflowTracking(Callback):
         self._open: set[str] = set()  # trials started and not yet ended
 
     def __getstate__(self) -> dict[str, Any]:
-        return {"settings": self.settings, "_journal": None, "_writer": None, "_open": set()}
+        # Tune pickles callbacks into its experiment state; a restore passes new ones.
+        return {"settings": self.settings.stored(), "_journal": None, "_writer": None,
+                "_open": set()}
 
     @property
     def journal(self) -> Journal:

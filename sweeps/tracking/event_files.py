@@ -2,7 +2,7 @@
 
     scalars_of(result), hparams_of(trial.config, params), session_end(failed=False)
     written = read_run(Path("outputs/digits/tensorboard/9a6685fe"))
-    written.steps["val_acc"], written.values["val_acc"], written.last_step
+    written.steps["val_acc"], written.best("val_acc", "max"), written.last_step
     "_hparams_/session_start_info" in written.plugin_tags
 
 ``sweeps.tracking.tensorboard`` reads a trial's run back the first time the sweep driver touches
@@ -41,12 +41,33 @@ _HEADER = struct.Struct("<QI")  # length, masked CRC-32C of the length
 
 @dataclass
 class Written:
-    """Scalars in a run: the last step of each tag, each tag's values (in file order); the
-    tags of plugin summaries (TensorBoard keeps the first summary of such a tag in a run)."""
+    """Scalars in a run: the last step of each tag, each tag's last, lowest and highest value
+    (NaN left out: constant memory however long the trial); the tags of plugin summaries
+    (TensorBoard keeps the first summary of such a tag in a run)."""
 
     steps: dict[str, int] = field(default_factory=dict)
-    values: dict[str, list[float]] = field(default_factory=dict)
+    last: dict[str, float] = field(default_factory=dict)
+    low: dict[str, float] = field(default_factory=dict)
+    high: dict[str, float] = field(default_factory=dict)
     plugin_tags: set[str] = field(default_factory=set)
+
+    def note(self, tag: str, value: float) -> None:
+        """A value written under ``tag`` (in file order)."""
+        if value != value:  # NaN: neither final nor best
+            return
+        self.last[tag] = value
+        self.low[tag] = min(self.low.get(tag, value), value)
+        self.high[tag] = max(self.high.get(tag, value), value)
+
+    def best(self, tag: str, mode: str) -> float | None:
+        """The tag's best value for ``mode`` (max or min); None when it has none.
+
+        Example:
+            >>> w = Written(); w.note("acc", 0.5); w.note("acc", 0.9); w.note("acc", 0.7)
+            >>> w.best("acc", "max"), w.best("acc", "min"), w.last["acc"]
+            (0.9, 0.5, 0.7)
+        """
+        return (self.high if mode == "max" else self.low).get(tag)
 
     @property
     def last_step(self) -> int | None:
@@ -98,7 +119,7 @@ def read_run(run_dir: str | Path) -> Written:
                     continue
                 tag = value.tag
                 written.steps[tag] = max(written.steps.get(tag, event.step), event.step)
-                written.values.setdefault(tag, []).append(value.simple_value)
+                written.note(tag, value.simple_value)
     return written
 
 

@@ -12,15 +12,21 @@ from __future__ import annotations
 import re
 from typing import Any
 
-__all__ = ["MASK", "is_secret_key", "mask_value", "mask_params", "mask_tree"]
+__all__ = ["MASK", "is_secret_key", "mask_value", "mask_params", "mask_tree", "mask_text",
+           "without_credentials"]
 
 MASK = "***"
 _SECRET_WORDS = {"password", "passwd", "passphrase", "secret", "token", "apikey",
                  "credential", "credentials", "auth", "authorization", "pwd"}
 _SECRET_PAIRS = {("api", "key"), ("private", "key"), ("access", "key"), ("secret", "key")}
 _TOKEN = re.compile(r"^(ghp_|gho_|github_pat_|sk-|xox[abpr]-|AKIA|ASIA|hf_)[A-Za-z0-9_\-]{8,}")
-_URL_PASSWORD = re.compile(r"(?P<scheme>[a-z][a-z0-9+.\-]*://)(?P<user>[^:/@\s]+):[^@/\s]+@",
-                           re.IGNORECASE)
+# user:password@ up to the host's @ (a password may hold "/" or, unescaped, "@": over-masking
+# a path with an @ in it is the safe way to be wrong); a long user name alone is a token
+_URL_PASSWORD = re.compile(r"(?P<scheme>[a-z][a-z0-9+.\-]*://)(?P<user>[^:/@\s]+):[^\s]*@"
+                           r"(?=[^@\s]*$|[^@\s]*\s)", re.IGNORECASE)
+_URL_TOKEN_USER = re.compile(r"(?P<scheme>[a-z][a-z0-9+.\-]*://)[^:/@\s]{16,}@", re.IGNORECASE)
+_QUERY_SECRET = re.compile(r"(?P<key>[?&](?:[a-z_]*token|api_?key|key|secret|password|sig|"
+                           r"signature|credential)=)[^&#\s]+", re.IGNORECASE)
 
 
 def is_secret_key(key: str) -> bool:
@@ -41,7 +47,36 @@ def mask_value(value: Any) -> Any:
         return value
     if _TOKEN.match(value.strip()):
         return MASK
-    return _URL_PASSWORD.sub(lambda m: f"{m['scheme']}{m['user']}:{MASK}@", value)
+    return mask_text(value)
+
+
+def mask_text(text: str) -> str:
+    """Every URL in ``text`` with its password, token user name and secret query values
+    masked (for messages that quote a URL, e.g. MLflow's "API request to ..." errors).
+
+    Example:
+        >>> mask_text("API request to http://me:ab/c=@h:5000/api failed; http://h?token=x1")
+        'API request to http://me:***@h:5000/api failed; http://h?token=***'
+    """
+    text = _URL_PASSWORD.sub(lambda m: f"{m['scheme']}{m['user']}:{MASK}@", text)
+    text = _URL_TOKEN_USER.sub(lambda m: f"{m['scheme']}{MASK}@", text)
+    return _QUERY_SECRET.sub(lambda m: f"{m['key']}{MASK}", text)
+
+
+def without_credentials(uri: str) -> str:
+    """``uri`` with no user name or password: what is written to disk and compared on resume
+    (credentials come from the environment, and may rotate).
+
+    Example:
+        >>> without_credentials("https://me:pw@mlflow.team:443/"), without_credentials("sqlite:////w/m.db")
+        ('https://mlflow.team:443/', 'sqlite:////w/m.db')
+    """
+    from urllib.parse import urlsplit, urlunsplit
+
+    parts = urlsplit(uri)
+    if "@" not in parts.netloc:
+        return uri
+    return urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2]))
 
 
 def mask_params(params: dict[str, Any]) -> dict[str, Any]:

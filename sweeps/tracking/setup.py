@@ -113,7 +113,7 @@ def check_tracking(cfg: SweepConfig, target: TrackingTarget) -> None:
         if not os.access(parent, os.W_OK) or (db.exists() and not os.access(db, os.W_OK)):
             raise ConfigError(key, target.shown, "is not writable", fix)
         return
-    if uri.startswith(("http://", "https://")):
+    if uri.lower().startswith(("http://", "https://")):
         import requests
 
         try:
@@ -145,7 +145,9 @@ def start_tracking(prep: Prepared, sweep_id: str, start: int = 1) -> MLflowTrack
         state_dir=str(state_dir), max_epochs=cfg.scheduler.max_t, scheduler=cfg.scheduler.name,
         flush_timeout_s=t.flush_timeout_s, metric=cfg.experiment.metric,
         mode=cfg.experiment.mode, model_loader=cfg.experiment.model_loader)
-    write_atomic(layout.tracking_meta, json.dumps(settings.__dict__, indent=2))
+    # No credentials on disk: sweeps.sync takes them from MLFLOW_TRACKING_URI or MLflow's
+    # credential variables, as the sweep does.
+    write_atomic(layout.tracking_meta, json.dumps(settings.stored().__dict__, indent=2))
     tracking = MLflowTracking(settings)
     config = OmegaConf.to_container(OmegaConf.structured(cfg))
     tags = {"sweeps.sweep_name": cfg.sweep.name, "sweeps.sweep_dir": uri_of(prep.sweep_dir)}

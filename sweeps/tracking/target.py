@@ -68,9 +68,13 @@ class TrackingTarget:
             'mlflow ui --backend-store-uri sqlite:////w/mlflow.db, then open http://127.0.0.1:5000/#/experiments/1?workflowType=machine_learning'
         """
         page = f"#/experiments/{experiment_id}?workflowType=machine_learning"
-        if self.uri.startswith(("http://", "https://")):
+        scheme = urlsplit(self.uri).scheme.lower()
+        if scheme in ("http", "https"):
             return f"open {self.shown.rstrip('/')}/{page}"
-        return f"mlflow ui --backend-store-uri {self.shown}, then open http://127.0.0.1:5000/{page}"
+        if scheme in ("sqlite", "file", ""):
+            return (f"mlflow ui --backend-store-uri {self.shown}, then open "
+                    f"http://127.0.0.1:5000/{page}")
+        return f"open {page} in the MLflow UI that serves this store"
 
     def describe(self) -> str:
         """One line for the plan and the summary.
@@ -99,26 +103,19 @@ def tracking_target(cfg: SweepConfig, resumed_uri: str | None = None,
         'sqlite:////w/mlflow.db'
     """
     t = cfg.tracking
-    env_uri = os.environ.get(URI_ENV, "").strip()
-    if t.uri:
-        uri, source = t.uri, "tracking.uri"
-    elif env_uri:
-        uri, source = env_uri, URI_ENV
-    elif resumed_uri:
-        uri, source = resumed_uri, RESUMED
-    else:
-        uri, source = DEFAULT_URI, "default"
+    uri, source = _first(("tracking.uri", t.uri), (URI_ENV, os.environ.get(URI_ENV)),
+                         (RESUMED, resumed_uri), ("default", DEFAULT_URI))
     _check_form(URI_ENV if source == URI_ENV else "tracking.uri", uri)
-    env_name = os.environ.get(EXPERIMENT_ENV, "").strip()
-    if t.experiment_name:
-        name, name_from = t.experiment_name, "tracking.experiment_name"
-    elif env_name:
-        name, name_from = env_name, EXPERIMENT_ENV
-    elif resumed_experiment:
-        name, name_from = resumed_experiment, RESUMED
-    else:
-        name, name_from = cfg.experiment.name, "experiment.name"
+    name, name_from = _first(("tracking.experiment_name", t.experiment_name),
+                             (EXPERIMENT_ENV, os.environ.get(EXPERIMENT_ENV)),
+                             (RESUMED, resumed_experiment),
+                             ("experiment.name", cfg.experiment.name))
     return TrackingTarget(absolute_uri(uri, cwd), source, name, name_from)
+
+
+def _first(*sources: tuple[str, str | None]) -> tuple[str, str]:
+    """(value, where it came from) of the first source with a non-blank value."""
+    return next((value.strip(), where) for where, value in sources if value and value.strip())
 
 
 def _check_form(key: str, uri: str) -> None:

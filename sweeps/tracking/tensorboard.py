@@ -1,14 +1,16 @@
 """TensorBoard beside MLflow: one run per trial at the trial's own epochs, and an HParams view.
 
-    tensorboard --logdir outputs/digits        # during or after python -m sweeps +experiment=digits
+    tensorboard --logdir outputs/digits/tensorboard   # during or after +experiment=digits
 
     events = TensorBoardEvents(TensorBoardSettings(str(sweep_dir), (("val_acc", "max"),),
                                                    ("lr", "hidden")))    # in the sweep driver
     tune.Tuner(..., run_config=tune.RunConfig(callbacks=[..., events]))
 
 Each trial's events go to ``<sweep dir>/tensorboard/<trial id>/`` (``SweepLayout``), so
-``tensorboard --logdir <sweep dir>`` lists one run per trial, named ``tensorboard/<trial id>``
-as in MLflow and ``summary.csv``; nothing of Tune's trial directory is mixed in.
+``tensorboard --logdir <sweep dir>/tensorboard`` (the line the sweep prints) lists one run per
+trial, named by its trial id as in MLflow and ``summary.csv``; the whole sweep dir shows the same
+runs as ``tensorboard/<trial id>``, and nothing of Tune's trial directories (Tune's own logger is
+replaced), except in a sweep started before sweeps wrote these files.
 
 * Scalars: every reported metric minus Tune's bookkeeping (``sweeps.protocol.NOT_METRICS``;
   nested dicts as ``a/b``), at the step MLflow uses (``STEP_KEY``: the loop's own epoch, else
@@ -157,7 +159,7 @@ class _Run:
 
         self.write(scalar(tag, value), step)
         self.written.steps[tag] = step
-        self.written.values.setdefault(tag, []).append(value)
+        self.written.note(tag, value)
         return True
 
     def sync(self, force: bool) -> None:
@@ -251,10 +253,10 @@ class TensorBoardEvents(TBXLoggerCallback):
             step = run.step
             for metric, mode in s.objectives:
                 tag = tag_of(metric)
-                values = [v for v in run.written.values.get(tag, []) if v == v]  # not NaN
-                if values:
-                    run.add(f"final/{tag}", values[-1], step)
-                    run.add(f"best/{tag}", max(values) if mode == "max" else min(values), step)
+                best = run.written.best(tag, mode)
+                if best is not None:
+                    run.add(f"final/{tag}", run.written.last[tag], step)
+                    run.add(f"best/{tag}", best, step)
             run.once(session_end(failed), step)
             run.close()
             del self._runs[trial.trial_id]  # a trial resumed later reads its run back

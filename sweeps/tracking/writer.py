@@ -17,10 +17,17 @@ import time
 from typing import Any
 
 from sweeps.tracking.journal import Journal
+from sweeps.tracking.masking import mask_text
 
 __all__ = ["TrackingWriter", "TransientTrackingError"]
 
 log = logging.getLogger(__name__)
+
+
+def _said(exc: Exception) -> str:
+    """An MLflow error's first line for the log, with credentials masked: its "API request to
+    <url>" quotes the store's URI as given, user and password included."""
+    return mask_text((str(exc).strip().splitlines() or [type(exc).__name__])[0][:300])
 
 
 class TransientTrackingError(RuntimeError):
@@ -71,7 +78,7 @@ class TrackingWriter:
             self.failures += 1
             if self.failures == 1 or self.failures % 10 == 0:
                 log.warning("MLflow store not usable yet (%s); training goes on, records wait "
-                            "in %s", str(exc).splitlines()[0][:200], self.journal.path)
+                            "in %s", _said(exc), self.journal.path)
             return False
         try:
             pending = self.journal.pending()
@@ -86,10 +93,12 @@ class TrackingWriter:
                 self.failures += 1
                 if self.failures == 1 or self.failures % 10 == 0:
                     log.warning("MLflow unreachable (%s); training goes on, %d record(s) wait "
-                                "in %s", exc, len(self.journal.pending()), self.journal.path)
+                                "in %s", _said(exc), len(self.journal.pending()),
+                                self.journal.path)
                 return False
             except Exception as exc:  # the server refused this record for good: say so, go on
-                log.warning("MLflow rejected a %s record (%s); skipped", record.get("op"), exc)
+                log.warning("MLflow rejected a %s record (%s); skipped", record.get("op"),
+                            _said(exc))
             try:
                 self.journal.mark_applied(index + 1)
             except Exception as exc:  # the object store did not answer: the record is

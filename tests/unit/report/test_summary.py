@@ -170,5 +170,5 @@ def test_console_says_how_to_open_tensorboard(tmp_path, capsys, written, switch,
     summary = summarize(_multi(tmp_path), Objective("val_acc", "max", 3), ["lr"])
     print_result(SweepResult(tmp_path, summary, None, {}),
                  compose("digits", [f"tracking.tensorboard={switch}"]))
-    line = f"  tensorboard: tensorboard --logdir {tmp_path}\n"
+    line = f"  tensorboard: tensorboard --logdir {tmp_path / 'tensorboard'}\n"
     assert (line in capsys.readouterr().out) == shown

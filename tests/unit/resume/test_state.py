@@ -194,3 +194,42 @@ def test_torn_tune_state_is_refused_and_left_alone(tmp_path) -> None:
     with pytest.raises(StateError, match="is corrupted .* nothing was changed"):
         check_tune_state(tmp_path / "sw")
     assert newest.read_text().startswith('{"trial_data"')
+
+
+def test_rotated_credentials_resume_and_none_are_written_to_disk(tmp_path, monkeypatch) -> None:
+    cfg = _cfg(tmp_path)
+    params, _ = parse_space(cfg.experiment.search_space)
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", "https://me:old-secret@mlflow.team:443")
+    save_record(tmp_path / "sw", new_record(cfg, params, tracking_target(cfg)))
+    on_disk = (tmp_path / "sw" / "state" / "sweep.json").read_text()
+    assert "old-secret" not in on_disk and "https://mlflow.team:443" in on_disk
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", "https://me:new-secret@mlflow.team:443")
+    assert _decide(tmp_path) is not None  # the same store, the password rotated
+
+
+def test_an_older_record_keeps_the_experiment_its_tracking_state_is_in(tmp_path,
+                                                                     monkeypatch) -> None:
+    """Records written before sweeps kept the experiment: tracking/meta.json names it."""
+    _existing(tmp_path)
+    path = tmp_path / "sw" / "state" / "sweep.json"
+    path.write_text(json.dumps({**json.loads(path.read_text()), "tracking_experiment": None}))
+    (tmp_path / "sw" / "tracking").mkdir()
+    (tmp_path / "sw" / "tracking" / "meta.json").write_text(json.dumps(
+        {"uri": STORE.uri, "experiment_name": "old-exp"}))
+    monkeypatch.setenv("MLFLOW_EXPERIMENT_NAME", "team-exp")
+    with pytest.raises(ConfigError, match="experiment 'old-exp'"):
+        _decide(tmp_path)
+    monkeypatch.delenv("MLFLOW_EXPERIMENT_NAME")
+    assert _decide(tmp_path).record.tracking_experiment == "old-exp"
+
+
+def test_a_sweep_that_sampled_nothing_yet_resumes_under_any_optuna(tmp_path) -> None:
+    import importlib.metadata
+
+    _existing(tmp_path)
+    (tmp_path / "sw" / "experiment_state-2026-01-01_00-00-00.json").unlink()  # no Tune state
+    path = tmp_path / "sw" / "state" / "sweep.json"
+    path.write_text(json.dumps({**json.loads(path.read_text()), "optuna_version": "1.0.0"}))
+    found = _decide(tmp_path)
+    assert found.record.optuna_version == importlib.metadata.version("optuna")
+    assert new_record(_cfg(tmp_path, "search=random"), [], STORE).optuna_version == ""

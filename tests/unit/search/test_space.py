@@ -78,6 +78,10 @@ def test_plain_values_are_constants(value: object, expected: object) -> None:
         ("interval(0, inf)", "has a bound that is not a finite number"),
         ("tag(log, interval(1e-3, inf))", "not a finite number"),
         ("range(1, 5, 0)", "step <= 0"),
+        ("range(9, 1, -2)", "has a step <= 0; write range(1, 9, 2)"),
+        ("range(0.0, 1.0, -0.1)", "has a step <= 0; write range(0.0, 1.0, 0.1)"),
+        ("range(0, 100000000000000000000, 2)", "more than the 4611686018427387904 a search can "
+         "index"),  # numpy and Tune draw the index as an int64
         ("interval(0.1,", "does not parse"),
         ("choice()", "does not parse"),
         ("choice(a, a)", "repeats a choice"),
