@@ -39,9 +39,11 @@ not written. With ``tracking.tensorboard=false`` the class is passed with no set
 files at all.
 
 Object-store sweep directories: events are written to the local stand-in of the sweep
-directory (``sweeps.storage.location``; S3 has no append) and uploaded with ``files.publish``
-at most every ``UPLOAD_EVERY_S`` per trial, when it ends, and when Tune's run ends; a resumed
-trial first downloads what was uploaded. ``tensorboard --logdir s3://...`` needs TensorBoard's
+directory (``sweeps.storage.location``; S3 has no append) and the file being written is uploaded
+after every result (one PUT of at most ``ROTATE_BYTES``: a file that big is closed and the next
+summary opens another), so a driver killed at any moment leaves on the store every step Tune
+saw, as the MLflow journal does. A resumed trial's run is taken from the store, never from a
+local copy a killed driver left behind. ``tensorboard --logdir s3://...`` needs TensorBoard's
 S3 support; download the ``tensorboard/`` folder otherwise.
 
 A TensorBoard failure never stops the sweep: it is logged and training goes on.
@@ -53,9 +55,10 @@ import contextlib
 import itertools
 import logging
 import os
+import shutil
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -73,11 +76,11 @@ from sweeps.tracking.event_files import (
     tag_of,
 )
 
-__all__ = ["TensorBoardSettings", "TensorBoardEvents", "UPLOAD_EVERY_S"]
+__all__ = ["TensorBoardSettings", "TensorBoardEvents", "ROTATE_BYTES"]
 
 log = logging.getLogger(__name__)
 
-UPLOAD_EVERY_S = 30.0
+ROTATE_BYTES = 64 * 1024  # an event file this big is closed, so an upload stays small
 _WRITERS = itertools.count(1)
 
 
@@ -120,7 +123,6 @@ class _Run:
     writer: Any = None
     offset: int = 0  # added to the trial's steps since a PBT exploit moved its clock back
     rebase: bool = False  # the next step goes after the last written one (PBT restart)
-    uploaded: float = field(default_factory=time.monotonic)
 
     def write(self, summary: Any, step: int) -> None:
         """Append one summary at ``step`` (tensorboardX's synchronous writer: no queue, no
@@ -162,19 +164,26 @@ class _Run:
         self.written.note(tag, value)
         return True
 
-    def sync(self, force: bool) -> None:
-        """Flush (fsync'ed); on an object store, upload every ``UPLOAD_EVERY_S`` (or now)."""
-        if self.writer is not None:
-            self.writer.flush()
-        if self.remote and (force or time.monotonic() - self.uploaded >= UPLOAD_EVERY_S):
-            self.uploaded = time.monotonic()
-            files.publish(self.directory)
+    def sync(self) -> None:
+        """Flush (fsync'ed); on an object store, upload the file being written (one PUT of at
+        most ``ROTATE_BYTES``), so what Tune has seen is on the store, as the MLflow journal
+        is: a driver killed at any moment loses no step."""
+        if self.writer is None:
+            return
+        self.writer.flush()
+        path = Path(self.writer._file_name)  # tensorboardX's EventsWriter names its file here
+        if self.remote:
+            files.publish(path)
+        if path.stat().st_size >= ROTATE_BYTES:  # the next summary opens a new file
+            self.close()
 
     def close(self) -> None:
         if self.writer is not None:
+            self.writer.flush()
+            if self.remote:
+                files.publish(Path(self.writer._file_name))
             self.writer.close()
             self.writer = None
-        self.sync(force=True)
 
 
 class TensorBoardEvents(TBXLoggerCallback):
@@ -206,8 +215,10 @@ class TensorBoardEvents(TBXLoggerCallback):
         if run is None:
             directory = SweepLayout(Path(s.sweep_dir)).tensorboard_run(trial_id)
             remote = files.is_remote(directory)
-            if remote and not directory.is_dir() and files.is_dir(directory):
-                files.download(directory, directory)  # a resumed trial's earlier events
+            if remote:  # the store is the truth: a local copy may be a killed driver's
+                shutil.rmtree(directory, ignore_errors=True)
+                if files.is_dir(directory):
+                    files.download(directory, directory)  # a resumed trial's earlier events
             run = self._runs[trial_id] = _Run(directory, remote, read_run(directory))
         return run
 
@@ -225,7 +236,7 @@ class TensorBoardEvents(TBXLoggerCallback):
                 run.rebase = True
             _, start, _ = hparams(hparams_of(trial.config, s.params), {})
             run.once(start, run.step)
-            run.sync(force=False)
+            run.sync()
 
     def log_trial_result(self, iteration: int, trial: Any, result: dict) -> None:
         s = self.settings
@@ -240,7 +251,7 @@ class TensorBoardEvents(TBXLoggerCallback):
                     run.offset = last + 1 - step
             for tag, value in scalars_of(result).items():
                 run.add(tag, value, step + run.offset)
-            run.sync(force=False)
+            run.sync()
 
     def log_trial_end(self, trial: Any, failed: bool = False) -> None:
         """Final and best value of each objective, the session's end; the writer closed."""

@@ -221,3 +221,29 @@ def test_on_an_object_store_the_runs_are_uploaded_and_a_resume_reads_them_back(
         assert _scalars(local)["val_acc"] == [(1, 0.5), (2, 0.6), (3, 0.7)]
     finally:
         shutil.rmtree(local)
+
+
+def test_on_an_object_store_a_killed_driver_loses_no_step_and_its_local_copy_is_ignored(
+        moto_s3) -> None:
+    """A driver killed mid-trial (no end, no close): every step Tune saw is already on the
+    store; the resumed driver, on the same machine, reads the store, not the stale local copy
+    (here holding a step the store never got), and continues after what the store holds."""
+    from sweeps import files
+    from sweeps.storage import stand_in
+
+    root = stand_in(f"s3://{moto_s3.BUCKET}/unit/{uuid.uuid4().hex[:8]}")
+    trial = TrialRecord("k1", {"lr": 0.1})
+    _run(TensorBoardEvents(_settings(root)), trial, [_result(1, 0.5), _result(2, 0.6)],
+         end=None)  # killed: nothing closed, nothing uploaded at an end
+    run_dir = root / "tensorboard" / "k1"
+    stale = TensorBoardEvents(_settings(root.parent / f"{root.name}-stale"))
+    _run(stale, TrialRecord("k1"), [_result(3, 0.9)], end=None)  # written, never uploaded
+    shutil.copytree(root.parent / f"{root.name}-stale" / "tensorboard" / "k1", run_dir,
+                    dirs_exist_ok=True)
+    _run(TensorBoardEvents(_settings(root)), trial, [_result(3, 0.7), _result(4, 0.8)])
+    copy = files.download(run_dir, root.parent / f"{root.name}-copy")
+    try:
+        assert _scalars(copy)["val_acc"] == [(1, 0.5), (2, 0.6), (3, 0.7), (4, 0.8)]
+    finally:
+        for path in (copy, root.parent / f"{root.name}-stale", root):
+            shutil.rmtree(path, ignore_errors=True)
