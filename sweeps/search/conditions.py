@@ -21,6 +21,7 @@ from __future__ import annotations
 from typing import Any
 
 from sweeps.errors import SearchSpaceError
+from sweeps.search.nested import same_value
 
 __all__ = ["is_conditional", "resolve_conditions"]
 
@@ -58,8 +59,6 @@ def resolve_conditions(params: list[Any], conditions: dict[str, Any]) -> list[An
 
 
 def _parse_when(path: str, when: Any, by_path: dict[str, Any]) -> tuple[tuple[str, tuple], ...]:
-    from sweeps.search.space import same_value
-
     key = f"experiment.search_space.{path}.when"
     if not isinstance(when, dict) or not when:
         raise SearchSpaceError(key, when, "must map a parent parameter to its value(s)",

@@ -3,6 +3,9 @@ them.
 
     flat = flatten(trial.config)          # {"model.hidden": 64, "lr": 0.1}
     config = unflatten(flat)              # {"model": {"hidden": 64}, "lr": 0.1}
+    same_value(True, 1)                   # False: YAML's true is not the choice 1
+
+``same_value`` lives here, below ``space`` and ``conditions``, so neither imports the other.
 
 Re-exported by ``sweeps.search.space``, where most callers import them from.
 """
@@ -11,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["flatten", "unflatten", "deep_merge"]
+__all__ = ["flatten", "unflatten", "deep_merge", "same_value"]
 
 
 def flatten(tree: dict[str, Any], prefix: str = "") -> dict[str, Any]:
@@ -62,3 +65,13 @@ def deep_merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]
         else:
             out[key] = value
     return out
+
+
+def same_value(a: Any, b: Any) -> bool:
+    """``a == b`` without Python's ``True == 1`` (YAML's ``true`` is not the choice ``1``).
+
+    Example:
+        >>> same_value(1, 1.0), same_value(True, 1), same_value(False, 0)
+        (True, False, False)
+    """
+    return isinstance(a, bool) == isinstance(b, bool) and a == b

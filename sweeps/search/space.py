@@ -52,7 +52,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sweeps.errors import SearchSpaceError
-from sweeps.search.nested import deep_merge, flatten, unflatten
+from sweeps.search.nested import deep_merge, flatten, same_value, unflatten
 from sweeps.search.ranges import check_interval, check_range, nearest_point
 
 __all__ = ["Param", "parse_space", "flatten", "flatten_space", "unflatten", "deep_merge"]
@@ -120,16 +120,6 @@ class Param:
         """
         return all(parent in values and any(same_value(values[parent], v) for v in allowed)
                    for parent, allowed in self.when)
-
-
-def same_value(a: Any, b: Any) -> bool:
-    """``a == b`` without Python's ``True == 1`` (YAML's ``true`` is not the choice ``1``).
-
-    Example:
-        >>> same_value(1, 1.0), same_value(True, 1), same_value(False, 0)
-        (True, False, False)
-    """
-    return isinstance(a, bool) == isinstance(b, bool) and a == b
 
 
 def flatten_space(search_space: dict[str, Any]) -> dict[str, Any]:
