@@ -36,6 +36,7 @@ __all__ = ["serving", "contains_tensor", "TRAIN_FN_UTILS_MODULE", "TENSOR_CHECK"
 
 TRAIN_FN_UTILS_MODULE = "ray.train.v2._internal.execution.train_fn_utils"
 TENSOR_CHECK = "ray.air._internal.torch_utils:contains_tensor"
+WORKER_IMPORTS = "ray.train.torch"  # what a Train worker of a TorchTrainer has imported
 
 
 def contains_tensor(metrics: Any) -> bool:
@@ -128,6 +129,11 @@ def serving(*, name: str, report: Callable[..., None],
     the other ranks at ``meet`` (a ``Rendezvous``)."""
     import importlib
 
+    # A Train worker has imported ray.train.torch (its backend's setup does) before the loop
+    # runs, so a loop may reach it as an attribute of ray.train without importing it: Ray's
+    # Lightning utilities do (rank 1 of an inline trial raised "module 'ray.train' has no
+    # attribute 'torch'" without this).
+    importlib.import_module(WORKER_IMPORTS)
     module = importlib.import_module(TRAIN_FN_UTILS_MODULE)
     session = _tune_session()
     rank = getattr(session, "world_rank", None) if session is not None else None
