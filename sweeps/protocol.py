@@ -13,7 +13,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-__all__ = ["CLOCK_KEY", "STEP_KEY", "CHECKPOINT_PATH_KEY", "ERROR_KEY", "NOT_METRICS",
+__all__ = ["CLOCK_KEY", "STEP_KEY", "CHECKPOINT_PATH_KEY", "RANK_ATTR", "WORLD_SIZE_ATTR",
+           "ERROR_KEY", "NOT_METRICS",
            "REPORTS_FILE",
            "CONFIG_READS_FILE", "CLOCK_FILE", "TRIAL_FILE", "OUT_OF_MEMORY_FILE", "SCHEDULER_LOG",
            "run_file", "checkpoint_dir_name", "checkpoint_dir_epoch"]
@@ -28,6 +29,10 @@ CLOCK_KEY = "sweeps_epoch"
 STEP_KEY = "sweeps_step"
 # Tune's key for the checkpoint a result came with (ray.tune.integration.ray_train).
 CHECKPOINT_PATH_KEY = "checkpoint_path"
+# Set on the exception a failed trial of several ranks raises (sweeps.execution.rank_error):
+# which rank raised it, of how many (sweeps.report.failure reads them on the driver).
+RANK_ATTR = "sweeps_rank"
+WORLD_SIZE_ATTR = "sweeps_world_size"
 # A trial driver's last result when it ends its trial as failed without raising (so that Tune
 # does not retry it): the reason, which the scheduler makes the trial's verdict
 # (sweeps.execution.gpu_memory: a trial out of GPU memory).

@@ -1,6 +1,6 @@
 """Ray Train's per-worker API served inside the Tune trial process (the inline executor).
 
-    with serving(report=..., get_checkpoint=..., datasets=..., name=trial_id):
+    with serving(report=..., get_checkpoint=..., reported=..., datasets=..., name=trial_id):
         loop(config)     # ray.train.report / get_checkpoint / get_context / prepare_model work
 
 A 1-worker trial needs no Train controller, worker group or process group: the loop can run in
@@ -60,14 +60,14 @@ def _utils_class() -> type:
         """Local mode whose reports and checkpoints go to the sweep."""
 
         def __init__(self, name: str, report: Callable[..., None],
-                     get_checkpoint: Callable[[], Any], datasets: dict[str, Any],
-                     world: Any = None, meet: Any = None) -> None:
+                     get_checkpoint: Callable[[], Any], reported: Callable[[], list],
+                     datasets: dict[str, Any], world: Any = None, meet: Any = None) -> None:
             ranks = {} if world is None else dict(
                 world_size=world.world_size, world_rank=world.rank, local_rank=world.local_rank,
                 local_world_size=world.local_world_size, node_rank=world.node_rank)
             super().__init__(experiment_name=name, dataset_shards=datasets, **ranks)
             self._report, self._get_checkpoint, self._shards = report, get_checkpoint, datasets
-            self._meet = meet
+            self._meet, self._reported = meet, reported
 
         def report(self, metrics: dict[str, Any], checkpoint: Any = None,
                    checkpoint_dir_name: str | None = None, **options: Any) -> None:
@@ -80,6 +80,16 @@ def _utils_class() -> type:
 
         def get_checkpoint(self) -> Any:
             return self._get_checkpoint()
+
+        def get_all_reported_checkpoints(self, consistency_mode: Any = None,
+                                         timeout_s: float | None = None) -> list:
+            # No validation runs inline, so every kept checkpoint is committed, whatever
+            # consistency the loop asks for.
+            from ray.train import ReportedCheckpoint, ReportedCheckpointStatus
+
+            return [ReportedCheckpoint(checkpoint=checkpoint, metrics=metrics,
+                                       status=ReportedCheckpointStatus.COMMITTED)
+                    for checkpoint, metrics in self._reported()]
 
         def is_distributed(self) -> bool:
             # Read by ray.train.torch.get_device()/get_devices() (and so prepare_model and
@@ -119,11 +129,12 @@ def _tune_session() -> Any:
 
 @contextlib.contextmanager
 def serving(*, name: str, report: Callable[..., None],
-            get_checkpoint: Callable[[], Any], datasets: dict[str, Any],
-            world: Any = None, meet: Any = None) -> Iterator[None]:
+            get_checkpoint: Callable[[], Any], reported: Callable[[], list],
+            datasets: dict[str, Any], world: Any = None, meet: Any = None) -> Iterator[None]:
     """Serve Ray Train's per-worker API from this process while the block runs: reports go
     to ``report(metrics, checkpoint, checkpoint_dir_name, delete_source=, upload=)``,
-    ``get_checkpoint()`` to the sweep, ``get_dataset_shard(name)`` to ``datasets[name]``;
+    ``get_checkpoint()`` to the sweep, ``get_all_reported_checkpoints()`` to ``reported()``
+    ((checkpoint, metrics) pairs), ``get_dataset_shard(name)`` to ``datasets[name]``;
     ``get_context()`` answers from ``world`` (a ``sweeps.execution.rendezvous.WorldSpec``;
     None: world size 1, rank 0), and ``ray.train.collective``'s barrier and broadcast meet
     the other ranks at ``meet`` (a ``Rendezvous``)."""
@@ -137,8 +148,8 @@ def serving(*, name: str, report: Callable[..., None],
     module = importlib.import_module(TRAIN_FN_UTILS_MODULE)
     session = _tune_session()
     rank = getattr(session, "world_rank", None) if session is not None else None
-    module.set_train_fn_utils(_utils_class()(name, report, get_checkpoint, datasets, world,
-                                             meet))
+    module.set_train_fn_utils(_utils_class()(name, report, get_checkpoint, reported, datasets,
+                                             world, meet))
     if session is not None:
         session.world_rank = 0 if world is None else world.rank
     try:

@@ -85,6 +85,17 @@ def score_key(metrics: dict[str, Any], metric: str, mode: str) -> tuple[bool, fl
     return (False, -math.inf) if math.isnan(value) else (True, value if mode == "max" else -value)
 
 
+def reported_checkpoints(run_dir: Path) -> list[tuple[Any, dict[str, Any]]]:
+    """``ray.train.get_all_reported_checkpoints()`` of an inline trial: (checkpoint, metrics)
+    of every checkpoint the run keeps, in the order Train's checkpoint manager keeps them
+    (worst to best by the sweep metric, ties by report), read from its run snapshot."""
+    snap = train_snapshot.load(Path(run_dir))
+    if snap is None:
+        return []
+    return [(checkpoint_at(run_dir, r["checkpoint_dir_name"]), dict(r.get("metrics") or {}))
+            for r in snap["checkpoint_results"]]
+
+
 def checkpoint_at(run_dir: Path, name: str | None) -> Any:
     """The ``ray.train.Checkpoint`` of the run's checkpoint directory ``name`` (None: None)."""
     if name is None:
@@ -117,11 +128,19 @@ class InlineRun:
             self.kept = [(name, metrics[name], index)
                          for name, index in train_snapshot.entries(snap)]
         self.latest = latest[0] if latest else None
+        # What get_checkpoint() answers rank 0: the latest checkpoint when the attempt
+        # started, then the latest one rank 0 itself passed to report (a Train worker's own
+        # latest: a checkpoint made of other ranks' files only does not change it).
+        self.own = self.latest
         self.next_index = int(snap.get("current_report_index") or 0) if snap and latest else 0
 
     def checkpoint(self) -> Any:
-        """What ``ray.train.get_checkpoint()`` returns: the latest checkpoint, or None."""
-        return checkpoint_at(self.run_dir, self.latest)
+        """What ``ray.train.get_checkpoint()`` returns on rank 0, or None."""
+        return checkpoint_at(self.run_dir, self.own)
+
+    def reported(self) -> list[tuple[Any, dict[str, Any]]]:
+        """``ray.train.get_all_reported_checkpoints()``."""
+        return reported_checkpoints(self.run_dir)
 
     def restart(self) -> None:
         """Before the loop runs again from the latest checkpoint: the report count goes back
@@ -130,6 +149,7 @@ class InlineRun:
         from sweeps.execution import report_log
 
         self.clock.count = report_log.reports_before(self.run_dir)
+        self.own = self.latest
 
     def report(self, metrics: dict[str, Any], checkpoint: Any = None,
                checkpoint_dir_name: str | None = None, delete_source: bool = False,
@@ -164,6 +184,7 @@ class InlineRun:
             name = checkpoint_dir_name or f"checkpoint_{datetime.now():%Y-%m-%d_%H-%M-%S.%f}"
             if checkpoint is not None:
                 path = str(self._persist(checkpoint, name, delete_source, upload))
+                self.own = name
             else:  # the other ranks' parts only: none of an earlier attempt's files
                 files.remove_tree(self.run_dir / name)
                 path = str(self.run_dir / name)
@@ -248,11 +269,11 @@ def _attempt(plan: TrialPlan, trial_id: str, run: InlineRun, config: dict[str, A
     if plan.num_workers == 1:
         with world_of_one(plan.use_gpu), serving(name=trial_id, report=run.report,
                                                  get_checkpoint=run.checkpoint,
-                                                 datasets=datasets):
+                                                 reported=run.reported, datasets=datasets):
             yield
         return
     from sweeps.execution.peers import PeerJob, RankZeroReports, attempt_prefix, peer_group
-    from sweeps.execution.rendezvous import PeerFailed, Rendezvous, joined_world
+    from sweeps.execution.rendezvous import Rendezvous, ReportMismatch, joined_world
 
     group = peer_group(plan.num_workers, plan.worker_resources)
     group.ensure()
@@ -272,7 +293,7 @@ def _attempt(plan: TrialPlan, trial_id: str, run: InlineRun, config: dict[str, A
         meet.barrier("ready")
         with joined_world(worlds[0], store), serving(
                 name=trial_id, report=run.report, get_checkpoint=run.checkpoint,
-                datasets=datasets, world=worlds[0], meet=meet):
+                reported=run.reported, datasets=datasets, world=worlds[0], meet=meet):
             try:
                 yield
             except BaseException as exc:
@@ -286,9 +307,12 @@ def _attempt(plan: TrialPlan, trial_id: str, run: InlineRun, config: dict[str, A
         ended = ended or _ended(exc)
         meet.abort(ended)
         failed = _finish(group, trial_id, ended)
-        if failed and isinstance(exc, Exception) and not isinstance(exc, PeerFailed):
-            raise PeerFailed(failed) from exc  # the cause, not gloo's "Connection closed"
-        raise
+        if not isinstance(exc, Exception) or isinstance(exc, ReportMismatch):
+            raise
+        own = _own_error(exc, failed, group, plan.num_workers, _first_reason(meet))
+        if own is exc:
+            raise
+        raise own from None  # the failing rank's own error, not gloo's "Connection closed"
     else:
         meet.abort(RETURNED)
         _finish(group, trial_id, RETURNED)
@@ -296,22 +320,51 @@ def _attempt(plan: TrialPlan, trial_id: str, run: InlineRun, config: dict[str, A
         run.ranks = None
 
 
-def _finish(group: PeerGroup, trial_id: str, ended: str) -> str | None:
+def _finish(group: PeerGroup, trial_id: str, ended: str) -> tuple[int, str] | None:
     """Wait for the peers to end the attempt rank 0 ended (``ended``: why); log what went
-    wrong with them; the first peer failure, if one caused the end. After a failed attempt
-    (any rank raised or died) the peers are replaced for the next one, as Ray Train replaces
-    its worker group; after a stop or a return they are kept."""
+    wrong with them; the first peer failure (its rank, a sentence), if one caused the end.
+    After a failed attempt (any rank raised or died) the peers are replaced for the next one,
+    as Ray Train replaces its worker group; after a stop or a return they are kept."""
     from sweeps.execution.rendezvous import STOPPED
 
-    failed = group.failed
-    for kind, text in group.finish(returned=ended == RETURNED):
+    failed = (group.failed_rank, group.failed) if group.failed else None
+    for rank, (kind, text) in enumerate(group.finish(returned=ended == RETURNED), start=1):
         if ended == RETURNED and kind != "returned":
             log.warning("trial %s: rank 0's loop returned, but %s", trial_id, text)
-        elif kind in ("raised", "died") and text not in ended:
-            failed = failed or text
+        elif kind in ("raised", "died"):
+            failed = failed or (rank, text)
     if failed or ended not in (RETURNED, STOPPED):
         group.replace()
     return failed
+
+
+def _first_reason(meet: Any) -> str | None:
+    """The first reason any rank gave for ending the attempt (None: unreadable)."""
+    try:
+        return meet.aborted()
+    except Exception:
+        return None
+
+
+def _own_error(exc: Exception, failed: tuple[int, str] | None, group: PeerGroup,
+               world_size: int, first: str | None) -> BaseException:
+    """What the attempt raises: the first failing rank's own exception, marked with its rank,
+    the other ranks' symptoms in its notes (``sweeps.execution.rank_error``). Rank 0's own
+    (``exc``) unless a peer failed and rank 0's error is only a symptom of it (a closed
+    connection, the abort a peer caused) or the peer ended the attempt first (``first``, the
+    attempt's first abort reason) with an error of its own."""
+    from sweeps.execution.rank_error import first_line, is_consequence, own_error
+    from sweeps.execution.rendezvous import PeerFailed
+
+    peer = group.errors.get(failed[0]) if failed else None
+    if failed is None or (not is_consequence(exc) and (
+            first is None or first.startswith("rank 0 ")
+            or (peer is not None and is_consequence(peer.error)))):
+        return own_error(exc, 0, world_size)
+    symptoms = [] if isinstance(exc, PeerFailed) else [f"rank 0: {first_line(exc)}"]
+    if peer is None:  # its process died: no exception of its own
+        return own_error(PeerFailed(failed[1]), failed[0], world_size, "", symptoms)
+    return own_error(peer.error, peer.rank, world_size, peer.traceback, symptoms)
 
 
 RETURNED = "rank 0 returned"  # the abort reason after rank 0's loop returned

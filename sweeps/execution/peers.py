@@ -43,7 +43,8 @@ from sweeps.execution.rendezvous import (
     joined_world,
 )
 
-__all__ = ["PeerJob", "PeerGroup", "peer_group", "PeerReports", "RankZeroReports", "Peer",
+__all__ = ["PeerJob", "PeerError", "PeerGroup", "peer_group", "PeerReports", "RankZeroReports",
+           "Peer",
            "FINISH_TIMEOUT_S", "STOP_GRACE_S"]
 
 log = logging.getLogger(__name__)
@@ -63,6 +64,22 @@ class PeerJob:
     world: WorldSpec
     run_dir: str
     latest: str | None  # the latest checkpoint's directory name when the attempt starts
+
+
+@dataclass(frozen=True)
+class PeerError:
+    """What a peer's loop raised: its own exception object and its traceback, as text."""
+
+    rank: int
+    error: BaseException
+    traceback: str
+
+
+def _traceback_of(exc: Any) -> str:
+    """A peer's traceback from Ray's task error, without Ray's "ray::Peer.run()" header."""
+    lines = str(exc).splitlines()
+    start = next((i for i, ln in enumerate(lines) if ln.lstrip().startswith("File ")), 0)
+    return "\n".join(lines[start:])
 
 
 class PeerReports:
@@ -94,13 +111,18 @@ class PeerReports:
                 shutil.rmtree(checkpoint.path, ignore_errors=True)
         self.meet.barrier(f"{key}/stored")
         self.meet.wait(f"{key}/go")  # Tune took rank 0's report (a stop raises TrialStopped)
-        if name:
+        if name and checkpoint is not None:  # this rank's own latest, as a Train worker's
             self.latest = name
 
     def checkpoint(self) -> Any:
         from sweeps.execution.inline import checkpoint_at
 
         return checkpoint_at(self.run_dir, self.latest)
+
+    def reported(self) -> list[tuple[Any, dict[str, Any]]]:
+        from sweeps.execution.inline import reported_checkpoints
+
+        return reported_checkpoints(self.run_dir)
 
 
 class RankZeroReports:
@@ -160,7 +182,7 @@ class Peer:
             meet.barrier("ready")
             with joined_world(world, store), serving(
                     name=job.trial_id, report=reports.report, get_checkpoint=reports.checkpoint,
-                    datasets={}, world=world, meet=meet):
+                    reported=reports.reported, datasets={}, world=world, meet=meet):
                 entry(job.config)
         except TrialStopped:
             return STOPPED
@@ -192,6 +214,8 @@ class PeerGroup:
         self.refs: list[Any] = []
         self.store: Any = None
         self.failed: str | None = None  # set by the watch: a peer of this attempt failed
+        self.failed_rank: int | None = None  # ... which one
+        self.errors: dict[int, PeerError] = {}  # what each peer of this attempt raised
         self._watching: Any = None
         self._watcher: Any = None
 
@@ -249,7 +273,8 @@ class PeerGroup:
         import threading
 
         self.refs = [peer.run.remote(job) for peer, job in zip(self.peers, jobs, strict=True)]
-        self.failed = None
+        self.failed = self.failed_rank = None
+        self.errors = {}
         self._watching = threading.Event()
         self._watching.set()
         self._watcher = threading.Thread(target=self._watch, args=(meet, list(self.refs)),
@@ -271,7 +296,7 @@ class PeerGroup:
             for ref in done:
                 kind, text = self._outcome(refs.index(ref) + 1, ref)
                 if kind in ("raised", "died") and self._watching.is_set():
-                    self.failed = text
+                    self.failed, self.failed_rank = text, refs.index(ref) + 1
                     meet.abort(text)
                     self.replace()
                     return
@@ -292,9 +317,9 @@ class PeerGroup:
                     "must call ray.train.report as often as rank 0 (Ray Train's rule)")
             raise PeerFailed(text)
 
-    @staticmethod
-    def _outcome(rank: int, ref: Any) -> tuple[str, str]:
-        """(returned | stopped | ended | raised | died, a sentence) of a peer's finished run."""
+    def _outcome(self, rank: int, ref: Any) -> tuple[str, str]:
+        """(returned | stopped | ended | raised | died, a sentence) of a peer's finished run;
+        what a peer raised is kept in ``errors`` (its own exception, and its traceback)."""
         import ray
 
         try:
@@ -302,6 +327,7 @@ class PeerGroup:
             return kind, f"rank {rank} ended its loop ({kind})"
         except ray.exceptions.RayTaskError as exc:
             cause = exc.cause if getattr(exc, "cause", None) is not None else exc
+            self.errors.setdefault(rank, PeerError(rank, cause, _traceback_of(exc)))
             return "raised", f"rank {rank} raised {type(cause).__name__}: {cause}"
         except ray.exceptions.RayError as exc:  # the actor died (or could not run it)
             return "died", f"rank {rank}'s process died: {str(exc).splitlines()[0]}"

@@ -183,9 +183,14 @@ def run_trial(sampled: dict[str, Any], plan: TrialPlan) -> None:
     ran_out = False
     try:
         trainer.fit()
-    except Exception:
+    except Exception as exc:
         if gpu_memory.noted(run_dir) is None:
-            raise
+            from sweeps.execution.rank_error import from_train_run
+
+            own = from_train_run(exc, plan.num_workers)
+            if own is exc:
+                raise
+            raise own from None  # the failing rank's error; the others' in its notes
         ran_out = True  # a worker ran out of GPU memory: end the trial, do not raise
     # Every report the bridge forwarded (one log line each) must reach Tune before returning;
     # a trial the sweep stopped had its late reports dropped (sweeps.execution.report_bridge).

@@ -1,9 +1,10 @@
 """Why a trial failed, in one line: what the tracking tags and the console lines say.
 
     failure_reason(trial)     # 'ValueError: loss exploded (lr=0.3)', from Tune's pickled error
+    failed_rank(trial)        # (1, 2): rank 1 of 2 raised it (sweeps.execution.rank_error)
 
-A leaf module (nothing of sweeps imported), so the tracking callback and the progress lines
-both use it without tying their packages together.
+A leaf module (only sweeps.protocol's names imported), so the tracking callback and the
+progress lines both use it without tying their packages together.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-__all__ = ["failure_reason"]
+__all__ = ["failure_reason", "error_line", "failed_rank", "rank_of"]
 
 
 def failure_reason(trial: Any, limit: int = 160) -> str:
@@ -35,8 +36,54 @@ def failure_reason(trial: Any, limit: int = 160) -> str:
         return f"its driver's process or node died ({type(error).__name__})"
     if isinstance(error, RayTaskError) and error.cause is not None:
         error = error.cause
+    return error_line(error, limit)
+
+
+def error_line(error: BaseException, limit: int = 160) -> str:
+    """``Type: first line of the message`` of a trial's error (of its cause, for a Ray task
+    error): the loop's own exception, whichever rank raised it.
+
+    Example:
+        >>> error_line(KeyError("batch"))
+        "KeyError: 'batch'"
+    """
+    cause = getattr(error, "cause", None)
+    if isinstance(cause, BaseException):
+        error = cause
     text = (str(error).strip().splitlines() or [""])[0]
     return f"{type(error).__name__}: {text[:limit]}" if text else type(error).__name__
+
+
+def failed_rank(trial: Any) -> tuple[int, int] | None:
+    """(rank, world size) of the rank whose error failed a trial of several ranks, or None
+    (one rank, no error, or an error that does not say: ``sweeps.execution.rank_error``).
+
+    Example:
+        >>> from types import SimpleNamespace
+        >>> error = ValueError("nan loss")
+        >>> error.sweeps_rank, error.sweeps_world_size = 1, 2
+        >>> failed_rank(SimpleNamespace(get_pickled_error=lambda: error))
+        (1, 2)
+    """
+    try:
+        error = _pickled_error(trial)
+    except Exception:
+        return None
+    return rank_of(error)
+
+
+def rank_of(error: Any) -> tuple[int, int] | None:
+    """(rank, world size) marked on a trial's error (or its cause), if the world had more
+    than one rank."""
+    from sweeps.protocol import RANK_ATTR, WORLD_SIZE_ATTR
+
+    cause = getattr(error, "cause", None)
+    for candidate in (cause, error):
+        rank = getattr(candidate, RANK_ATTR, None)
+        size = getattr(candidate, WORLD_SIZE_ATTR, None)
+        if isinstance(rank, int) and isinstance(size, int) and size > 1:
+            return rank, size
+    return None
 
 
 def _pickled_error(trial: Any) -> BaseException | None:

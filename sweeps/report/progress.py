@@ -23,7 +23,7 @@ from ray.tune import Callback
 from sweeps.execution.clock import numeric
 from sweeps.layout import SweepLayout
 from sweeps.protocol import CLOCK_KEY
-from sweeps.report.failure import failure_reason
+from sweeps.report.failure import failed_rank, failure_reason
 from sweeps.search.outcome import Objective
 from sweeps.storage.location import display
 
@@ -104,7 +104,9 @@ class ProgressLines(Callback):
         """Tune retries a trial whose driver died or raised: say why, and from where."""
         clock = (trial.last_result or {}).get(CLOCK_KEY)
         where = f" (it had reached epoch {clock:g})" if numeric(clock) else ""
-        self._say(f"trial {trial.trial_id} failed: {failure_reason(trial)}; retrying it from "
+        rank = failed_rank(trial)
+        on = f" on rank {rank[0]} of {rank[1]}" if rank else ""
+        self._say(f"trial {trial.trial_id} failed{on}: {failure_reason(trial)}; retrying it from "
                   f"its last checkpoint{where}, retry {getattr(trial, 'num_failures', '?')} of "
                   f"{getattr(trial, 'max_failures', '?')} (trial.max_retries)")
 
@@ -153,7 +155,10 @@ class ProgressLines(Callback):
         where = SweepLayout(Path(self.sweep_dir) if self.sweep_dir
                             else Path(trial.local_path).parent)
         error_file = display(where.error_file(trial.trial_id))
-        self._say(f"trial {trial.trial_id} FAILED (see {error_file})")
+        rank = failed_rank(trial)
+        on = f" on rank {rank[0]} of {rank[1]}" if rank else ""
+        self._say(f"trial {trial.trial_id} FAILED{on}: {failure_reason(trial)} "
+                  f"(see {error_file})")
 
     def on_experiment_end(self, trials: list, **info: Any) -> None:
         self._drawn = 0  # leave the final block on the screen

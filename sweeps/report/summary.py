@@ -53,8 +53,16 @@ class Summary:
 
 
 def _error_line(error: Any) -> str:
-    lines = [ln for ln in str(error).strip().splitlines() if ln.strip()]
-    return lines[-1][:300] if lines else type(error).__name__
+    """The trial's own error in one line, with the rank that raised it (of several)."""
+    from sweeps.report.failure import error_line, rank_of
+
+    if isinstance(getattr(error, "cause", None), BaseException):
+        line = error_line(error, limit=300)
+    else:  # no exception object: the last line of Tune's text
+        lines = [ln for ln in str(error).strip().splitlines() if ln.strip()]
+        line = lines[-1][:300] if lines else type(error).__name__
+    rank = rank_of(error)
+    return f"{line} (rank {rank[0]} of {rank[1]})" if rank else line
 
 
 def _value_at(history: pd.DataFrame, pick: Any, metric: str) -> float | int:

@@ -189,16 +189,18 @@ class MLflowTracking(Callback):
                          "run_name": f"{trial.trial_id} stopped@{clock:g}",
                          "tags": {"sweeps.status": "stopped", "sweeps.stop_reason": reason}})
 
-    def _failed(self, trial_id: str, error: str) -> None:
+    def _failed(self, trial_id: str, error: str, rank: tuple[int, int] | None = None) -> None:
+        tags = {"sweeps.status": "error", "sweeps.error": error[:500]}
+        if rank is not None:  # the rank whose own error it is, of a trial of several
+            tags["sweeps.error_rank"] = f"{rank[0]} of {rank[1]}"
         self.record({"op": "trial_end", "trial": trial_id, "status": "FAILED",
-                     "run_name": f"{trial_id} error",
-                     "tags": {"sweeps.status": "error", "sweeps.error": error[:500]}})
+                     "run_name": f"{trial_id} error", "tags": tags})
 
     def on_trial_error(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
-        from sweeps.report.failure import failure_reason
+        from sweeps.report.failure import failed_rank, failure_reason
 
         self._open.discard(trial.trial_id)
-        self._failed(trial.trial_id, failure_reason(trial, limit=480))
+        self._failed(trial.trial_id, failure_reason(trial, limit=480), failed_rank(trial))
 
     def log_artifacts(self, paths: list[str], artifact_path: str | None) -> None:
         """Journal files to attach to the parent run (e.g. the plots)."""

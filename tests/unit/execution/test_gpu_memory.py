@@ -99,6 +99,7 @@ def test_a_restarted_worker_raises_the_noted_error_before_calling_the_loop(
     entry = loop_entry(oom_loop, plan.context("t1"))
     CALLS.clear()
     with serving(name="t1", report=lambda *a, **k: None, get_checkpoint=lambda: None,
+                 reported=list,
                  datasets={}):
         with pytest.raises(torch.OutOfMemoryError, match="9.09 TiB. GPU 0"):
             entry({})

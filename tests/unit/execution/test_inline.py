@@ -182,6 +182,7 @@ def test_rays_per_worker_api_is_served_in_process(tmp_path: Path) -> None:
     reports: list[tuple] = []
     start = _checkpoint(_source(tmp_path, "start", "s"))
     with serving(name="t1", report=lambda *a, **k: reports.append((a, k)),
+                 reported=list,
                  get_checkpoint=lambda: start, datasets={"train": [1, 2]}):
         context = ray.train.get_context()
         assert (context.get_world_size(), context.get_world_rank()) == (1, 0)

@@ -1,0 +1,91 @@
+"""The failing rank's own error, raised by a trial whose run of several ranks failed.
+
+    raise from_train_run(error, world_size=2) from None   # trial_driver: a Train run's error
+    raise own_error(cause, rank=1, world_size=2, ...)  # inline: a peer's error, in rank 0
+
+When one rank of a run raises, the others fail too, later and of something else: rank 0 waiting
+in a collective with it reads gloo's "Connection closed by peer", a timeout, or the abort of the
+attempt. What the user must see is the first rank's own exception: its type and message, as the
+loop raised them (so ``sweeps.error`` in MLflow, the summary and the console read
+``ValueError: ...``), with its traceback and its rank in notes, and the other ranks' symptoms
+named after it as consequences. The exception raised is the loop's own object, whose type and
+args are unchanged; ``sweeps_rank``/``sweeps_world_size`` on it (``sweeps.protocol.RANK_ATTR``)
+name the rank for ``sweeps.report.failure``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sweeps.protocol import RANK_ATTR, WORLD_SIZE_ATTR
+
+__all__ = ["own_error", "from_train_run", "is_consequence", "first_line"]
+
+# What a rank reads when another rank of its run failed (a symptom, never the cause): gloo's and
+# NCCL's closed or reset connections, a collective's timeout, and the inline executor's own
+# "another rank failed" (PeerFailed, whose message starts with the failing rank).
+_SYMPTOMS = ("Connection closed by peer", "Connection reset by peer", "Broken pipe",
+             "NCCL communicator was aborted", "Timed out waiting", "timed out after",
+             "ProcessGroupNCCL", "ProcessGroupGloo")
+
+
+def first_line(error: BaseException) -> str:
+    """``Type: first line of the message`` (the type alone when there is no message)."""
+    text = (str(error).strip().splitlines() or [""])[0]
+    return f"{type(error).__name__}: {text}" if text else type(error).__name__
+
+
+def is_consequence(error: BaseException) -> bool:
+    """Whether ``error`` is what a rank reads when another rank failed (not its own fault)."""
+    from sweeps.execution.rendezvous import PeerFailed, TrialStopped
+
+    if isinstance(error, (PeerFailed, TrialStopped)):
+        return True
+    name = type(error).__name__
+    return name == "DistBackendError" or any(s in str(error) for s in _SYMPTOMS)
+
+
+def own_error(cause: BaseException, rank: int, world_size: int, traceback_text: str = "",
+              consequences: list[str] | None = None) -> BaseException:
+    """``cause`` (the loop's exception on ``rank``) marked with its rank, its traceback on that
+    rank and the other ranks' symptoms, as notes printed after its message."""
+    try:
+        setattr(cause, RANK_ATTR, rank)
+        setattr(cause, WORLD_SIZE_ATTR, world_size)
+    except AttributeError:  # an exception type with __slots__: the notes still say it
+        pass
+    if world_size > 1:
+        cause.add_note(f"(raised by rank {rank} of {world_size})")
+    if traceback_text.strip():
+        cause.add_note(f"rank {rank}'s traceback:\n{traceback_text.rstrip()}")
+    for text in consequences or []:
+        cause.add_note(f"then, as a consequence: {text}")
+    return cause
+
+
+def from_train_run(error: BaseException, world_size: int) -> BaseException:
+    """The error to raise for a failed Ray Train run: the own error of the lowest rank whose
+    failure is not a symptom of another's (Train keeps each failed rank's exception in its
+    ``WorkerGroupError``); ``error`` itself when it holds none (a controller error)."""
+    failures: dict[int, Any] = dict(getattr(error, "worker_failures", None) or {})
+    if not failures:
+        return error
+    ranks = sorted(failures)
+    own = [r for r in ranks if not is_consequence(failures[r])] or ranks
+    rank = own[0]
+    cause = failures[rank]
+    if not isinstance(cause, BaseException):
+        return error
+    others = [f"rank {r}: {first_line(failures[r])}" for r in ranks if r != rank]
+    return own_error(cause, rank, world_size, _snippet(str(error), rank), others)
+
+
+def _snippet(text: str, rank: int) -> str:
+    """Rank ``rank``'s traceback in Train's ``WorkerGroupError`` message ("[Rank N Error
+    Snippet]:" blocks), or ""."""
+    marker = f"[Rank {rank} Error Snippet]:"
+    _, found, rest = text.partition(marker)
+    if not found:
+        return ""
+    end = rest.find("[Rank ")
+    return rest[:end if end >= 0 else len(rest)].strip("\n")

@@ -1,0 +1,165 @@
+"""Run one corpus loop three ways and say what it observed each time.
+
+    reference = run_plain(loop, workers, tmp)                 # a plain Ray Train TorchTrainer
+    trial = run_sweeps(loop, workers, "train", tmp)           # a sweeps trial, Train backend
+    inline = run_sweeps(loop, workers, "inline", tmp)         # the inline backend
+    assert comparable(trial) == comparable(reference)
+
+An ``Outcome`` holds only what the loop can tell apart: what each rank noted
+(``tests.conformance.observe``), every checkpoint it reported (its metrics and the files in it,
+in report order) and the error a failing rank raised, as Ray Train's own ``WorkerGroupError``
+names it for the reference and as the sweep shows it to its user (the trial's error, its
+``error.txt``, its summary row and its MLflow run) for the other two.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tests.conformance.corpus import Loop
+from tests.conformance.observe import read
+
+CONF = Path(__file__).resolve().parent / "conf"
+
+
+@dataclass
+class Outcome:
+    """What one run of a loop left (``comparable`` is what must match across runners)."""
+
+    observed: dict[int, list[dict[str, Any]]]
+    checkpoints: list[tuple[dict[str, Any], list[str]]]  # (metrics, files), report order
+    error: tuple[str, str] | None  # (type, first line of the message) of the failing rank
+    shown: dict[str, str] = field(default_factory=dict)  # sweeps only: where the user looks
+
+    def comparable(self) -> dict[str, Any]:
+        return {"observed": self.observed, "checkpoints": self.checkpoints, "error": self.error}
+
+
+def _files(directory: Path) -> list[str]:
+    return sorted(str(p.relative_to(directory)) for p in Path(directory).rglob("*")
+                  if p.is_file())
+
+
+def _metrics(metrics: dict[str, Any], loop: Loop) -> dict[str, Any]:
+    """The reported metrics a loop controls (no timestamps, no keys a runner adds)."""
+    return {k: (round(v, 6) if isinstance(v, float) else v) for k, v in metrics.items()
+            if k in loop.compared_metrics}
+
+
+def _first_line(error: BaseException) -> tuple[str, str]:
+    return type(error).__name__, (str(error).strip().splitlines() or [""])[0]
+
+
+def config_of(loop: Loop, observe_dir: Path) -> dict[str, Any]:
+    """The loop's ``train_loop_config``: the same dict on every runner."""
+    return {"lr": 0.05, **loop.params, "observe_dir": str(observe_dir)}
+
+
+def run_plain(loop: Loop, workers: int, tmp: Path) -> Outcome:
+    """The reference: the loop under a plain ``TorchTrainer``, as Ray's guides run it."""
+    from ray.train import CheckpointConfig, FailureConfig, RunConfig, ScalingConfig
+    from ray.train.torch import TorchTrainer
+
+    observe_dir = tmp / "observed"
+    datasets = None
+    if loop.dataset:
+        datasets = {"train": importlib.import_module(loop.module).make_dataset()}
+    trainer = TorchTrainer(
+        loop.function(), train_loop_config=config_of(loop, observe_dir), datasets=datasets,
+        scaling_config=ScalingConfig(num_workers=workers),
+        run_config=RunConfig(name="plain", storage_path=str(tmp / "storage"),
+                             checkpoint_config=CheckpointConfig(num_to_keep=None),
+                             failure_config=FailureConfig(max_failures=loop.max_failures)))
+    error = None
+    try:
+        result = trainer.fit()
+        checkpoints = result.best_checkpoints or []
+    except Exception as exc:  # Ray Train raises the run's TrainingFailedError from fit()
+        error = _worker_error(exc)
+        checkpoints = []
+    return Outcome(read(observe_dir),
+                   [(_metrics(m, loop), _files(Path(c.path))) for c, m in checkpoints], error)
+
+
+def _worker_error(exc: BaseException) -> tuple[str, str]:
+    """The failing rank's own error in a ``WorkerGroupError`` (Ray keeps each rank's)."""
+    failures = getattr(exc, "worker_failures", None) or {}
+    if not failures:
+        return _first_line(exc)
+    ranks = sorted(failures)
+    # A rank's error that is only a consequence (a peer closed the connection) is not it.
+    own = [r for r in ranks if "Connection closed by peer" not in str(failures[r])] or ranks
+    cause = failures[own[0]]
+    cause = getattr(cause, "cause", None) or cause  # a RayTaskError wraps what the loop raised
+    return _first_line(cause)
+
+
+def run_sweeps(loop: Loop, workers: int, backend: str, tmp: Path, *overrides: str) -> Outcome:
+    """The loop as a one-trial sweep on ``backend`` (``train`` or ``inline``), tracked in an
+    MLflow store in ``tmp``; its error as the user sees it."""
+    from sweeps import compose, run_sweep
+
+    observe_dir = tmp / "observed"
+    params = config_of(loop, observe_dir)
+    params.pop("lr")  # the search space's one point
+    cfg = compose("conformance", [
+        f"experiment.trainable={loop.trainable}", f"experiment.metric={loop.metric}",
+        f"scaling.num_workers={workers}", f"sweep.dir={tmp / 'sweep'}", "sweep.seed=0",
+        f"trial.executor={'auto' if backend == 'inline' else 'train'}",
+        f"tracking.uri=sqlite:///{tmp / 'mlflow.db'}", "checkpoint.keep=1000",
+        f"trial.max_failures={loop.max_failures}",
+        *([f"+experiment.datasets.train.function='{loop.module}:make_dataset'"]
+          if loop.dataset else []),
+        *[f"+experiment.params.{k}={json.dumps(v)}" for k, v in params.items()], *overrides,
+    ], config_dir=CONF)
+    result = run_sweep(cfg)
+    (trial,) = result.results
+    run_dir = Path(result.sweep_dir, "train", trial.metrics.get("trial_id") or _trial_id(result))
+    checkpoints = _sweep_checkpoints(run_dir, loop)
+    shown: dict[str, str] = {}
+    error = None
+    if trial.error is not None:
+        error = _sweep_error(trial.error)
+        shown = _where_users_look(result, tmp)
+    return Outcome(read(observe_dir), checkpoints, error, shown)
+
+
+def _trial_id(result: Any) -> str:
+    return str(result.summary.table["trial_id"].iloc[0])
+
+
+def _sweep_checkpoints(run_dir: Path, loop: Loop) -> list[tuple[dict[str, Any], list[str]]]:
+    from sweeps._ray import train_snapshot
+
+    snap = train_snapshot.load(run_dir)
+    if snap is None:
+        return []
+    metrics = {r["checkpoint_dir_name"]: r.get("metrics") or {}
+               for r in snap["checkpoint_results"]}
+    names = [name for name, _ in sorted(train_snapshot.entries(snap), key=lambda e: e[1])]
+    return [(_metrics(metrics[n], loop), _files(run_dir / n)) for n in names]
+
+
+def _sweep_error(error: BaseException) -> tuple[str, str]:
+    """What a sweep trial's error says: the loop's own exception, as the user reads it."""
+    cause = getattr(error, "cause", None) or error  # Tune's RayTaskError wraps the trial's
+    return _first_line(cause)
+
+
+def _where_users_look(result: Any, tmp: Path) -> dict[str, str]:
+    """The failure as the summary, error.txt and the trial's MLflow run give it."""
+    import mlflow
+
+    trial_id = _trial_id(result)
+    client = mlflow.MlflowClient(f"sqlite:///{tmp / 'mlflow.db'}")
+    runs = client.search_runs(
+        [e.experiment_id for e in client.search_experiments()],
+        filter_string=f"tags.`sweeps.trial_id` = '{trial_id}'")
+    error_txt = result.layout.error_file(trial_id)
+    return {"summary": str(result.failed.get(trial_id, "")),
+            "error.txt": error_txt.read_text() if error_txt.exists() else "",
+            "mlflow": runs[0].data.tags.get("sweeps.error", "") if runs else ""}

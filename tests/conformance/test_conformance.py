@@ -1,0 +1,66 @@
+"""A loop cannot tell the trial backends from Ray Train: every corpus loop (``corpus.py``) runs
+under a plain ``TorchTrainer`` (the reference, in the same test), then as a sweeps trial on the
+Train backend and on the inline backend, with 1 and 2 workers; each must observe what the
+reference observed: every rank's notes, every checkpoint's metrics and files, and the failing
+rank's own error, which the user must also read in the console, the summary, ``error.txt`` and
+the trial's MLflow run.
+
+    python -m pytest tests/conformance -k lightning      # one loop, every backend
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import pprint
+from pathlib import Path
+
+import pytest
+
+from tests.conformance.corpus import LOOPS
+from tests.conformance.harness import Outcome, run_plain, run_sweeps
+
+pytestmark = pytest.mark.slow
+
+CASES = [(name, workers) for name in LOOPS for workers in (1, 2)]
+
+
+def _diff(reference: Outcome, other: Outcome) -> str:
+    a = pprint.pformat(reference.comparable(), width=100).splitlines()
+    b = pprint.pformat(other.comparable(), width=100).splitlines()
+    return "\n".join(difflib.unified_diff(a, b, "plain Ray Train", "sweeps", lineterm=""))
+
+
+@pytest.mark.timeout(600)
+@pytest.mark.parametrize(("name", "workers"), CASES, ids=[f"{n}-{w}w" for n, w in CASES])
+def test_every_backend_gives_the_loop_what_plain_ray_train_gives_it(
+        name: str, workers: int, tmp_path: Path, ray_cluster, capsys) -> None:
+    loop = LOOPS[name]
+    reference = run_plain(loop, workers, tmp_path / "plain")
+    assert reference.observed or reference.checkpoints or reference.error, \
+        "the reference run observed nothing: the loop is not exercised"
+    assert sorted(reference.observed) == list(range(workers)) or reference.error
+    for backend in ("train", "inline"):
+        capsys.readouterr()
+        outcome = run_sweeps(loop, workers, backend, tmp_path / backend)
+        console = capsys.readouterr().out
+        assert outcome.comparable() == reference.comparable(), \
+            f"{backend} backend, {workers} worker(s):\n{_diff(reference, outcome)}"
+        if reference.error is not None:
+            _the_user_reads_the_failing_ranks_error(reference.error, outcome, console, workers)
+
+
+def _the_user_reads_the_failing_ranks_error(error: tuple[str, str], outcome: Outcome,
+                                            console: str, workers: int) -> None:
+    """Rank 1's own ``Type: message`` everywhere the user looks; rank 0's symptom (a closed
+    connection, an abort) only after it, as a consequence."""
+    own = f"{error[0]}: {error[1]}"
+    rank = f"rank 1 of {workers}"
+    shown = outcome.shown
+    assert shown["mlflow"] == own, json.dumps(shown, indent=1)
+    assert shown["summary"] == f"{own} ({rank})", shown["summary"]
+    assert f"FAILED on {rank}: {own}" in console, console[-3000:]
+    text = shown["error.txt"]
+    assert own in text and f"(raised by {rank})" in text, text[-3000:]
+    assert "rank_fails.py" in text.split(own, 1)[1], text[-3000:]  # rank 1's own traceback
+    assert "PeerFailed" not in text.split(own, 1)[0].splitlines()[-1], text[-3000:]
