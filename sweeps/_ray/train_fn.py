@@ -32,9 +32,11 @@ import contextlib
 from collections.abc import Callable, Iterator
 from typing import Any
 
-__all__ = ["serving", "contains_tensor", "TRAIN_FN_UTILS_MODULE", "TENSOR_CHECK"]
+__all__ = ["serving", "contains_tensor", "TRAIN_FN_UTILS_MODULE", "CONTEXT_MODULE",
+           "TENSOR_CHECK"]
 
 TRAIN_FN_UTILS_MODULE = "ray.train.v2._internal.execution.train_fn_utils"
+CONTEXT_MODULE = "ray.train.v2.api.context"  # LocalTrainContext
 TENSOR_CHECK = "ray.air._internal.torch_utils:contains_tensor"
 WORKER_IMPORTS = "ray.train.torch"  # what a Train worker of a TorchTrainer has imported
 
@@ -55,6 +57,16 @@ def _utils_class() -> type:
     import importlib
 
     module = importlib.import_module(TRAIN_FN_UTILS_MODULE)
+    contexts = importlib.import_module(CONTEXT_MODULE)
+
+    class InlineTrainContext(contexts.LocalTrainContext):  # type: ignore[name-defined,misc]
+        """``ray.train.get_context()``: local mode's, with the call it does not serve refused
+        in one line (local mode raises "Local storage context not yet implemented")."""
+
+        def get_storage(self) -> Any:
+            raise NotImplementedError(
+                "ray.train.get_context().get_storage() (Ray Train's StorageContext) is not "
+                "served by sweeps' inline backend; run the sweep with trial.executor=train")
 
     class InlineTrainFnUtils(module.LocalTrainFnUtils):  # type: ignore[name-defined,misc]
         """Local mode whose reports and checkpoints go to the sweep."""
@@ -66,6 +78,7 @@ def _utils_class() -> type:
                 world_size=world.world_size, world_rank=world.rank, local_rank=world.local_rank,
                 local_world_size=world.local_world_size, node_rank=world.node_rank)
             super().__init__(experiment_name=name, dataset_shards=datasets, **ranks)
+            self._context = InlineTrainContext(experiment_name=name, **ranks)
             self._report, self._get_checkpoint, self._shards = report, get_checkpoint, datasets
             self._meet, self._reported = meet, reported
 
@@ -80,6 +93,7 @@ def _utils_class() -> type:
 
         def get_checkpoint(self) -> Any:
             return self._get_checkpoint()
+
 
         def get_all_reported_checkpoints(self, consistency_mode: Any = None,
                                          timeout_s: float | None = None) -> list:

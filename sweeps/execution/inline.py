@@ -273,6 +273,7 @@ def _attempt(plan: TrialPlan, trial_id: str, run: InlineRun, config: dict[str, A
             yield
         return
     from sweeps.execution.peers import PeerJob, RankZeroReports, attempt_prefix, peer_group
+    from sweeps.execution.rank_error import attempt_error, first_reason
     from sweeps.execution.rendezvous import Rendezvous, ReportMismatch, joined_world
 
     group = peer_group(plan.num_workers, plan.worker_resources)
@@ -309,7 +310,8 @@ def _attempt(plan: TrialPlan, trial_id: str, run: InlineRun, config: dict[str, A
         failed = _finish(group, trial_id, ended)
         if not isinstance(exc, Exception) or isinstance(exc, ReportMismatch):
             raise
-        own = _own_error(exc, failed, group, plan.num_workers, _first_reason(meet))
+        own = attempt_error(exc, failed, group.errors.get(failed[0]) if failed else None,
+                            plan.num_workers, first_reason(meet))
         if own is exc:
             raise
         raise own from None  # the failing rank's own error, not gloo's "Connection closed"
@@ -336,35 +338,6 @@ def _finish(group: PeerGroup, trial_id: str, ended: str) -> tuple[int, str] | No
     if failed or ended not in (RETURNED, STOPPED):
         group.replace()
     return failed
-
-
-def _first_reason(meet: Any) -> str | None:
-    """The first reason any rank gave for ending the attempt (None: unreadable)."""
-    try:
-        return meet.aborted()
-    except Exception:
-        return None
-
-
-def _own_error(exc: Exception, failed: tuple[int, str] | None, group: PeerGroup,
-               world_size: int, first: str | None) -> BaseException:
-    """What the attempt raises: the first failing rank's own exception, marked with its rank,
-    the other ranks' symptoms in its notes (``sweeps.execution.rank_error``). Rank 0's own
-    (``exc``) unless a peer failed and rank 0's error is only a symptom of it (a closed
-    connection, the abort a peer caused) or the peer ended the attempt first (``first``, the
-    attempt's first abort reason) with an error of its own."""
-    from sweeps.execution.rank_error import first_line, is_consequence, own_error
-    from sweeps.execution.rendezvous import PeerFailed
-
-    peer = group.errors.get(failed[0]) if failed else None
-    if failed is None or (not is_consequence(exc) and (
-            first is None or first.startswith("rank 0 ")
-            or (peer is not None and is_consequence(peer.error)))):
-        return own_error(exc, 0, world_size)
-    symptoms = [] if isinstance(exc, PeerFailed) else [f"rank 0: {first_line(exc)}"]
-    if peer is None:  # its process died: no exception of its own
-        return own_error(PeerFailed(failed[1]), failed[0], world_size, "", symptoms)
-    return own_error(peer.error, peer.rank, world_size, peer.traceback, symptoms)
 
 
 RETURNED = "rank 0 returned"  # the abort reason after rank 0's loop returned

@@ -32,6 +32,7 @@ from typing import Any
 
 from sweeps import files
 from sweeps.execution.context import TrialContext
+from sweeps.execution.rank_error import PeerError
 from sweeps.execution.rendezvous import (
     STOPPED,
     PeerFailed,
@@ -43,7 +44,7 @@ from sweeps.execution.rendezvous import (
     joined_world,
 )
 
-__all__ = ["PeerJob", "PeerError", "PeerGroup", "peer_group", "PeerReports", "RankZeroReports",
+__all__ = ["PeerJob", "PeerGroup", "peer_group", "PeerReports", "RankZeroReports",
            "Peer",
            "FINISH_TIMEOUT_S", "STOP_GRACE_S"]
 
@@ -64,15 +65,6 @@ class PeerJob:
     world: WorldSpec
     run_dir: str
     latest: str | None  # the latest checkpoint's directory name when the attempt starts
-
-
-@dataclass(frozen=True)
-class PeerError:
-    """What a peer's loop raised: its own exception object and its traceback, as text."""
-
-    rank: int
-    error: BaseException
-    traceback: str
 
 
 def _traceback_of(exc: Any) -> str:

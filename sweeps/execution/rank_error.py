@@ -1,7 +1,7 @@
 """The failing rank's own error, raised by a trial whose run of several ranks failed.
 
     raise from_train_run(error, world_size=2) from None   # trial_driver: a Train run's error
-    raise own_error(cause, rank=1, world_size=2, ...)  # inline: a peer's error, in rank 0
+    raise attempt_error(exc, failed, peer_error, ...)     # inline: rank 0's or a peer's
 
 When one rank of a run raises, the others fail too, later and of something else: rank 0 waiting
 in a collective with it reads gloo's "Connection closed by peer", a timeout, or the abort of the
@@ -15,11 +15,13 @@ name the rank for ``sweeps.report.failure``.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from sweeps.protocol import RANK_ATTR, WORLD_SIZE_ATTR
 
-__all__ = ["own_error", "from_train_run", "is_consequence", "first_line"]
+__all__ = ["PeerError", "own_error", "from_train_run", "attempt_error", "first_reason",
+           "is_consequence", "first_line"]
 
 # What a rank reads when another rank of its run failed (a symptom, never the cause): gloo's and
 # NCCL's closed or reset connections, a collective's timeout, and the inline executor's own
@@ -27,6 +29,16 @@ __all__ = ["own_error", "from_train_run", "is_consequence", "first_line"]
 _SYMPTOMS = ("Connection closed by peer", "Connection reset by peer", "Broken pipe",
              "NCCL communicator was aborted", "Timed out waiting", "timed out after",
              "ProcessGroupNCCL", "ProcessGroupGloo")
+
+
+@dataclass(frozen=True)
+class PeerError:
+    """What a peer of an inline trial raised: its own exception object and its traceback
+    (``sweeps.execution.peers`` keeps one per failed rank of an attempt)."""
+
+    rank: int
+    error: BaseException
+    traceback: str
 
 
 def first_line(error: BaseException) -> str:
@@ -57,7 +69,8 @@ def own_error(cause: BaseException, rank: int, world_size: int, traceback_text: 
     if world_size > 1:
         cause.add_note(f"(raised by rank {rank} of {world_size})")
     if traceback_text.strip():
-        cause.add_note(f"rank {rank}'s traceback:\n{traceback_text.rstrip()}")
+        whose = f"rank {rank}'s" if world_size > 1 else "its"
+        cause.add_note(f"{whose} traceback:\n{traceback_text.rstrip()}")
     for text in consequences or []:
         cause.add_note(f"then, as a consequence: {text}")
     return cause
@@ -89,3 +102,32 @@ def _snippet(text: str, rank: int) -> str:
         return ""
     end = rest.find("[Rank ")
     return rest[:end if end >= 0 else len(rest)].strip("\n")
+
+
+def first_reason(meet: Any) -> str | None:
+    """The first reason any rank gave for ending an inline attempt (its ``Rendezvous``'s abort
+    key; None: unreadable)."""
+    try:
+        return meet.aborted()
+    except Exception:
+        return None
+
+
+def attempt_error(exc: Exception, failed: tuple[int, str] | None, peer: PeerError | None,
+                  world_size: int, first: str | None) -> BaseException:
+    """What a failed inline attempt raises in rank 0: the first failing rank's own exception,
+    marked with its rank, the other ranks' symptoms in its notes. Rank 0's own (``exc``)
+    unless a peer failed (``failed``: its rank and a sentence; ``peer``: what it raised, None
+    if its process died) and rank 0's error is only a symptom of it (a closed connection, the
+    abort the peer caused), or the peer ended the attempt first (``first``, the attempt's
+    first abort reason) with an error of its own."""
+    from sweeps.execution.rendezvous import PeerFailed
+
+    if failed is None or (not is_consequence(exc) and (
+            first is None or first.startswith("rank 0 ")
+            or (peer is not None and is_consequence(peer.error)))):
+        return own_error(exc, 0, world_size)
+    symptoms = [] if isinstance(exc, PeerFailed) else [f"rank 0: {first_line(exc)}"]
+    if peer is None:  # its process died: no exception of its own
+        return own_error(PeerFailed(failed[1]), failed[0], world_size, "", symptoms)
+    return own_error(peer.error, peer.rank, world_size, peer.traceback, symptoms)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -24,6 +25,7 @@ from tests.conformance.corpus import Loop
 from tests.conformance.observe import read
 
 CONF = Path(__file__).resolve().parent / "conf"
+POLL_ENV = "RAY_TRAIN_HEALTH_CHECK_INTERVAL_S"  # Ray Train's own knob (documented)
 
 
 @dataclass
@@ -66,8 +68,10 @@ def run_plain(loop: Loop, workers: int, tmp: Path) -> Outcome:
 
     observe_dir = tmp / "observed"
     datasets = None
-    if loop.dataset:
-        datasets = {"train": importlib.import_module(loop.module).make_dataset()}
+    if loop.dataset:  # materialized, as sweeps hands datasets to its trials: on 2 CPUs held
+        # by 2 Train workers, Ray Data would get no CPU for a lazy dataset's read tasks and
+        # wait forever (sweeps.execution.datasets)
+        datasets = {"train": importlib.import_module(loop.module).make_dataset().materialize()}
     trainer = TorchTrainer(
         loop.function(), train_loop_config=config_of(loop, observe_dir), datasets=datasets,
         scaling_config=ScalingConfig(num_workers=workers),
@@ -75,12 +79,21 @@ def run_plain(loop: Loop, workers: int, tmp: Path) -> Outcome:
                              checkpoint_config=CheckpointConfig(num_to_keep=None),
                              failure_config=FailureConfig(max_failures=loop.max_failures)))
     error = None
+    # Ray Train's controller polls its workers every 2 s by default, which only slows the
+    # reference down (the sweeps trials poll every trial.poll_interval_s, 0.1 s).
+    saved = os.environ.get(POLL_ENV)
+    os.environ[POLL_ENV] = "0.1"
     try:
         result = trainer.fit()
         checkpoints = result.best_checkpoints or []
     except Exception as exc:  # Ray Train raises the run's TrainingFailedError from fit()
         error = _worker_error(exc)
         checkpoints = []
+    finally:
+        if saved is None:
+            os.environ.pop(POLL_ENV, None)
+        else:
+            os.environ[POLL_ENV] = saved
     return Outcome(read(observe_dir),
                    [(_metrics(m, loop), _files(Path(c.path))) for c, m in checkpoints], error)
 
@@ -98,15 +111,13 @@ def _worker_error(exc: BaseException) -> tuple[str, str]:
     return _first_line(cause)
 
 
-def run_sweeps(loop: Loop, workers: int, backend: str, tmp: Path, *overrides: str) -> Outcome:
-    """The loop as a one-trial sweep on ``backend`` (``train`` or ``inline``), tracked in an
-    MLflow store in ``tmp``; its error as the user sees it."""
-    from sweeps import compose, run_sweep
-
-    observe_dir = tmp / "observed"
-    params = config_of(loop, observe_dir)
+def sweep_overrides(loop: Loop, workers: int, backend: str, tmp: Path,
+                    *overrides: str) -> list[str]:
+    """The overrides of ``+experiment=conformance`` (``--config-dir tests/conformance/conf``)
+    that run ``loop`` as a one-trial sweep in ``tmp/sweep``, tracked in ``tmp/mlflow.db``."""
+    params = config_of(loop, tmp / "observed")
     params.pop("lr")  # the search space's one point
-    cfg = compose("conformance", [
+    return [
         f"experiment.trainable={loop.trainable}", f"experiment.metric={loop.metric}",
         f"scaling.num_workers={workers}", f"sweep.dir={tmp / 'sweep'}", "sweep.seed=0",
         f"trial.executor={'auto' if backend == 'inline' else 'train'}",
@@ -114,25 +125,34 @@ def run_sweeps(loop: Loop, workers: int, backend: str, tmp: Path, *overrides: st
         f"trial.max_failures={loop.max_failures}",
         *([f"+experiment.datasets.train.function='{loop.module}:make_dataset'"]
           if loop.dataset else []),
-        *[f"+experiment.params.{k}={json.dumps(v)}" for k, v in params.items()], *overrides,
-    ], config_dir=CONF)
+        *[f"+experiment.params.{k}={json.dumps(v)}" for k, v in params.items()], *overrides]
+
+
+def run_sweeps(loop: Loop, workers: int, backend: str, tmp: Path, *overrides: str,
+               tracked: bool = True) -> Outcome:
+    """The loop as a one-trial sweep on ``backend`` (``train`` or ``inline``), tracked in an
+    MLflow store in ``tmp`` (``tracked``); its error as the user sees it."""
+    from sweeps import compose, run_sweep
+
+    untracked = [] if tracked else ["tracking.enabled=false"]
+    cfg = compose("conformance", sweep_overrides(loop, workers, backend, tmp, *overrides,
+                                                 *untracked), config_dir=CONF)
     result = run_sweep(cfg)
     (trial,) = result.results
-    run_dir = Path(result.sweep_dir, "train", trial.metrics.get("trial_id") or _trial_id(result))
-    checkpoints = _sweep_checkpoints(run_dir, loop)
+    checkpoints = sweep_checkpoints(Path(result.sweep_dir, "train", _trial_id(result)), loop)
     shown: dict[str, str] = {}
     error = None
     if trial.error is not None:
         error = _sweep_error(trial.error)
-        shown = _where_users_look(result, tmp)
-    return Outcome(read(observe_dir), checkpoints, error, shown)
+        shown = _where_users_look(result, tmp) if tracked else {}
+    return Outcome(read(tmp / "observed"), checkpoints, error, shown)
 
 
 def _trial_id(result: Any) -> str:
     return str(result.summary.table["trial_id"].iloc[0])
 
 
-def _sweep_checkpoints(run_dir: Path, loop: Loop) -> list[tuple[dict[str, Any], list[str]]]:
+def sweep_checkpoints(run_dir: Path, loop: Loop) -> list[tuple[dict[str, Any], list[str]]]:
     from sweeps._ray import train_snapshot
 
     snap = train_snapshot.load(run_dir)

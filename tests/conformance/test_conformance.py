@@ -42,8 +42,13 @@ def test_every_backend_gives_the_loop_what_plain_ray_train_gives_it(
     assert sorted(reference.observed) == list(range(workers)) or reference.error
     for backend in ("train", "inline"):
         capsys.readouterr()
-        outcome = run_sweeps(loop, workers, backend, tmp_path / backend)
+        # MLflow only where the test reads it: a failing trial's run
+        tracked = reference.error is not None or loop.unserved_inline is not None
+        outcome = run_sweeps(loop, workers, backend, tmp_path / backend, tracked=tracked)
         console = capsys.readouterr().out
+        if backend == "inline" and loop.unserved_inline:
+            _refused_in_one_line(loop.unserved_inline, outcome, console)
+            continue
         assert outcome.comparable() == reference.comparable(), \
             f"{backend} backend, {workers} worker(s):\n{_diff(reference, outcome)}"
         if reference.error is not None:
@@ -64,3 +69,18 @@ def _the_user_reads_the_failing_ranks_error(error: tuple[str, str], outcome: Out
     assert own in text and f"(raised by {rank})" in text, text[-3000:]
     assert "rank_fails.py" in text.split(own, 1)[1], text[-3000:]  # rank 1's own traceback
     assert "PeerFailed" not in text.split(own, 1)[0].splitlines()[-1], text[-3000:]
+
+
+def _refused_in_one_line(error: tuple[str, str], outcome: Outcome, console: str) -> None:
+    """A call the inline backend does not serve fails the trial at that call, saying so and
+    naming trial.executor=train, everywhere the user looks; no hang, no network error."""
+    own = f"{error[0]}: {error[1]}"
+    assert outcome.error == error, outcome.error
+    assert outcome.shown["mlflow"] == own, outcome.shown
+    assert outcome.shown["summary"].startswith(own), outcome.shown["summary"]
+    assert f"FAILED{_on(outcome)}: {own}" in console, console[-3000:]
+
+
+def _on(outcome: Outcome) -> str:
+    rank = outcome.shown["summary"].rpartition(" (")[2].rstrip(")")
+    return f" on {rank}" if rank.startswith("rank ") else ""

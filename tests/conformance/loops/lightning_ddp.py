@@ -13,7 +13,7 @@ import torch
 from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
-from tests.conformance.observe import note
+from tests.conformance.observe import note, stand_still
 
 
 class Regressor(pl.LightningModule):
@@ -36,6 +36,16 @@ class Regressor(pl.LightningModule):
         return torch.optim.SGD(self.parameters(), lr=self.lr)
 
 
+class StandStill(pl.Callback):
+    """After Ray's callback reported an epoch: where a test kills the sweep's driver, once."""
+
+    def __init__(self, config) -> None:
+        self.config = config
+
+    def on_train_epoch_end(self, trainer, pl_module) -> None:
+        stand_still(self.config, trainer.current_epoch)
+
+
 def train_func(config):
     torch.manual_seed(0)
     x = torch.randn(64, 4)
@@ -49,7 +59,7 @@ def train_func(config):
         accelerator="auto",
         strategy=ray.train.lightning.RayDDPStrategy(),
         plugins=[ray.train.lightning.RayLightningEnvironment()],
-        callbacks=[ray.train.lightning.RayTrainReportCallback()],
+        callbacks=[ray.train.lightning.RayTrainReportCallback(), StandStill(config)],
         enable_checkpointing=False,
         enable_progress_bar=False,
         logger=False,
