@@ -9,7 +9,7 @@ TORCH_SPEC ?= torch==2.13.0
 
 install:
 	@$(PYTHON) -c "import torch" 2>/dev/null || $(PYTHON) -m pip install "$(TORCH_SPEC)"
-	$(PYTHON) -m pip install -q -e ".[test,hf]"
+	$(PYTHON) -m pip install -q -e ".[test,hf,lightning]"
 
 demo: install
 	$(PYTHON) -m sweeps +experiment=digits

@@ -145,8 +145,32 @@ def validate(cfg: SweepConfig) -> None:
 
 
 
-# A module that a built-in experiment needs and a sweeps extra installs: that extra.
-EXTRAS = {"transformers": "hf", "tokenizers": "hf", "accelerate": "hf"}
+# A module that a built-in experiment needs and a sweeps extra installs: that extra. Ray's
+# Lightning utilities fall back to the older package name, so either missing names the extra.
+EXTRAS = {"transformers": "hf", "tokenizers": "hf", "accelerate": "hf",
+          "lightning": "lightning", "pytorch_lightning": "lightning"}
+
+
+def _missing_extra_module(exc: BaseException) -> str | None:
+    """The top-level module of ``EXTRAS`` whose absence caused ``exc``, innermost first: a
+    library may re-raise its own ``ModuleNotFoundError`` without a name (Ray's Lightning
+    utilities do), the missing module is then in the chain it raised from.
+
+    Example:
+        >>> exc = ModuleNotFoundError("PyTorch Lightning isn't installed")  # no name
+        >>> exc.__context__ = ModuleNotFoundError("No module named 'lightning'", name="lightning")
+        >>> _missing_extra_module(exc)
+        'lightning'
+    """
+    chain: list[BaseException] = []
+    while exc is not None and exc not in chain:
+        chain.append(exc)
+        exc = exc.__cause__ or exc.__context__
+    for link in reversed(chain):
+        top = (getattr(link, "name", None) or "").split(".")[0]
+        if isinstance(link, ModuleNotFoundError) and top in EXTRAS:
+            return top
+    return None
 
 
 def import_function(ref: str, key: str, example: str) -> Any:
@@ -163,9 +187,8 @@ def import_function(ref: str, key: str, example: str) -> Any:
     try:
         module = importlib.import_module(module_name)
     except ImportError as exc:
-        top = (exc.name or "").split(".")[0]
-        if isinstance(exc, ModuleNotFoundError) and top in EXTRAS \
-                and top != module_name.split(".")[0]:
+        top = _missing_extra_module(exc)
+        if top is not None and top != module_name.split(".")[0]:
             raise ConfigError(key, ref, f"needs {top}, which is not installed",
                               f"install sweeps[{EXTRAS[top]}]: pip install "
                               f"'sweeps[{EXTRAS[top]}]' (`make install` in a checkout)") from exc

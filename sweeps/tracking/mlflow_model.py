@@ -26,7 +26,7 @@ from typing import Any
 from sweeps.tracking.setup import using_tracking_uri
 
 __all__ = ["log_pytorch_model", "model_code", "model_in_runs_experiment", "quiet_model_logging",
-           "pinned", "LARGE_CODE_MB", "NOT_MODEL_CODE"]
+           "pinned", "frameworks", "FRAMEWORKS", "LARGE_CODE_MB", "NOT_MODEL_CODE"]
 
 log = logging.getLogger(__name__)
 
@@ -50,7 +50,8 @@ def log_pytorch_model(uri: str, run_id: str, best: dict[str, Any], model_loader:
         info = mlflow.pytorch.log_model(
             model, name="model", run_id=run_id, registered_model_name=model_name,
             model_id=model_in_runs_experiment(uri, run_id), code_paths=[code],
-            pip_requirements=pinned(("torch", "mlflow", "cloudpickle", "numpy")),
+            pip_requirements=pinned(("torch", "mlflow", "cloudpickle", "numpy",
+                                     *frameworks(model))),
             metadata={**metadata, "checkpoint": best.get("checkpoint_uri", best["checkpoint"])},
             **extra,
         )
@@ -134,6 +135,23 @@ def model_in_runs_experiment(uri: str, run_id: str, name: str = "model") -> str:
     return client.create_logged_model(
         run.info.experiment_id, name=name, source_run_id=run_id,
         params={k: str(v) for k, v in run.data.params.items()}).model_id
+
+
+# Packages a model's base class can come from besides torch: unpickling the model imports its
+# class, so the logged model must require them (a LightningModule needs lightning).
+FRAMEWORKS = {"lightning": "lightning", "pytorch_lightning": "pytorch-lightning"}
+
+
+def frameworks(model: Any) -> list[str]:
+    """The distributions ``model``'s class hierarchy needs besides torch (``FRAMEWORKS``).
+
+    Example:
+        >>> import torch
+        >>> frameworks(torch.nn.Linear(2, 2))
+        []
+    """
+    tops = {cls.__module__.split(".")[0] for cls in type(model).__mro__}
+    return sorted(FRAMEWORKS[top] for top in tops if top in FRAMEWORKS)
 
 
 def pinned(names: Iterable[str]) -> list[str]:

@@ -41,18 +41,19 @@ def test_experiments_of_every_entry_pass(user: Path, argv: list[str]) -> None:
     ("argv", "key", "message"),
     [(["+experiment=mine"], "experiment",
       "experiment: 'mine' is not an experiment in experiment/ of {conf} (built-in); available: "
-      "digits (built-in), digits_cnn (built-in), digits_data (built-in), digits_multiobjective "
-      "(built-in), hf_text (built-in), hf_vit (built-in)"),
+      "digits (built-in), digits_cnn (built-in), digits_data (built-in), digits_lightning "
+      "(built-in), digits_multiobjective (built-in), hf_text (built-in), hf_vit (built-in)"),
      (["-cd", "conf", "+experiment=mien"], "experiment",
       "experiment: 'mien' is not an experiment in experiment/ of {t}/conf (--config-dir), {conf} "
       "(built-in); did you mean +experiment=mine? available: digits (--config-dir), digits_cnn "
-      "(built-in), digits_data (built-in), digits_multiobjective (built-in), hf_text (built-in), "
-      "hf_vit (built-in), mine (--config-dir)"),
+      "(built-in), digits_data (built-in), digits_lightning (built-in), digits_multiobjective "
+      "(built-in), hf_text (built-in), hf_vit (built-in), mine (--config-dir)"),
      ([f"{SP}=[file://gone,file://conf]", "+experiment=zzz"], "experiment",
       "experiment: 'zzz' is not an experiment in experiment/ of {t}/gone (hydra.searchpath, "
       "missing), {t}/conf (hydra.searchpath), {conf} (built-in); available: digits "
-      "(hydra.searchpath), digits_cnn (built-in), digits_data (built-in), digits_multiobjective "
-      "(built-in), hf_text (built-in), hf_vit (built-in), mine (hydra.searchpath)"),
+      "(hydra.searchpath), digits_cnn (built-in), digits_data (built-in), digits_lightning "
+      "(built-in), digits_multiobjective (built-in), hf_text (built-in), hf_vit (built-in), mine "
+      "(hydra.searchpath)"),
      (["--config-dir", "gone", "+experiment=mine"], "--config-dir",
       "--config-dir: '{t}/gone' is not a directory; pass the directory that holds your "
       "experiment/ folder, e.g. --config-dir ./conf for ./conf/experiment/NAME.yaml"),
@@ -98,8 +99,8 @@ def test_cli_help_lists_experiments_per_entry_without_ray_or_torch(user: Path) -
                           capture_output=True, text=True, timeout=120)
     lines = proc.stdout.splitlines()
     assert lines[-2:] == ["EXIT 0", "HEAVY []"], proc.stdout[-2000:] + proc.stderr
-    for line in ["experiment: digits, digits_cnn, digits_data, digits_multiobjective, hf_text, "
-                 "hf_vit, mine",
+    for line in ["experiment: digits, digits_cnn, digits_data, digits_lightning, "
+                 "digits_multiobjective, hf_text, hf_vit, mine",
                  "search: grid, optuna, random, tpe",
                  f"1. {user}/conf (--config-dir)", f"2. {CONF_DIR} (built-in)",
                  f"     digits  (shadowed by {user}/conf, --config-dir)", "     digits_cnn"]:

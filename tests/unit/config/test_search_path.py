@@ -160,8 +160,8 @@ def test_pkg_entries_are_read_like_hydra_reads_them(user: Path,
 
 def test_listing_marks_shadowed_experiments(user: Path) -> None:
     text = from_argv(["-cd", "u", f"{SP}=[file://v]"]).listing()
-    assert ("experiment: digits, digits_cnn, digits_data, digits_multiobjective, hf_text, hf_vit, "
-            "mine, other") in text
+    assert ("experiment: digits, digits_cnn, digits_data, digits_lightning, digits_multiobjective, "
+            "hf_text, hf_vit, mine, other") in text
     assert f"1. {user / 'u'} (--config-dir)" in text
     assert f"     digits  (shadowed by {user / 'u'}, --config-dir)" in text
     assert f"3. {CONF_DIR} (built-in)" in text and "scheduler: asha, none" in text
