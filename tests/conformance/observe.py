@@ -43,5 +43,6 @@ def stand_still(config: dict[str, Any], epoch: int) -> None:
     if (epoch != config.get("pause_at") or marker.exists()
             or ray.train.get_context().get_world_rank() != 0):
         return
+    marker.parent.mkdir(parents=True, exist_ok=True)
     marker.write_text(str(epoch))
     time.sleep(300)
