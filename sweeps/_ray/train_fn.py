@@ -38,6 +38,10 @@ __all__ = ["serving", "contains_tensor", "TRAIN_FN_UTILS_MODULE", "CONTEXT_MODUL
 TRAIN_FN_UTILS_MODULE = "ray.train.v2._internal.execution.train_fn_utils"
 CONTEXT_MODULE = "ray.train.v2.api.context"  # LocalTrainContext
 TENSOR_CHECK = "ray.air._internal.torch_utils:contains_tensor"
+# What Ray Train's report raises for validation=... when the trainer has no validation_config
+# (ray.train.v2._internal.execution.context.TrainContext.report), which sweeps never sets.
+VALIDATION_REFUSED = ("`validation_config` was not set on the trainer, but a validation was "
+                      "requested.")
 WORKER_IMPORTS = "ray.train.torch"  # what a Train worker of a TorchTrainer has imported
 
 
@@ -84,9 +88,11 @@ def _utils_class() -> type:
 
         def report(self, metrics: dict[str, Any], checkpoint: Any = None,
                    checkpoint_dir_name: str | None = None, **options: Any) -> None:
-            if options.get("validation"):
-                raise ValueError("ray.train.report(validation=...) needs Ray Train's "
-                                 "validation_config; run this sweep with trial.executor=train")
+            if options.get("validation"):  # Ray Train's own check, and its words
+                error = ValueError(VALIDATION_REFUSED)
+                error.add_note("sweeps sets no validation_config on either trial backend: "
+                               "validate in the loop and report the result as a metric")
+                raise error
             self._report(metrics, checkpoint, checkpoint_dir_name,
                          delete_source=bool(options.get("delete_local_checkpoint_after_upload")),
                          upload=options.get("checkpoint_upload_fn"))

@@ -273,8 +273,14 @@ def _attempt(plan: TrialPlan, trial_id: str, run: InlineRun, config: dict[str, A
             yield
         return
     from sweeps.execution.peers import PeerJob, RankZeroReports, attempt_prefix, peer_group
-    from sweeps.execution.rank_error import attempt_error, first_reason
-    from sweeps.execution.rendezvous import Rendezvous, ReportMismatch, joined_world
+    from sweeps.execution.rank_error import attempt_error, first_reason, own_error
+    from sweeps.execution.rendezvous import (
+        RETURNED,
+        PeerFailed,
+        Rendezvous,
+        ReportMismatch,
+        joined_world,
+    )
 
     group = peer_group(plan.num_workers, plan.worker_resources)
     group.ensure()
@@ -317,7 +323,11 @@ def _attempt(plan: TrialPlan, trial_id: str, run: InlineRun, config: dict[str, A
         raise own from None  # the failing rank's own error, not gloo's "Connection closed"
     else:
         meet.abort(RETURNED)
-        _finish(group, trial_id, RETURNED)
+        failed = _finish(group, trial_id, RETURNED)
+        if failed:  # a peer raised or died after rank 0 returned: a Train run fails then too
+            peer = group.errors.get(failed[0])
+            raise own_error(peer.error if peer else PeerFailed(failed[1]), failed[0],
+                            plan.num_workers, peer.traceback if peer else "") from None
     finally:
         run.ranks = None
 
@@ -327,20 +337,19 @@ def _finish(group: PeerGroup, trial_id: str, ended: str) -> tuple[int, str] | No
     wrong with them; the first peer failure (its rank, a sentence), if one caused the end.
     After a failed attempt (any rank raised or died) the peers are replaced for the next one,
     as Ray Train replaces its worker group; after a stop or a return they are kept."""
-    from sweeps.execution.rendezvous import STOPPED
+    from sweeps.execution.rendezvous import RETURNED, STOPPED
 
     failed = (group.failed_rank, group.failed) if group.failed else None
     for rank, (kind, text) in enumerate(group.finish(returned=ended == RETURNED), start=1):
-        if ended == RETURNED and kind != "returned":
-            log.warning("trial %s: rank 0's loop returned, but %s", trial_id, text)
-        elif kind in ("raised", "died"):
+        if kind in ("raised", "died"):
             failed = failed or (rank, text)
+        elif ended == RETURNED and kind != "returned":
+            log.warning("trial %s: rank 0's loop returned, but %s", trial_id, text)
     if failed or ended not in (RETURNED, STOPPED):
         group.replace()
     return failed
 
 
-RETURNED = "rank 0 returned"  # the abort reason after rank 0's loop returned
 
 
 def _ended(exc: BaseException) -> str:

@@ -34,6 +34,7 @@ from sweeps import files
 from sweeps.execution.context import TrialContext
 from sweeps.execution.rank_error import PeerError
 from sweeps.execution.rendezvous import (
+    RETURNED,
     STOPPED,
     PeerFailed,
     Rendezvous,
@@ -95,7 +96,16 @@ class PeerReports:
         self.count += 1
         key = f"r{self.count}"
         self.meet.store.add(f"{key}/checkpoints", int(checkpoint is not None))
-        self.meet.barrier(f"{key}/arrived")
+        try:
+            self.meet.barrier(f"{key}/arrived")
+        except PeerFailed as exc:
+            if str(exc) != RETURNED:
+                raise
+            raise ReportMismatch(  # Ray Train's barrier would wait here forever
+                f"rank {self.meet.rank} called ray.train.report (its report {self.count}), but "
+                "rank 0's loop returned without making it: every rank must call "
+                "ray.train.report as often as rank 0 (Ray Train's rule; a Train run waits "
+                "for it forever, or RAY_TRAIN_COLLECTIVE_TIMEOUT_S)") from None
         name = self.meet.wait(f"{key}/name").decode()
         if name and checkpoint is not None:
             files.add_tree(checkpoint.path, self.run_dir / name)
@@ -178,6 +188,8 @@ class Peer:
                 entry(job.config)
         except TrialStopped:
             return STOPPED
+        except ReportMismatch:  # its report outlived rank 0's loop: the trial fails with it
+            raise
         except BaseException as exc:
             reason = _reason(meet)
             if reason is not None:  # another rank ended the attempt first

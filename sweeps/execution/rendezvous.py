@@ -27,9 +27,10 @@ from dataclasses import dataclass
 from typing import Any
 
 __all__ = ["TrialStopped", "PeerFailed", "ReportMismatch", "Rendezvous", "WorldSpec", "open_store",
-           "joined_world", "STOPPED"]
+           "joined_world", "STOPPED", "RETURNED"]
 
 STOPPED = "stopped"  # the abort reason when Tune stopped the trial (ASHA, the budget)
+RETURNED = "rank 0 returned"  # the abort reason after rank 0's loop returned
 STORE_TIMEOUT = datetime.timedelta(minutes=30)  # Ray Train's TorchConfig.timeout_s
 
 

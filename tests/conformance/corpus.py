@@ -26,6 +26,7 @@ class Loop:
     # The loop calls an API the inline backend does not serve: the inline trial must fail at
     # that call with this (type, message), the Train backend still match the reference.
     unserved_inline: tuple[str, str] | None = None
+    failing_rank: int | None = None  # the rank whose own error fails the run (of several)
 
     @property
     def module(self) -> str:
@@ -47,9 +48,10 @@ LOOPS = {loop.name: loop for loop in [
          {"epochs": 2}),
     Loop("ray_data", "loss", ("loss", "epoch"), dataset=True),
     Loop("rank_fails_in_collective", "loss", ("loss", "epoch"),
-         {"epochs": 3, "where": "collective"}, file="rank_fails"),
+         {"epochs": 3, "where": "collective"}, file="rank_fails", failing_rank=1),
     Loop("rank_fails_at_report", "loss", ("loss", "epoch"), {"epochs": 3, "where": "report"},
-         file="rank_fails"),
+         file="rank_fails", failing_rank=1),
+    Loop("validation", "loss", ("loss", "epoch")),
     Loop("unserved", "loss", ("loss", "epoch"), unserved_inline=(
         "NotImplementedError", "ray.train.get_context().get_storage() (Ray Train's "
         "StorageContext) is not served by sweeps' inline backend; run the sweep with "

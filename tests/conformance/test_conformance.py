@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conformance.corpus import LOOPS
+from tests.conformance.corpus import LOOPS, Loop
 from tests.conformance.harness import Outcome, run_plain, run_sweeps
 
 pytestmark = pytest.mark.slow
@@ -52,22 +52,28 @@ def test_every_backend_gives_the_loop_what_plain_ray_train_gives_it(
         assert outcome.comparable() == reference.comparable(), \
             f"{backend} backend, {workers} worker(s):\n{_diff(reference, outcome)}"
         if reference.error is not None:
-            _the_user_reads_the_failing_ranks_error(reference.error, outcome, console, workers)
+            _the_user_reads_the_failing_ranks_error(reference.error, outcome, console, workers,
+                                                    loop)
 
 
 def _the_user_reads_the_failing_ranks_error(error: tuple[str, str], outcome: Outcome,
-                                            console: str, workers: int) -> None:
-    """Rank 1's own ``Type: message`` everywhere the user looks; rank 0's symptom (a closed
-    connection, an abort) only after it, as a consequence."""
+                                            console: str, workers: int,
+                                            loop: Loop) -> None:
+    """The failing rank's own ``Type: message`` everywhere the user looks, naming that rank
+    (of several); the other ranks' symptoms (a closed connection, an abort) only after it."""
     own = f"{error[0]}: {error[1]}"
-    rank = f"rank 1 of {workers}"
     shown = outcome.shown
     assert shown["mlflow"] == own, json.dumps(shown, indent=1)
-    assert shown["summary"] == f"{own} ({rank})", shown["summary"]
-    assert f"FAILED on {rank}: {own}" in console, console[-3000:]
+    rank = _rank(outcome)
+    if loop.failing_rank is not None and workers > 1:
+        assert rank == f"rank {loop.failing_rank} of {workers}", shown["summary"]
+    assert shown["summary"] == (f"{own} ({rank})" if rank else own), shown["summary"]
+    assert f"FAILED{f' on {rank}' if rank else ''}: {own}" in console, console[-3000:]
     text = shown["error.txt"]
-    assert own in text and f"(raised by {rank})" in text, text[-3000:]
-    assert "rank_fails.py" in text.split(own, 1)[1], text[-3000:]  # rank 1's own traceback
+    assert own in text, text[-3000:]
+    assert f"(raised by {rank})" in text if rank else "(raised by rank" not in text, text
+    frames = text if not rank or rank.startswith("rank 0 ") else text.split(own, 1)[1]
+    assert f"{loop.file or loop.name}.py" in frames, text[-3000:]  # that rank's own frames
     assert "PeerFailed" not in text.split(own, 1)[0].splitlines()[-1], text[-3000:]
 
 
@@ -78,9 +84,27 @@ def _refused_in_one_line(error: tuple[str, str], outcome: Outcome, console: str)
     assert outcome.error == error, outcome.error
     assert outcome.shown["mlflow"] == own, outcome.shown
     assert outcome.shown["summary"].startswith(own), outcome.shown["summary"]
-    assert f"FAILED{_on(outcome)}: {own}" in console, console[-3000:]
+    rank = _rank(outcome)
+    assert f"FAILED{f' on {rank}' if rank else ''}: {own}" in console, console[-3000:]
 
 
-def _on(outcome: Outcome) -> str:
+def _rank(outcome: Outcome) -> str:
+    """The rank the summary names as the one that raised ("rank 1 of 2"), or ""."""
     rank = outcome.shown["summary"].rpartition(" (")[2].rstrip(")")
-    return f" on {rank}" if rank.startswith("rank ") else ""
+    return rank if rank.startswith("rank ") else ""
+
+
+@pytest.mark.timeout(300)
+def test_reports_from_rank_1_only_fail_the_inline_trial_naming_rank_1(tmp_path: Path,
+                                                                      ray_cluster) -> None:
+    """Rank 0 returns without reporting while rank 1 waits in its report: Ray Train's barrier
+    waits forever there (not run: it would hang); the inline trial fails at once, with rank 1
+    named and Ray Train's rule."""
+    loop = Loop("rank1_reports", "loss", ("loss", "epoch"))
+    outcome = run_sweeps(loop, 2, "inline", tmp_path)
+    assert outcome.error == ("ReportMismatch", (
+        "rank 1 called ray.train.report (its report 1), but rank 0's loop returned without "
+        "making it: every rank must call ray.train.report as often as rank 0 (Ray Train's "
+        "rule; a Train run waits for it forever, or RAY_TRAIN_COLLECTIVE_TIMEOUT_S)"))
+    assert outcome.shown["summary"].endswith("(rank 1 of 2)"), outcome.shown
+    assert outcome.shown["mlflow"].startswith("ReportMismatch: rank 1 called"), outcome.shown

@@ -193,7 +193,7 @@ def test_rays_per_worker_api_is_served_in_process(tmp_path: Path) -> None:
             ray.train.get_dataset_shard("val")
         assert str(ray.train.torch.get_device()) == "cpu"
         ray.train.report({"acc": 0.5}, checkpoint=start, checkpoint_dir_name="c1")
-        with pytest.raises(ValueError, match="trial.executor=train"):
+        with pytest.raises(ValueError, match="`validation_config` was not set on the trainer"):
             ray.train.report({"acc": 0.5}, checkpoint=start, validation=True)
     (metrics, checkpoint, name), options = reports[0]
     assert (metrics, checkpoint, name) == ({"acc": 0.5}, start, "c1")
