@@ -135,6 +135,25 @@ def _cluster_totals(cfg: SweepConfig) -> tuple[float, float]:
     return local_cluster_totals(cfg.ray)
 
 
+def _executor(cfg: SweepConfig, warnings: list[str]) -> str:
+    """``trial.executor``, with ``auto`` resolved to ``train`` for a loop that calls what the
+    inline backend does not serve (``sweeps.execution.unserved``; said in ``warnings``), and
+    ``inline`` refused for it."""
+    from sweeps.execution.unserved import unserved_calls
+
+    executor = cfg.trial.executor
+    calls = unserved_calls(cfg.experiment.trainable) if executor != "train" else []
+    if not calls:
+        return executor
+    if executor == "inline":
+        raise ConfigError("trial.executor", "inline", f"runs the loop in the trial's own "
+                          f"processes, which do not serve {', '.join(calls)} (the loop's module "
+                          "calls it)", "set trial.executor=auto or trial.executor=train")
+    warnings.append(f"the loop calls {', '.join(calls)}, which the inline backend does not "
+                    "serve: its trials run as Ray Train runs (trial.executor=train)")
+    return "train"
+
+
 def prepare(cfg: SweepConfig) -> Prepared:
     """Every input check, in order; raises ``ConfigError`` or, for a sweep directory that
     cannot be resumed, ``StateError`` (nothing started, nothing written).
@@ -175,11 +194,12 @@ def prepare(cfg: SweepConfig) -> Prepared:
         # MLflow's store even with tracking off: the earlier sweep's runs may be there
         store = uri or tracking_target(cfg).uri
         warm = load_warm_start(cfg.search.warm_start, params, objectives_of(cfg), store)
+    executor = _executor(cfg, warnings)
     joined = not _ray_connected() and bool(cfg.ray.address)
     try:
         cpus, gpus = _cluster_totals(cfg)
         resources = plan_resources(cfg.scaling, cpus, gpus, cfg.search.max_concurrent_trials,
-                                   cfg.trial.executor, datasets=bool(cfg.experiment.datasets),
+                                   executor, datasets=bool(cfg.experiment.datasets),
                                    cluster=cfg.ray.address is not None)
     except Exception:
         if joined:

@@ -23,9 +23,9 @@ class Loop:
     file: str | None = None  # loops/<file>.py, when several entries run one loop
     max_failures: int = 0  # restarts of a failed run (Train's FailureConfig.max_failures)
     dataset: bool = False  # the trainer's "train" dataset is the file's make_dataset()
-    # The loop calls an API the inline backend does not serve: the inline trial must fail at
-    # that call with this (type, message), the Train backend still match the reference.
-    unserved_inline: tuple[str, str] | None = None
+    # The loop calls what the inline backend does not serve (sweeps.execution.unserved): under
+    # trial.executor=auto its trials run as Ray Train runs, saying so with this call's name.
+    routed: str | None = None
     failing_rank: int | None = None  # the rank whose own error fails the run (of several)
 
     @property
@@ -52,8 +52,6 @@ LOOPS = {loop.name: loop for loop in [
     Loop("rank_fails_at_report", "loss", ("loss", "epoch"), {"epochs": 3, "where": "report"},
          file="rank_fails", failing_rank=1),
     Loop("validation", "loss", ("loss", "epoch")),
-    Loop("unserved", "loss", ("loss", "epoch"), unserved_inline=(
-        "NotImplementedError", "ray.train.get_context().get_storage() (Ray Train's "
-        "StorageContext) is not served by sweeps' inline backend; run the sweep with "
-        "trial.executor=train")),
+    Loop("unserved", "loss", ("loss", "epoch"),
+         routed="ray.train.get_context().get_storage()"),
 ]}
