@@ -21,8 +21,9 @@ running in a function passed to Ray Tune" when the process has a Tune session wh
 runs, which is what a Train worker's session says, and puts it back after.
 
 Private: ``ray.train.v2._internal.execution.train_fn_utils`` (``LocalTrainFnUtils``, its
-``is_distributed``, ``set_train_fn_utils``), the Tune session's ``world_rank`` and Ray's
-``contains_tensor`` (the check its ``report`` makes). Public route: Train V2's local
+``is_distributed`` and ``_context``, ``set_train_fn_utils``), ``ray.train.v2.api.context``'s
+``LocalTrainContext``, the Tune session's ``world_rank`` and Ray's ``contains_tensor`` (the
+check its ``report`` makes). Public route: Train V2's local
 mode with a reporting hook (local mode drops reports; no upstream issue found at 2.60).
 """
 
@@ -88,6 +89,10 @@ def _utils_class() -> type:
 
         def report(self, metrics: dict[str, Any], checkpoint: Any = None,
                    checkpoint_dir_name: str | None = None, **options: Any) -> None:
+            if contains_tensor(metrics):  # Ray Train checks this first (then validation)
+                raise ValueError("ray.train.report: the metrics hold torch tensors, which do "
+                                 "not deserialize on the driver; report Python numbers "
+                                 "(.item()) and save tensors in the checkpoint")
             if options.get("validation"):  # Ray Train's own check, and its words
                 error = ValueError(VALIDATION_REFUSED)
                 error.add_note("sweeps sets no validation_config on either trial backend: "
@@ -99,7 +104,6 @@ def _utils_class() -> type:
 
         def get_checkpoint(self) -> Any:
             return self._get_checkpoint()
-
 
         def get_all_reported_checkpoints(self, consistency_mode: Any = None,
                                          timeout_s: float | None = None) -> list:

@@ -156,12 +156,6 @@ class InlineRun:
                upload: Any = None) -> None:
         """``ray.train.report``: persist and register the checkpoint, stamp the clock, log the
         report, hand it to Tune (which blocks until Tune has taken it, or raises to stop)."""
-        from sweeps._ray.train_fn import contains_tensor
-
-        if contains_tensor(metrics):  # Ray Train's rule and message
-            raise ValueError("ray.train.report: the metrics hold torch tensors, which do not "
-                             "deserialize on the driver; report Python numbers (.item()) and "
-                             "save tensors in the checkpoint")
         try:
             self._report(metrics, checkpoint, checkpoint_dir_name, delete_source, upload)
         except BaseException as exc:  # Tune stopped the trial (SystemExit), or it failed
@@ -334,22 +328,28 @@ def _attempt(plan: TrialPlan, trial_id: str, run: InlineRun, config: dict[str, A
 
 def _finish(group: PeerGroup, trial_id: str, ended: str) -> tuple[int, str] | None:
     """Wait for the peers to end the attempt rank 0 ended (``ended``: why); log what went
-    wrong with them; the first peer failure (its rank, a sentence), if one caused the end.
-    After a failed attempt (any rank raised or died) the peers are replaced for the next one,
-    as Ray Train replaces its worker group; after a stop or a return they are kept."""
+    wrong with them; the peer failure that caused the end (its rank, a sentence), if any: the
+    first the watch saw unless it is only a symptom, then the lowest rank with an error of its
+    own (a process that died counts as one). After a failed attempt (any rank raised or died)
+    the peers are replaced for the next one, as Ray Train replaces its worker group; after a
+    stop or a return they are kept."""
+    from sweeps.execution.rank_error import is_consequence
     from sweeps.execution.rendezvous import RETURNED, STOPPED
 
-    failed = (group.failed_rank, group.failed) if group.failed else None
+    failures = []
     for rank, (kind, text) in enumerate(group.finish(returned=ended == RETURNED), start=1):
         if kind in ("raised", "died"):
-            failed = failed or (rank, text)
+            failures.append((rank, text))
         elif ended == RETURNED and kind != "returned":
             log.warning("trial %s: rank 0's loop returned, but %s", trial_id, text)
+    if group.failed and group.failed_rank is not None:  # read after finish() joined the watch
+        failures.sort(key=lambda f: f[0] != group.failed_rank)
+    own = [f for f in failures
+           if f[0] not in group.errors or not is_consequence(group.errors[f[0]].error)]
+    failed = (own or failures or [None])[0]
     if failed or ended not in (RETURNED, STOPPED):
         group.replace()
     return failed
-
-
 
 
 def _ended(exc: BaseException) -> str:

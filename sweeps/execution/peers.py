@@ -84,12 +84,6 @@ class PeerReports:
     def report(self, metrics: dict[str, Any], checkpoint: Any = None,
                checkpoint_dir_name: str | None = None, delete_source: bool = False,
                upload: Any = None) -> None:
-        from sweeps._ray.train_fn import contains_tensor
-
-        if contains_tensor(metrics):
-            raise ValueError("ray.train.report: the metrics hold torch tensors, which do not "
-                             "deserialize on the driver; report Python numbers (.item()) and "
-                             "save tensors in the checkpoint")
         if upload is not None and checkpoint is not None:
             raise ValueError("ray.train.report(checkpoint_upload_fn=...) on a rank other than "
                              "0 of an inline trial; run the sweep with trial.executor=train")
@@ -185,18 +179,42 @@ class Peer:
             with joined_world(world, store), serving(
                     name=job.trial_id, report=reports.report, get_checkpoint=reports.checkpoint,
                     reported=reports.reported, datasets={}, world=world, meet=meet):
-                entry(job.config)
+                try:
+                    entry(job.config)
+                except TrialStopped:
+                    raise
+                except BaseException as exc:
+                    # Decided, and the other ranks told, while the process group still lives:
+                    # leaving the block destroys it, which closes rank 0's gloo connections,
+                    # and rank 0 would then end the attempt first with "Connection closed".
+                    ended = _ended_by_another(meet, exc)
+                    if ended is not None:
+                        return ended
+                    meet.abort(f"rank {world.rank} raised {type(exc).__name__}: {exc}")
+                    raise
         except TrialStopped:
             return STOPPED
-        except ReportMismatch:  # its report outlived rank 0's loop: the trial fails with it
-            raise
-        except BaseException as exc:
-            reason = _reason(meet)
-            if reason is not None:  # another rank ended the attempt first
-                return STOPPED if reason == STOPPED else "ended"
+        except BaseException as exc:  # before the loop: its import or the ready barrier
+            ended = _ended_by_another(meet, exc)
+            if ended is not None:
+                return ended
             meet.abort(f"rank {world.rank} raised {type(exc).__name__}: {exc}")
             raise
         return "returned"
+
+
+def _ended_by_another(meet: Rendezvous, exc: BaseException) -> str | None:
+    """``stopped`` or ``ended`` when ``exc`` is only how this rank learnt that another rank
+    ended the attempt (Tune's stop, a closed connection, an abort it read); None when it is
+    this rank's own error, which the trial must fail with (also after rank 0 returned: a
+    Train run fails when any worker raises). A report or collective that outlived rank 0's
+    loop (``ReportMismatch``) is its own error."""
+    from sweeps.execution.rank_error import is_consequence
+
+    reason = _reason(meet)
+    if reason is None or isinstance(exc, ReportMismatch) or not is_consequence(exc):
+        return None
+    return STOPPED if reason == STOPPED else "ended"
 
 
 def _reason(meet: Rendezvous) -> str | None:
@@ -300,7 +318,8 @@ class PeerGroup:
             for ref in done:
                 kind, text = self._outcome(refs.index(ref) + 1, ref)
                 if kind in ("raised", "died") and self._watching.is_set():
-                    self.failed, self.failed_rank = text, refs.index(ref) + 1
+                    self.failed_rank = refs.index(ref) + 1
+                    self.failed = text
                     meet.abort(text)
                     self.replace()
                     return

@@ -15,6 +15,7 @@ name the rank for ``sweeps.report.failure``.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,11 +25,12 @@ __all__ = ["PeerError", "own_error", "from_train_run", "attempt_error", "first_r
            "is_consequence", "first_line"]
 
 # What a rank reads when another rank of its run failed (a symptom, never the cause): gloo's and
-# NCCL's closed or reset connections, a collective's timeout, and the inline executor's own
-# "another rank failed" (PeerFailed, whose message starts with the failing rank).
+# NCCL's closed, reset or aborted connections, and the inline executor's own "another rank
+# failed" (PeerFailed, TrialStopped). A timeout is not among them: a rank's own collective can
+# time out.
 _SYMPTOMS = ("Connection closed by peer", "Connection reset by peer", "Broken pipe",
-             "NCCL communicator was aborted", "Timed out waiting", "timed out after",
-             "ProcessGroupNCCL", "ProcessGroupGloo")
+             "NCCL communicator was aborted")
+_SNIPPET = re.compile(r"^\[Rank ([\d, ]+) Error Snippet\]:", re.MULTILINE)
 
 
 @dataclass(frozen=True)
@@ -58,9 +60,13 @@ def is_consequence(error: BaseException) -> bool:
 
 
 def own_error(cause: BaseException, rank: int, world_size: int, traceback_text: str = "",
-              consequences: list[str] | None = None) -> BaseException:
+              consequences: list[str] | None = None,
+              also: list[int] | None = None) -> BaseException:
     """``cause`` (the loop's exception on ``rank``) marked with its rank, its traceback on that
-    rank and the other ranks' symptoms, as notes printed after its message."""
+    rank, the ranks that raised the same (``also``) and the other ranks' symptoms, as notes
+    printed after its message (once: an error marked already is returned as it is)."""
+    if getattr(cause, RANK_ATTR, None) is not None:
+        return cause
     try:
         setattr(cause, RANK_ATTR, rank)
         setattr(cause, WORLD_SIZE_ATTR, world_size)
@@ -68,18 +74,23 @@ def own_error(cause: BaseException, rank: int, world_size: int, traceback_text: 
         pass
     if world_size > 1:
         cause.add_note(f"(raised by rank {rank} of {world_size})")
-    if traceback_text.strip():
-        whose = f"rank {rank}'s" if world_size > 1 else "its"
-        cause.add_note(f"{whose} traceback:\n{traceback_text.rstrip()}")
+    if also:
+        cause.add_note(f"(rank {', '.join(map(str, also))} raised the same)")
     for text in consequences or []:
         cause.add_note(f"then, as a consequence: {text}")
+    if traceback_text.strip():  # last: what the console shows of a failure is the text's end
+        whose = f"rank {rank}'s" if world_size > 1 else "its"
+        cause.add_note(f"{whose} traceback:\n{traceback_text.rstrip()}")
     return cause
 
 
 def from_train_run(error: BaseException, world_size: int) -> BaseException:
     """The error to raise for a failed Ray Train run: the own error of the lowest rank whose
     failure is not a symptom of another's (Train keeps each failed rank's exception in its
-    ``WorkerGroupError``); ``error`` itself when it holds none (a controller error)."""
+    ``WorkerGroupError``), with the other ranks' after it; ``error`` itself when it holds none
+    (a controller error), or when that rank's exception would not carry the marks through
+    Tune (not an ``Exception``, such as a ``SystemExit`` Tune would read as a clean end, or a
+    type with its own ``__reduce__``, such as a dead worker's, which drops notes on copy)."""
     failures: dict[int, Any] = dict(getattr(error, "worker_failures", None) or {})
     if not failures:
         return error
@@ -87,21 +98,43 @@ def from_train_run(error: BaseException, world_size: int) -> BaseException:
     own = [r for r in ranks if not is_consequence(failures[r])] or ranks
     rank = own[0]
     cause = failures[rank]
-    if not isinstance(cause, BaseException):
+    if not isinstance(cause, Exception) or not _carries_marks(cause):
         return error
-    others = [f"rank {r}: {first_line(failures[r])}" for r in ranks if r != rank]
-    return own_error(cause, rank, world_size, _snippet(str(error), rank), others)
+    line = first_line(cause)
+    same = [r for r in ranks if r != rank and first_line(failures[r]) == line]
+    others = [f"rank {r}: {first_line(failures[r])}" for r in ranks
+              if r != rank and r not in same]
+    return own_error(cause, rank, world_size, _snippet(str(error), rank), others, same)
+
+
+def _carries_marks(error: BaseException) -> bool:
+    """Whether a rank and notes set on ``error`` survive the copy and the pickling Tune puts a
+    trial's error through (a type with its own ``__reduce__`` may drop them)."""
+    import copy
+    import pickle
+
+    try:
+        probe = copy.copy(error)
+        setattr(probe, RANK_ATTR, -1)
+        probe.__notes__ = ["probe"]
+        for again in (copy.copy(probe), pickle.loads(pickle.dumps(probe))):
+            if getattr(again, RANK_ATTR, None) != -1 or again.__notes__ != ["probe"]:
+                return False
+    except Exception:
+        return False
+    return True
 
 
 def _snippet(text: str, rank: int) -> str:
-    """Rank ``rank``'s traceback in Train's ``WorkerGroupError`` message ("[Rank N Error
-    Snippet]:" blocks), or ""."""
-    marker = f"[Rank {rank} Error Snippet]:"
-    _, found, rest = text.partition(marker)
-    if not found:
-        return ""
-    end = rest.find("[Rank ")
-    return rest[:end if end >= 0 else len(rest)].strip("\n")
+    """Rank ``rank``'s traceback in Train's ``WorkerGroupError`` message, with Ray's own
+    "[Rank N Error Snippet]:" header (ranks with the same traceback share one: "[Rank 0,1
+    Error Snippet]:"), or ""."""
+    blocks = list(_SNIPPET.finditer(text))
+    for index, block in enumerate(blocks):
+        if str(rank) in [r.strip() for r in block.group(1).split(",")]:
+            end = blocks[index + 1].start() if index + 1 < len(blocks) else len(text)
+            return text[block.start():end].strip("\n")
+    return ""
 
 
 def first_reason(meet: Any) -> str | None:
@@ -128,6 +161,6 @@ def attempt_error(exc: Exception, failed: tuple[int, str] | None, peer: PeerErro
             or (peer is not None and is_consequence(peer.error)))):
         return own_error(exc, 0, world_size)
     symptoms = [] if isinstance(exc, PeerFailed) else [f"rank 0: {first_line(exc)}"]
-    if peer is None:  # its process died: no exception of its own
+    if peer is None or not isinstance(peer.error, Exception):  # it died, or exited
         return own_error(PeerFailed(failed[1]), failed[0], world_size, "", symptoms)
     return own_error(peer.error, peer.rank, world_size, peer.traceback, symptoms)

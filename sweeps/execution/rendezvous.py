@@ -45,8 +45,9 @@ class PeerFailed(RuntimeError):
 
 
 class ReportMismatch(PeerFailed):
-    """A rank's loop returned while rank 0 waits for it at a report: the ranks report a
-    different number of times, the same again on a restart (so the trial is not restarted)."""
+    """The ranks call ``ray.train.report`` (or a ``ray.train.collective`` call) a different
+    number of times: one rank waits for a rank whose loop returned. The same again on a
+    restart, so the trial is not restarted."""
 
 
 @dataclass(frozen=True)
@@ -127,7 +128,8 @@ class Rendezvous:
     def collective_barrier(self) -> None:
         """``ray.train.collective.barrier()``."""
         self.collectives += 1
-        self.barrier(f"c{self.collectives}")
+        with self._outliving("barrier"):
+            self.barrier(f"c{self.collectives}")
 
     def broadcast_from_rank_zero(self, data: Any) -> Any:
         """``ray.train.collective.broadcast_from_rank_zero(data)``: rank 0's data on every rank."""
@@ -136,7 +138,23 @@ class Rendezvous:
         if self.rank == 0:
             self.store.set(key, pickle.dumps(data))
             return data
-        return pickle.loads(self.wait(key))
+        with self._outliving("broadcast_from_rank_zero"):
+            return pickle.loads(self.wait(key))
+
+    @contextlib.contextmanager
+    def _outliving(self, call: str) -> Iterator[None]:
+        """A collective that rank 0's returned loop never made: ``ReportMismatch`` naming it
+        (Ray Train's synchronization actor would wait for rank 0 forever)."""
+        try:
+            yield
+        except PeerFailed as exc:
+            if str(exc) != RETURNED or isinstance(exc, ReportMismatch):
+                raise
+            raise ReportMismatch(
+                f"rank {self.rank} called ray.train.collective.{call}() (its collective "
+                f"{self.collectives}), but rank 0's loop returned without making it: every rank "
+                "must make the same collective calls as rank 0 (Ray Train's rule; a Train run "
+                "waits for it forever, or RAY_TRAIN_COLLECTIVE_TIMEOUT_S)") from None
 
 
 @contextlib.contextmanager

@@ -27,6 +27,7 @@ class Loop:
     # trial.executor=auto its trials run as Ray Train runs, saying so with this call's name.
     routed: str | None = None
     failing_rank: int | None = None  # the rank whose own error fails the run (of several)
+    workers: tuple[int, ...] = (1, 2)  # the worker counts it runs with
 
     @property
     def module(self) -> str:
@@ -49,8 +50,11 @@ LOOPS = {loop.name: loop for loop in [
     Loop("ray_data", "loss", ("loss", "epoch"), dataset=True),
     Loop("rank_fails_in_collective", "loss", ("loss", "epoch"),
          {"epochs": 3, "where": "collective"}, file="rank_fails", failing_rank=1),
+    # With 1 worker these two are rank_fails_in_collective's run (no rank 1): 2 workers only.
     Loop("rank_fails_at_report", "loss", ("loss", "epoch"), {"epochs": 3, "where": "report"},
-         file="rank_fails", failing_rank=1),
+         file="rank_fails", failing_rank=1, workers=(2,)),
+    Loop("rank_fails_in_all_reduce", "loss", ("loss", "epoch"),
+         {"epochs": 3, "where": "all_reduce"}, file="rank_fails", failing_rank=1, workers=(2,)),
     Loop("validation", "loss", ("loss", "epoch")),
     Loop("unserved", "loss", ("loss", "epoch"),
          routed="ray.train.get_context().get_storage()"),

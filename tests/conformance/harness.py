@@ -2,12 +2,12 @@
 
     reference = run_plain(loop, workers, tmp)                 # a plain Ray Train TorchTrainer
     trial = run_sweeps(loop, workers, "train", tmp)           # a sweeps trial, Train backend
-    inline = run_sweeps(loop, workers, "inline", tmp)         # the inline backend
+    auto = run_sweeps(loop, workers, "auto", tmp)             # the default: inline
     assert comparable(trial) == comparable(reference)
 
 An ``Outcome`` holds only what the loop can tell apart: what each rank noted
-(``tests.conformance.observe``), every checkpoint it reported (its metrics and the files in it,
-in report order) and the error a failing rank raised, as Ray Train's own ``WorkerGroupError``
+(``tests.conformance.observe``), every checkpoint it reported (its metrics and the files in it)
+and the error a failing rank raised, as Ray Train's own ``WorkerGroupError``
 names it for the reference and as the sweep shows it to its user (the trial's error, its
 ``error.txt``, its summary row and its MLflow run) for the other two.
 """
@@ -76,7 +76,10 @@ def run_plain(loop: Loop, workers: int, tmp: Path) -> Outcome:
         loop.function(), train_loop_config=config_of(loop, observe_dir), datasets=datasets,
         scaling_config=ScalingConfig(num_workers=workers),
         run_config=RunConfig(name="plain", storage_path=str(tmp / "storage"),
-                             checkpoint_config=CheckpointConfig(num_to_keep=None),
+                             # kept and ordered as sweeps asks Train to: by the metric
+                             checkpoint_config=CheckpointConfig(
+                                 num_to_keep=None, checkpoint_score_attribute=loop.metric,
+                                 checkpoint_score_order="min"),
                              failure_config=FailureConfig(max_failures=loop.max_failures)))
     error = None
     # Ray Train's controller polls its workers every 2 s by default, which only slows the
@@ -94,8 +97,14 @@ def run_plain(loop: Loop, workers: int, tmp: Path) -> Outcome:
             os.environ.pop(POLL_ENV, None)
         else:
             os.environ[POLL_ENV] = saved
-    return Outcome(read(observe_dir),
-                   [(_metrics(m, loop), _files(Path(c.path))) for c, m in checkpoints], error)
+    return Outcome(read(observe_dir), _ordered(
+        [(_metrics(m, loop), _files(Path(c.path))) for c, m in checkpoints]), error)
+
+
+def _ordered(checkpoints: list[tuple[dict[str, Any], list[str]]]) -> list:
+    """Checkpoints in one order whatever order a runner lists them in (the loop's own view of
+    the order, ``get_all_reported_checkpoints``, is in what it notes)."""
+    return sorted(checkpoints, key=lambda c: json.dumps(c, sort_keys=True))
 
 
 def _worker_error(exc: BaseException) -> tuple[str, str]:
@@ -120,7 +129,7 @@ def sweep_overrides(loop: Loop, workers: int, backend: str, tmp: Path,
     return [
         f"experiment.trainable={loop.trainable}", f"experiment.metric={loop.metric}",
         f"scaling.num_workers={workers}", f"sweep.dir={tmp / 'sweep'}", "sweep.seed=0",
-        f"trial.executor={'auto' if backend == 'inline' else 'train'}",
+        f"trial.executor={backend}", "scaling.use_gpu=false",
         f"tracking.uri=sqlite:///{tmp / 'mlflow.db'}", "checkpoint.keep=1000",
         f"trial.max_failures={loop.max_failures}",
         *([f"+experiment.datasets.train.function='{loop.module}:make_dataset'"]
@@ -130,7 +139,8 @@ def sweep_overrides(loop: Loop, workers: int, backend: str, tmp: Path,
 
 def run_sweeps(loop: Loop, workers: int, backend: str, tmp: Path, *overrides: str,
                tracked: bool = True) -> Outcome:
-    """The loop as a one-trial sweep on ``backend`` (``train`` or ``inline``), tracked in an
+    """The loop as a one-trial sweep with ``trial.executor=backend`` (``train``, or ``auto``:
+    inline unless the loop needs a Train run), tracked in an
     MLflow store in ``tmp`` (``tracked``); its error as the user sees it."""
     from sweeps import compose, run_sweep
 
@@ -160,8 +170,8 @@ def sweep_checkpoints(run_dir: Path, loop: Loop) -> list[tuple[dict[str, Any], l
         return []
     metrics = {r["checkpoint_dir_name"]: r.get("metrics") or {}
                for r in snap["checkpoint_results"]}
-    names = [name for name, _ in sorted(train_snapshot.entries(snap), key=lambda e: e[1])]
-    return [(_metrics(metrics[n], loop), _files(run_dir / n)) for n in names]
+    names = [name for name, _ in train_snapshot.entries(snap)]
+    return _ordered([(_metrics(metrics[n], loop), _files(run_dir / n)) for n in names])
 
 
 def _sweep_error(error: BaseException) -> tuple[str, str]:

@@ -1,9 +1,10 @@
 """A loop cannot tell the trial backends from Ray Train: every corpus loop (``corpus.py``) runs
 under a plain ``TorchTrainer`` (the reference, in the same test), then as a sweeps trial on the
-Train backend and on the inline backend, with 1 and 2 workers; each must observe what the
-reference observed: every rank's notes, every checkpoint's metrics and files, and the failing
-rank's own error, which the user must also read in the console, the summary, ``error.txt`` and
-the trial's MLflow run.
+Train backend (``trial.executor=train``) and on the default (``auto``: the inline backend, or a
+Train run where the loop needs one, which the test checks the plan says), with 1 and 2
+workers; each must observe what the reference observed: every rank's notes, every
+checkpoint's metrics and files, and the failing rank's own error, which the user must also read
+in the console, the summary, ``error.txt`` and the trial's MLflow run.
 
     python -m pytest tests/conformance -k lightning      # one loop, every backend
 """
@@ -22,7 +23,7 @@ from tests.conformance.harness import Outcome, run_plain, run_sweeps
 
 pytestmark = pytest.mark.slow
 
-CASES = [(name, workers) for name in LOOPS for workers in (1, 2)]
+CASES = [(name, workers) for name, loop in LOOPS.items() for workers in loop.workers]
 
 
 def _diff(reference: Outcome, other: Outcome) -> str:
@@ -40,17 +41,19 @@ def test_every_backend_gives_the_loop_what_plain_ray_train_gives_it(
     assert reference.observed or reference.checkpoints or reference.error, \
         "the reference run observed nothing: the loop is not exercised"
     assert sorted(reference.observed) == list(range(workers)) or reference.error
-    for backend in ("train", "inline"):
+    for backend in ("train", "auto"):
         capsys.readouterr()
         caplog.clear()
         # MLflow only where the test reads it: a failing trial's run
         tracked = reference.error is not None
         outcome = run_sweeps(loop, workers, backend, tmp_path / backend, tracked=tracked)
         console = capsys.readouterr().out
-        if backend == "inline" and loop.routed:  # a Ray Train run, and the user is told why
+        plan = next(line for line in console.splitlines() if line.startswith("sweep "))
+        inline = backend == "auto" and not loop.routed and not (loop.dataset and workers > 1)
+        assert ("inline" in plan) == inline, plan  # which backend ran: the plan says
+        if backend == "auto" and loop.routed:  # a Ray Train run, and the user is told why
             assert f"the loop calls {loop.routed}, which the inline backend does not serve: " \
                    "its trials run as Ray Train runs" in caplog.text, caplog.text[-2000:]
-            assert "inline" not in console.splitlines()[0], console.splitlines()[0]
         assert outcome.comparable() == reference.comparable(), \
             f"{backend} backend, {workers} worker(s):\n{_diff(reference, outcome)}"
         if reference.error is not None:
@@ -92,7 +95,7 @@ def test_reports_from_rank_1_only_fail_the_inline_trial_naming_rank_1(tmp_path: 
     waits forever there (not run: it would hang); the inline trial fails at once, with rank 1
     named and Ray Train's rule."""
     loop = Loop("rank1_reports", "loss", ("loss", "epoch"))
-    outcome = run_sweeps(loop, 2, "inline", tmp_path)
+    outcome = run_sweeps(loop, 2, "auto", tmp_path)
     assert outcome.error == ("ReportMismatch", (
         "rank 1 called ray.train.report (its report 1), but rank 0's loop returned without "
         "making it: every rank must call ray.train.report as often as rank 0 (Ray Train's "

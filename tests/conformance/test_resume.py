@@ -54,7 +54,7 @@ def _registered(sweep_dir: Path) -> bool:
 
 
 @pytest.mark.timeout(600)
-@pytest.mark.parametrize("backend", ["train", "inline"])
+@pytest.mark.parametrize("backend", ["train", "auto"])
 @pytest.mark.parametrize("name", sorted(PAUSE_AT))
 def test_a_killed_driver_resumes_the_loop_as_plain_ray_train_would(name, backend,
                                                                     tmp_path) -> None:

@@ -1,12 +1,14 @@
-"""A loop that fails on rank 1 only: inside a collective (rank 1 raises in the middle of its
-epoch while rank 0 waits in DDP's gradient all-reduce) or outside one (rank 1 raises before its
-report while rank 0 waits at its own), as ``config["where"]`` says."""
+"""A loop that fails on rank 1 only, as ``config["where"]`` says: inside a collective (rank 1
+raises in the middle of its epoch while rank 0 waits in DDP's gradient all-reduce), before the
+loop's own ``dist.all_reduce`` of the epoch's loss (rank 0 waits in it), or outside one (rank 1
+raises before its report while rank 0 waits at its own)."""
 
 from __future__ import annotations
 
 import ray.train
 import ray.train.torch
 import torch
+import torch.distributed as dist
 from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
@@ -29,8 +31,12 @@ def train_func(config):
             opt.zero_grad()
             loss.backward()
             opt.step()
+        if rank == 1 and epoch == 2 and config["where"] == "all_reduce":
+            raise ZeroDivisionError(f"rank 1 divided by zero in epoch {epoch}")
+        mean = torch.tensor([loss.item()])
+        dist.all_reduce(mean)  # the metric averaged over the ranks (rank 0 waits here)
         if rank == 1 and epoch == 2 and config["where"] == "report":
             raise KeyError(f"rank 1 lost its batch in epoch {epoch}")
-        metrics = {"loss": round(loss.item(), 6), "epoch": epoch}
+        metrics = {"loss": round(mean.item() / dist.get_world_size(), 6), "epoch": epoch}
         note(config, "report", **metrics)
         ray.train.report(metrics)

@@ -129,10 +129,16 @@ def test_the_budgets_last_report_waits_for_the_loop_to_return(tmp_path: Path, ha
 
 
 def test_tensors_in_metrics_are_refused_as_ray_train_refuses_them(tmp_path: Path, handed) -> None:
+    import ray.train
     import torch
 
-    with pytest.raises(ValueError, match="hold torch tensors"):
-        _run(tmp_path).report({"acc": torch.tensor(0.5)})
+    from sweeps._ray.train_fn import serving
+
+    run = _run(tmp_path)
+    with serving(name="t1", report=run.report, get_checkpoint=run.checkpoint,
+                 reported=run.reported, datasets={}):
+        with pytest.raises(ValueError, match="hold torch tensors"):
+            ray.train.report({"acc": torch.tensor(0.5)})  # every rank's report goes here
     assert handed == []
 
 

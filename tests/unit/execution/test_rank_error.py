@@ -56,3 +56,67 @@ def test_the_mark_survives_pickling_as_tune_pickles_a_trials_error() -> None:
 def test_a_world_of_one_is_not_named_as_a_rank() -> None:
     error = own_error(ValueError("nan"), 0, 1, "  File 'loop.py'")
     assert rank_of(error) is None and error.__notes__ == ["its traceback:\n  File 'loop.py'"]
+
+
+def test_ranks_that_raised_the_same_are_named_so_and_their_shared_snippet_is_found() -> None:
+    shared = '[Rank 0,1 Error Snippet]:\n  File "loop.py", line 3\nValueError: same\n'
+    error = from_train_run(WorkerGroupError(shared, {0: ValueError("same"),
+                                                     1: ValueError("same")}), world_size=2)
+    assert rank_of(error) == (0, 2)
+    assert error.__notes__[:2] == ["(raised by rank 0 of 2)", "(rank 1 raised the same)"]
+    assert error.__notes__[-1] == "rank 0's traceback:\n" + shared.strip("\n")
+
+
+def test_a_rank_error_that_would_lose_its_marks_or_read_as_a_clean_exit_is_not_raised() -> None:
+    group = WorkerGroupError("", {1: SystemExit(0)})
+    assert from_train_run(group, world_size=2) is group
+
+    class Reduced(Exception):
+        def __reduce__(self):
+            return (Reduced, self.args)
+
+    group = WorkerGroupError("", {1: Reduced("gone")})
+    assert from_train_run(group, world_size=2) is group
+
+
+def test_an_inline_attempt_raises_the_first_rank_with_an_error_of_its_own() -> None:
+    from sweeps.execution.rank_error import PeerError, attempt_error
+
+    peer = PeerError(1, ZeroDivisionError("rank 1 divided"), '  File "loop.py"')
+    # rank 0 read gloo's symptom: rank 1's error, with rank 0's symptom after it
+    error = attempt_error(RuntimeError(str(GLOO)), (1, "rank 1 raised ..."), peer, 2,
+                          "rank 0 raised RuntimeError: Connection closed by peer")
+    assert error is peer.error and rank_of(error) == (1, 2)
+    assert any(n.startswith("then, as a consequence: rank 0: RuntimeError") for n in
+               error.__notes__)
+    # rank 0 raised its own error first; rank 1's came later
+    own = KeyError("rank 0's own")
+    later = PeerError(1, ValueError("later"), "")
+    assert attempt_error(own, (1, "rank 1 raised ..."), later, 2,
+                         "rank 0 raised KeyError: ...") is own
+    assert rank_of(own) == (0, 2)
+    # rank 1's process died: its sentence, as PeerFailed
+    died = attempt_error(PeerFailed("rank 1's process died"), (1, "rank 1's process died: x"),
+                         None, 2, "rank 1's process died: x")
+    assert isinstance(died, PeerFailed) and rank_of(died) == (1, 2)
+
+
+def test_a_peer_raises_its_own_error_and_ends_quietly_only_on_anothers() -> None:
+    import torch.distributed as dist
+
+    from sweeps.execution.peers import _ended_by_another
+    from sweeps.execution.rendezvous import RETURNED, STOPPED, Rendezvous, ReportMismatch
+
+    def meet(reason: str | None) -> Rendezvous:
+        rendezvous = Rendezvous(dist.HashStore(), "t/a", 1, 2)
+        if reason is not None:
+            rendezvous.abort(reason)
+        return rendezvous
+
+    own = ValueError("rank 1's own")
+    assert _ended_by_another(meet(None), own) is None  # the first to fail: it raises
+    assert _ended_by_another(meet("rank 0 raised KeyError: x"), own) is None  # its own, still
+    assert _ended_by_another(meet(RETURNED), own) is None  # after rank 0 returned: fails it
+    assert _ended_by_another(meet("rank 0 raised KeyError: x"), GLOO) == "ended"
+    assert _ended_by_another(meet(STOPPED), GLOO) == "stopped"
+    assert _ended_by_another(meet(RETURNED), ReportMismatch("outlived rank 0")) is None
