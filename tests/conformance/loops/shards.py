@@ -8,6 +8,7 @@ import tempfile
 from pathlib import Path
 
 import ray.train
+import ray.train.collective
 
 from tests.conformance.observe import note
 
@@ -27,6 +28,9 @@ def train_func(config):
             ray.train.report({"loss": 1.0 / epoch, "epoch": epoch},
                              checkpoint=ray.train.Checkpoint.from_directory(tmp) if mine
                              else None)
+        # Every rank's part is there once every rank's report returned (right after its own
+        # report, a Train worker may see the checkpoint before another rank's upload ends).
+        ray.train.collective.barrier()
         latest = ray.train.get_checkpoint()
         with latest.as_directory() as directory:
             note(config, "after_report", epoch=epoch, files=sorted(
