@@ -267,14 +267,8 @@ def _attempt(plan: TrialPlan, trial_id: str, run: InlineRun, config: dict[str, A
             yield
         return
     from sweeps.execution.peers import PeerJob, RankZeroReports, attempt_prefix, peer_group
-    from sweeps.execution.rank_error import attempt_error, first_reason, own_error
-    from sweeps.execution.rendezvous import (
-        RETURNED,
-        PeerFailed,
-        Rendezvous,
-        ReportMismatch,
-        joined_world,
-    )
+    from sweeps.execution.rank_error import attempt_error, first_reason, peer_failure
+    from sweeps.execution.rendezvous import RETURNED, Rendezvous, ReportMismatch, joined_world
 
     group = peer_group(plan.num_workers, plan.worker_resources)
     group.ensure()
@@ -319,9 +313,7 @@ def _attempt(plan: TrialPlan, trial_id: str, run: InlineRun, config: dict[str, A
         meet.abort(RETURNED)
         failed = _finish(group, trial_id, RETURNED)
         if failed:  # a peer raised or died after rank 0 returned: a Train run fails then too
-            peer = group.errors.get(failed[0])
-            raise own_error(peer.error if peer else PeerFailed(failed[1]), failed[0],
-                            plan.num_workers, peer.traceback if peer else "") from None
+            raise peer_failure(failed, group.errors.get(failed[0]), plan.num_workers) from None
     finally:
         run.ranks = None
 

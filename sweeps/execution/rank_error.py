@@ -21,7 +21,8 @@ from typing import Any
 
 from sweeps.protocol import RANK_ATTR, WORLD_SIZE_ATTR
 
-__all__ = ["PeerError", "own_error", "from_train_run", "attempt_error", "first_reason",
+__all__ = ["PeerError", "own_error", "from_train_run", "attempt_error", "peer_failure",
+           "first_reason",
            "is_consequence", "first_line"]
 
 # What a rank reads when another rank of its run failed (a symptom, never the cause): gloo's and
@@ -161,6 +162,16 @@ def attempt_error(exc: Exception, failed: tuple[int, str] | None, peer: PeerErro
             or (peer is not None and is_consequence(peer.error)))):
         return own_error(exc, 0, world_size)
     symptoms = [] if isinstance(exc, PeerFailed) else [f"rank 0: {first_line(exc)}"]
-    if peer is None or not isinstance(peer.error, Exception):  # it died, or exited
+    return peer_failure(failed, peer, world_size, symptoms)
+
+
+def peer_failure(failed: tuple[int, str], peer: PeerError | None, world_size: int,
+                 symptoms: list[str] | None = None) -> BaseException:
+    """A failed peer's own exception, marked (``failed``: its rank and a sentence); a
+    ``PeerFailed`` with that sentence when it has none to raise (its process died, or its loop
+    exited: a ``SystemExit`` would read as a clean end)."""
+    from sweeps.execution.rendezvous import PeerFailed
+
+    if peer is None or not isinstance(peer.error, Exception):
         return own_error(PeerFailed(failed[1]), failed[0], world_size, "", symptoms)
     return own_error(peer.error, peer.rank, world_size, peer.traceback, symptoms)
