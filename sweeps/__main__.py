@@ -34,7 +34,7 @@ register_primary()
 def main(cfg: DictConfig) -> None:
     """Hydra entry: validate, run, report."""
     from sweeps.config.schema import to_config
-    from sweeps.errors import SweepError
+    from sweeps.errors import StorageFull, SweepError
     from sweeps.execution.prepare import prepare
     from sweeps.execution.runner import SweepInterrupted, run_sweep
     from sweeps.report.console import print_result
@@ -42,25 +42,27 @@ def main(cfg: DictConfig) -> None:
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     try:
         sweep_cfg = to_config(cfg)
-        prepared = prepare(sweep_cfg)
-    except SweepError as exc:
-        print(f"sweeps: error: {exc}", file=sys.stderr)
-        sys.exit(2)
-    if sweep_cfg.sweep.dry_run:
-        from sweeps.config.search_path import remember
-        from sweeps.report.dry_run import format_plan
+        if sweep_cfg.sweep.dry_run:
+            from sweeps.config.search_path import remember
+            from sweeps.report.dry_run import format_plan
 
-        remember(sweep_cfg, _composed_from())
-        print(format_plan(prepared))
-        return
-    try:
-        result = run_sweep(sweep_cfg, prepared)
+            prepared = prepare(sweep_cfg)
+            remember(sweep_cfg, _composed_from())
+            print(format_plan(prepared))
+            return
+        result = run_sweep(sweep_cfg)  # claims the sweep directory, then prepares
     except SweepInterrupted as exc:
         print(f"sweeps: {exc}", file=sys.stderr)
         sys.exit(exc.exit_code)
-    except SweepError as exc:  # e.g. RayIncompatible: one line, not Hydra's traceback
+    except StorageFull as exc:
+        print(f"sweeps: error: {exc}", file=sys.stderr)
+        sys.exit(exc.exit_code)
+    except SweepError as exc:  # bad input, a busy sweep, RayIncompatible: one line, exit 2
         print(f"sweeps: error: {exc}", file=sys.stderr)
         sys.exit(2)
+    except KeyboardInterrupt:  # Ctrl-C before Tune ran (Tune's own stops are SweepInterrupted)
+        print("sweeps: interrupted before the sweep started; nothing ran", file=sys.stderr)
+        sys.exit(130)
     print_result(result, sweep_cfg)
     if result.best is None or result.failed:
         sys.exit(1)
@@ -109,8 +111,9 @@ def prepare_argv(argv: list[str]) -> list[str]:
 def run() -> None:
     """``python -m sweeps ...``: prepare ``sys.argv``, then let Hydra run ``main``.
 
-    ``sweeps predict ...`` goes to ``sweeps.inference.cli`` instead, before Hydra reads the
-    command line (a Hydra override is never the bare word ``predict``).
+    ``sweeps predict ...`` goes to ``sweeps.inference.cli`` instead, and ``sweeps status ...``
+    to ``sweeps.report.status``, before Hydra reads the command line (a Hydra override is never
+    the bare word ``predict`` or ``status``).
     """
     from sweeps.config.search_path import active
 
@@ -118,6 +121,13 @@ def run() -> None:
         from sweeps.inference.cli import main as predict_main
 
         sys.exit(predict_main(sys.argv[2:]))
+    if sys.argv[1:2] == ["status"]:
+        from sweeps.report.status import main as status_main
+
+        sys.exit(status_main(sys.argv[2:]))
+    from sweeps.lease.holder import remember_command
+
+    remember_command(sys.argv[1:])
     sys.argv[1:] = prepare_argv(sys.argv[1:])
     register_primary(active())  # --help then lists the groups of every search-path entry
     main()

@@ -10,7 +10,7 @@ subclass ``ValueError`` so callers that already catch it keep working.
 from __future__ import annotations
 
 __all__ = ["ConfigError", "SearchSpaceError", "ClusterFitError", "SweepError", "StateError",
-           "SweepInterrupted", "RayIncompatible"]
+           "SweepInterrupted", "RayIncompatible", "SweepBusy", "StorageFull"]
 
 
 class SweepError(Exception):
@@ -35,6 +35,19 @@ class ClusterFitError(ConfigError):
 
 class StateError(SweepError):
     """The sweep directory's state cannot be used (corrupted, or from another version)."""
+
+
+class SweepBusy(SweepError):
+    """Another driver holds the sweep directory (``sweeps.lease``): nothing was started or
+    written; exit status 2 like any refusal before Ray starts."""
+
+
+class StorageFull(SweepError):
+    """A write to the sweep directory failed for want of space or permission (ENOSPC, EDQUOT,
+    EROFS, EACCES): the sweep stopped with its state up to the failed write kept, and the same
+    command resumes it once the write can succeed."""
+
+    exit_code = 3
 
 
 class RayIncompatible(SweepError):

@@ -51,6 +51,14 @@ class SweepSection:
     verbose: bool = False
     dry_run: bool = False  # print the plan (space, rungs, concurrency, epochs) and stop
     resume: str = "auto"  # auto: continue the sweep in sweep.dir if there is one; never; must
+    # One driver per sweep directory (sweeps.lease): the driver renews its claim every
+    # lease_heartbeat_s; a claim silent for lease_expiry_s (on the storage's clock) is taken
+    # over by the next command (at once when its driver provably died on this host)
+    lease_heartbeat_s: float = 5.0
+    lease_expiry_s: float = 45.0
+    # SIGTERM (a scheduler's preemption notice): the sweep saves its state, releases its
+    # claim and exits within this many seconds, ending its trials' processes if it must
+    stop_grace_s: float = 20.0
 
 
 @dataclass

@@ -121,6 +121,15 @@ def validate(cfg: SweepConfig) -> None:
     _require(cfg.sweep.resume in RESUME_MODES, "sweep.resume", cfg.sweep.resume,
              f"must be one of {', '.join(RESUME_MODES)}",
              "set sweep.resume=auto (continue a sweep of that name if there is one)")
+    _require(cfg.sweep.lease_heartbeat_s > 0, "sweep.lease_heartbeat_s",
+             cfg.sweep.lease_heartbeat_s, "must be > 0 (seconds)", "set sweep.lease_heartbeat_s=5")
+    _require(cfg.sweep.lease_expiry_s >= 3 * cfg.sweep.lease_heartbeat_s,
+             "sweep.lease_expiry_s", cfg.sweep.lease_expiry_s,
+             f"must be at least 3 heartbeats (sweep.lease_heartbeat_s="
+             f"{cfg.sweep.lease_heartbeat_s:g}), or a busy driver's claim could expire",
+             f"set sweep.lease_expiry_s={max(45, 9 * cfg.sweep.lease_heartbeat_s):g}")
+    _require(cfg.sweep.stop_grace_s > 0, "sweep.stop_grace_s", cfg.sweep.stop_grace_s,
+             "must be > 0 (seconds)", "set sweep.stop_grace_s=20")
     _require(cfg.tracking.flush_timeout_s >= 0, "tracking.flush_timeout_s",
              cfg.tracking.flush_timeout_s, "must be >= 0", "set tracking.flush_timeout_s=60")
     _check_space_keys(e)

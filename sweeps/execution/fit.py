@@ -52,6 +52,7 @@ def fit(prep: Prepared, interrupt: Interrupt | None = None) -> SweepResult:
         '9a6685fe'
     """
     from sweeps.execution.datasets import build_datasets
+    from sweeps.execution.storage_watch import StorageWatch
     from sweeps.execution.tuner import build_tuner, objective_of, restore_tuner, trial_plan
     from sweeps.execution.unread import UnreadKeysCheck
     from sweeps.placement.reaper import PlacementGroupReaper, job_groups
@@ -71,7 +72,8 @@ def fit(prep: Prepared, interrupt: Interrupt | None = None) -> SweepResult:
                        datasets)
     watch = _cluster_watch(prep, sweep_id, progress)
     events = _tensorboard(prep)
-    callbacks: list[Callback] = ([reaper, progress, unread] + ([watch] if watch else [])
+    storage = StorageWatch(prep.sweep_dir, interrupt)
+    callbacks: list[Callback] = ([storage, reaper, progress, unread] + ([watch] if watch else [])
                                  + ([tracking] if tracking else []) + ([events] if events else []))
     groups_before = job_groups()
     try:
@@ -86,6 +88,8 @@ def fit(prep: Prepared, interrupt: Interrupt | None = None) -> SweepResult:
 
             watch.attach(concurrency_limit(tuner))
         results: ResultGrid = tuner.fit()
+        if storage.refused is not None:  # the sweep directory refused a trial's write
+            raise storage.refused
         ended_now = results.num_terminated + results.num_errors
         if ended_now != prep.trials:  # Tune returned early on Ctrl-C/SIGTERM
             raise _interrupted(prep, ended_now, interrupt)
@@ -169,10 +173,11 @@ def _interrupted(prep: Prepared, ended: int, interrupt: Interrupt | None) -> Swe
     """The error for a sweep Tune returned from with only ``ended`` trials ended."""
     cfg = prep.cfg
     signum = interrupt.signum if interrupt else 2
+    why = (interrupt.reason if interrupt and interrupt.reason
+           else f"interrupted ({'SIGTERM' if signum == 15 else 'SIGINT'})")
     return SweepInterrupted(
-        f"sweep {cfg.sweep.name} interrupted ({'SIGTERM' if signum == 15 else 'SIGINT'})"
-        f": {ended} of {prep.trials} trials ended; its state is saved in "
-        f"{display(prep.sweep_dir)}; run the same command again to resume it", signum)
+        f"sweep {cfg.sweep.name} {why}: {ended} of {prep.trials} trials ended; its state is "
+        f"saved in {display(prep.sweep_dir)}; run the same command again to resume it", signum)
 
 
 def _release(sweep_id: str, reaper: PlacementGroupReaper, groups_before: set[str]) -> None:

@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from sweeps.search.warm_start import WarmStart
     from sweeps.tracking.target import TrackingTarget
 
-__all__ = ["Prepared", "prepare", "sweep_dir_of"]
+__all__ = ["Prepared", "prepare", "sweep_dir_of", "check_writable"]
 
 
 @dataclass
@@ -87,7 +87,7 @@ def sweep_dir_of(cfg: SweepConfig) -> Path:
     return sweep_root(cfg.sweep.dir)
 
 
-def _check_writable(sweep_dir: Path) -> None:
+def check_writable(sweep_dir: Path) -> None:
     """Fail unless ``sweep_dir`` can be created and written, leaving nothing behind (on an
     object store: a probe object written, read back and deleted, ``sweeps.storage.preflight``)."""
     if remote_of(sweep_dir) is not None:
@@ -169,7 +169,7 @@ def prepare(cfg: SweepConfig) -> Prepared:
     params, constants = parse_space(cfg.experiment.search_space)
     warnings = check_search(cfg, params)
     sweep_dir = sweep_dir_of(cfg)
-    _check_writable(sweep_dir)
+    check_writable(sweep_dir)
     resume = decide_resume(cfg, params, sweep_dir)
     target = None
     if cfg.tracking.enabled:

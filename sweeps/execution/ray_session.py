@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
+from typing import Any
 
 from sweeps._ray.logs import RAY_LOGGERS, raylet_notices_logged
 from sweeps.config.schema import SweepConfig
@@ -38,13 +39,23 @@ log = logging.getLogger(__name__)
 
 @dataclass
 class Interrupt:
-    """The signal that stops the sweep: SIGINT (Ctrl-C) unless a SIGTERM was caught."""
+    """Why the sweep stops early: the signal (SIGINT, Ctrl-C, unless a SIGTERM was caught),
+    or a ``reason`` set by ``stop`` (the claim on the sweep directory was lost)."""
 
     signum: int = signal.SIGINT
+    reason: str | None = None
+    release: Callable[[], None] | None = None  # gives the sweep's claim back (sweeps.lease)
+    grace: Any = None  # the GraceTimer a SIGTERM started (sweeps.execution.grace)
+
+    def stop(self, reason: str) -> None:
+        """Stop the sweep as Ctrl-C does, saying ``reason`` (from any thread)."""
+        self.reason = reason
+        os.kill(os.getpid(), signal.SIGINT)
 
 
 @contextlib.contextmanager
-def ray_session(cfg: SweepConfig, prepared: Prepared) -> Iterator[Interrupt]:
+def ray_session(cfg: SweepConfig, prepared: Prepared,
+                interrupt: Interrupt | None = None) -> Iterator[Interrupt]:
     """Ray started (or joined), its log in the sweep directory, SIGTERM caught as Ctrl-C;
     yields the ``Interrupt`` that records which signal arrived.
 
@@ -63,8 +74,9 @@ def ray_session(cfg: SweepConfig, prepared: Prepared) -> Iterator[Interrupt]:
         attach_ray_log()
         try:
             # After ray.init, which installs its own SIGTERM handler (it aborts the process).
-            with _sigterm_as_sigint() as interrupt, repeated_steps_quiet():
-                yield interrupt
+            with _sigterm_as_sigint(interrupt or Interrupt(), cfg.sweep.stop_grace_s) as caught, \
+                    repeated_steps_quiet():
+                yield caught
         finally:
             _record_release(layout, whole_instance=started)
             if started:
@@ -106,7 +118,7 @@ def _ray_logs_to_file(ray_log: Path, verbose: bool) -> Iterator[Callable[[], Non
 
     loggers = [logging.getLogger(name) for name in RAY_LOGGERS]
     saved = [(list(lg.handlers), lg.propagate) for lg in loggers]
-    handler = logging.FileHandler(ray_log)
+    handler = _QuietOnFullDisk(ray_log)
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
 
     def attach() -> None:
@@ -118,10 +130,28 @@ def _ray_logs_to_file(ray_log: Path, verbose: bool) -> Iterator[Callable[[], Non
         with raylet_notices_logged():
             yield attach
     finally:
-        handler.close()
+        with contextlib.suppress(OSError):  # a full disk: its last records are lost, not more
+            handler.close()
         for lg, (handlers, propagate) in zip(loggers, saved, strict=True):
             lg.handlers, lg.propagate = handlers, propagate
         _publish_quietly(ray_log)
+
+
+class _QuietOnFullDisk(logging.FileHandler):
+    """Ray's log file, which stops (once, with one warning) when its disk refuses a write,
+    instead of printing logging's "--- Logging error ---" block for every later record."""
+
+    def handleError(self, record: logging.LogRecord) -> None:  # noqa: N802 (logging's name)
+        import sys
+
+        from sweeps.storage.full import storage_refusal
+
+        if storage_refusal(sys.exc_info()[1]) is None:
+            super().handleError(record)
+            return
+        if self.level != logging.CRITICAL + 1:
+            self.setLevel(logging.CRITICAL + 1)
+            log.warning("%s: no longer written (%s)", self.baseFilename, sys.exc_info()[1])
 
 
 def _publish_quietly(path: Path) -> None:
@@ -164,23 +194,30 @@ def repeated_steps_quiet() -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def _sigterm_as_sigint() -> Iterator[Interrupt]:
+def _sigterm_as_sigint(caught: Interrupt, grace_s: float) -> Iterator[Interrupt]:
     """While the sweep runs, SIGTERM (``kill``, a scheduler's preemption notice) does what
-    Ctrl-C does: Tune stops the trials, saves the sweep's state and returns."""
-    caught = Interrupt()
+    Ctrl-C does: Tune stops the trials, saves the sweep's state and returns. If the sweep has
+    not ended ``grace_s`` seconds after the SIGTERM (a trial that ignores its stop, Ray slow to
+    go down), the claim is released, this driver's Ray processes are killed and the driver
+    exits with 143: the state Tune saved last and every checkpoint are kept, and the same
+    command resumes (``sweeps.execution.grace``)."""
     if threading.current_thread() is not threading.main_thread():
         yield caught
         return
+    from sweeps.execution.grace import GraceTimer
+
+    timer = caught.grace = GraceTimer(grace_s, caught)
 
     def forward(signum: int, frame: FrameType | None) -> None:
         caught.signum = signum
+        timer.start()
         os.kill(os.getpid(), signal.SIGINT)
 
     previous = signal.signal(signal.SIGTERM, forward)
     try:
         yield caught
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        signal.signal(signal.SIGTERM, previous)  # the timer runs on until run_sweep returns
 
 
 def _record_release(layout: SweepLayout, whole_instance: bool) -> None:

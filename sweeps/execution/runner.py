@@ -15,16 +15,19 @@ The steps live in their own modules: ``prepare`` (input checks, Ray-free), ``ray
 
 from __future__ import annotations
 
+import contextlib
 import logging
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sweeps.config.schema import SweepConfig
-from sweeps.errors import SweepInterrupted
+from sweeps.errors import StorageFull, SweepError, SweepInterrupted
 from sweeps.execution.prepare import Prepared, prepare, sweep_dir_of
-from sweeps.execution.ray_session import ray_session
+from sweeps.execution.ray_session import Interrupt, ray_session
 from sweeps.layout import SweepLayout
+from sweeps.storage.location import display
 
 if TYPE_CHECKING:  # Ray and pandas (via sweeps.report.summary) stay off the --help / --cfg path
     from ray.tune import ResultGrid
@@ -81,10 +84,98 @@ def run_sweep(cfg: SweepConfig, prepared: Prepared | None = None) -> SweepResult
         >>> result.best["trial_id"]  # doctest: +SKIP
         '9a6685fe'
     """
-    from sweeps._ray import compat
+    from sweeps import files
+    from sweeps.config.validate import validate
     from sweeps.execution.fit import fit  # it imports SweepResult from here
+    from sweeps.execution.prepare import check_writable
+    from sweeps.lease import claim_store, hold, this_driver
 
-    prep = prepared or prepare(cfg)
+    validate(cfg)  # bad input is refused before the claim, the first thing written there
+    sweep_dir = sweep_dir_of(cfg)
+    check_writable(sweep_dir)
+    made = _first_missing(sweep_dir)  # what the claim creates, removed if prepare refuses
+    interrupt = Interrupt()
+    me = this_driver(cfg.sweep.name, cfg.sweep.lease_heartbeat_s, cfg.sweep.lease_expiry_s)
+    try:
+        with _sigterm_raises(cfg), \
+                hold(claim_store(sweep_dir), me, on_lost=interrupt.stop) as lease:
+            interrupt.release = lease.release
+            if lease.taken_over:
+                print(f"sweeps: {lease.taken_over}", flush=True)
+            try:
+                prep = _current(prepared, cfg)
+            except BaseException:
+                if made is not None:  # refused before anything ran: leave no directory
+                    lease.withdraw()
+                    files.remove_tree(made)
+                raise
+            return _run(cfg, prep, interrupt, fit)
+    except (SweepError, KeyboardInterrupt):
+        raise
+    except Exception as exc:  # the driver's own write refused: one line, not a traceback
+        from sweeps.storage.full import storage_refusal
+
+        found = storage_refusal(exc)
+        if found is None:
+            raise
+        raise StorageFull(found.line(display(sweep_dir))) from exc
+    finally:
+        if interrupt.grace is not None:  # a SIGTERM's deadline ends with the sweep
+            interrupt.grace.cancel()
+
+
+def _first_missing(sweep_dir: Path) -> Path | None:
+    """The outermost directory of ``sweep_dir`` that does not exist yet (None: it exists)."""
+    from sweeps import files
+
+    if files.exists(sweep_dir):
+        return None
+    if files.is_remote(sweep_dir):
+        return sweep_dir
+    missing = sweep_dir
+    while not missing.parent.exists():
+        missing = missing.parent
+    return missing
+
+
+@contextlib.contextmanager
+def _sigterm_raises(cfg: SweepConfig) -> Iterator[None]:
+    """Outside Tune's run (while preparing, or summarizing at the end), SIGTERM raises
+    ``SweepInterrupted``, so the claim is released on the way out; while Tune runs,
+    ``ray_session`` makes it stop the trials as Ctrl-C does."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupted(signum: int, frame: object) -> None:
+        raise SweepInterrupted(f"sweep {cfg.sweep.name} interrupted (SIGTERM) outside its "
+                               "trials' run; run the same command again to resume it", signum)
+
+    previous = signal.signal(signal.SIGTERM, interrupted)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _current(prepared: Prepared | None, cfg: SweepConfig) -> Prepared:
+    """``prepared``, unless the sweep directory changed since it was made (another driver ran
+    between the caller's ``prepare`` and the claim): then the sweep is prepared again."""
+    from sweeps.resume.state import load_record
+
+    if prepared is None:
+        return prepare(cfg)
+    before = prepared.resume.record.starts if prepared.resume else 0
+    now = load_record(prepared.sweep_dir)
+    return prepared if (now.starts if now else 0) == before else prepare(cfg)
+
+
+def _run(cfg: SweepConfig, prep: Prepared, interrupt: Interrupt, fit: Any) -> SweepResult:
+    from sweeps._ray import compat
+
     compat.check()  # a Ray whose internals changed fails here, in one line, before anything starts
     for warning in prep.warnings:
         log.warning(warning)
@@ -93,5 +184,5 @@ def run_sweep(cfg: SweepConfig, prepared: Prepared | None = None) -> SweepResult
         log.warning("search.max_concurrent_trials=%d but only %d trial(s) fit at once; the "
                     "rest wait for resources", res.max_concurrent_trials, res.trials_that_fit)
     prep.sweep_dir.mkdir(parents=True, exist_ok=True)
-    with ray_session(cfg, prep) as interrupt:
+    with ray_session(cfg, prep, interrupt):
         return fit(prep, interrupt)

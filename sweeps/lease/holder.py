@@ -1,0 +1,192 @@
+"""Who holds a sweep directory, and whether that claim still stands.
+
+    me = this_driver("digits", heartbeat_s=5, expiry_s=45)
+    verdict = judge(read_holder(raw_bytes), age_s=12.0, here=me)
+    verdict.live, verdict.reason          # (True, 'host h1, pid 4242, since 13:02:11, ...')
+
+A claim file holds one JSON object: the driver's host (name and boot id), pid and that
+process's start time (so a reused pid is not mistaken for the holder), when it started, the
+sweep's name, the heartbeat interval and the expiry it promised, how many heartbeats it wrote,
+and whether it released the claim. ``judge`` is the whole rule, pure and table-tested:
+
+- released by its holder: free;
+- same host (name and boot id) and the holder's process is gone (or its pid now belongs to a
+  process started later): free at once, "provably dead";
+- silent (no heartbeat) for longer than the holder's own expiry, measured on the storage's
+  clock (``age_s``: see ``sweeps.lease.stores``): free, "silent for N s";
+- unreadable (truncated, corrupt, another program's file): treated as a live claim of unknown
+  holder until the default expiry has passed since it was last written, then free; never a crash;
+- otherwise live: the sweep is held.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import socket
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, fields
+
+__all__ = ["remember_command", "Holder", "Verdict", "this_driver", "read_holder", "judge",
+           "pid_alive", "process_start", "boot_id", "describe"]
+
+
+_command: list[str] = []
+
+
+def remember_command(argv: list[str]) -> None:
+    """The command line as the user typed it (before ``python -m sweeps`` rewrites it)."""
+    _command[:] = argv
+
+
+@dataclass
+class Holder:
+    """What a claim file says about the driver that wrote it."""
+
+    host: str
+    pid: int
+    boot_id: str = ""
+    pid_started: int | None = None  # the process's start time, in clock ticks since boot
+    started: float = 0.0  # wall clock of the claiming host (shown to people, never compared)
+    sweep: str = ""
+    heartbeat_s: float = 5.0
+    expiry_s: float = 45.0
+    beats: int = 0
+    released: bool = False
+    command: str = ""
+
+    def to_bytes(self) -> bytes:
+        return (json.dumps(asdict(self), sort_keys=True) + "\n").encode()
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """``judge``'s answer: whether the claim stands, and the words for it."""
+
+    live: bool
+    kind: str  # "none", "released", "dead", "expired", "unreadable", "live", "unreadable-live"
+    silent_s: float  # seconds since the claim was last written (storage clock)
+
+
+def boot_id() -> str:
+    """This host's boot id (Linux), so two hosts named alike, or one host rebooted, differ."""
+    try:
+        with open("/proc/sys/kernel/random/boot_id") as f:
+            return f.read().strip()
+    except OSError:
+        return ""
+
+
+def process_start(pid: int) -> int | None:
+    """Start time of process ``pid`` in clock ticks since boot (Linux), None if unknown.
+
+    Example:
+        >>> process_start(os.getpid()) == process_start(os.getpid())
+        True
+    """
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            stat = f.read()
+    except OSError:
+        return None
+    try:  # the command name (field 2) may hold spaces and parentheses: split after its end
+        return int(stat.rpartition(")")[2].split()[19])
+    except (IndexError, ValueError):
+        return None
+
+
+def pid_alive(pid: int, started: int | None) -> bool:
+    """Whether process ``pid`` runs on this host and is the one that started at ``started``.
+
+    Example:
+        >>> pid_alive(os.getpid(), process_start(os.getpid())), pid_alive(2**22 + 1, None)
+        (True, False)
+    """
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's process: it exists
+        pass
+    now = process_start(pid)
+    if now is None:  # a zombie, or no /proc: the pid exists, so assume it is the holder
+        return os.path.exists(f"/proc/{pid}") or not sys.platform.startswith("linux")
+    return started is None or now == started
+
+
+def this_driver(sweep: str, heartbeat_s: float, expiry_s: float) -> Holder:
+    """The claim this process makes on a sweep directory."""
+    pid = os.getpid()
+    return Holder(host=socket.gethostname(), pid=pid, boot_id=boot_id(),
+                  pid_started=process_start(pid), started=time.time(), sweep=sweep,
+                  heartbeat_s=heartbeat_s, expiry_s=expiry_s,
+                  command=shlex.join(["sweeps", *(_command or sys.argv[1:])])[:2000])
+
+
+def read_holder(raw: bytes | None) -> Holder | None:
+    """The holder a claim file names, or None when it cannot be read as one.
+
+    Example:
+        >>> read_holder(b'{"host": "h1", "pid": 7}').pid, read_holder(b'{"host": "h1", "pi')
+        (7, None)
+    """
+    if not raw:
+        return None
+    try:
+        data = json.loads(raw.decode())
+        known = {f.name for f in fields(Holder)}
+        holder = Holder(**{k: v for k, v in data.items() if k in known})
+    except (ValueError, TypeError, AttributeError, UnicodeDecodeError):
+        return None
+    if not isinstance(holder.host, str) or not isinstance(holder.pid, int):
+        return None
+    return holder
+
+
+def _same_host(a: Holder, b: Holder) -> bool:
+    return a.host == b.host and bool(a.boot_id) and a.boot_id == b.boot_id
+
+
+def judge(holder: Holder | None, age_s: float, here: Holder, readable: bool = True,
+          alive: Callable[[int, int | None], bool] = pid_alive) -> Verdict:
+    """Whether the claim ``holder`` (None: the file could not be read, or ``readable`` False)
+    written ``age_s`` ago still holds against the driver ``here``.
+
+    Example:
+        >>> me = Holder(host="h1", pid=1, boot_id="b", expiry_s=30)
+        >>> other = Holder(host="h2", pid=9, boot_id="c", expiry_s=30)
+        >>> judge(other, 5, me).kind, judge(other, 31, me).kind
+        ('live', 'expired')
+        >>> judge(Holder(host="h1", pid=9, boot_id="b"), 1, me, alive=lambda p, s: False).kind
+        'dead'
+    """
+    if holder is None or not readable:
+        if age_s > here.expiry_s:
+            return Verdict(False, "unreadable", age_s)
+        return Verdict(True, "unreadable-live", age_s)
+    if holder.released:
+        return Verdict(False, "released", age_s)
+    if _same_host(holder, here) and not alive(holder.pid, holder.pid_started):
+        return Verdict(False, "dead", age_s)
+    expiry = holder.expiry_s if isinstance(holder.expiry_s, (int, float)) and \
+        holder.expiry_s > 0 else here.expiry_s
+    if age_s > expiry:
+        return Verdict(False, "expired", age_s)
+    return Verdict(True, "live", age_s)
+
+
+def describe(holder: Holder | None) -> str:
+    """``host H, pid P, since HH:MM:SS`` (the holder's own clock), for messages.
+
+    Example:
+        >>> describe(Holder(host="h1", pid=7, started=0.0))[:16]
+        'host h1, pid 7, '
+    """
+    if holder is None:
+        return "a driver whose claim file cannot be read"
+    since = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(holder.started)) \
+        if holder.started else "an unknown time"
+    return f"host {holder.host}, pid {holder.pid}, since {since}"

@@ -1,0 +1,192 @@
+"""One driver per sweep directory: take the claim, keep it alive, give it back.
+
+    with hold(sweep_dir, this_driver(name, 5, 45), on_lost=stop_sweep) as lease:
+        print(lease.taken_over)       # "taking over the sweep from host h1, pid 42, ..." or None
+        ...                           # the sweep runs; a heartbeat renews the claim
+
+``acquire`` walks the generations from the newest: a live claim refuses with ``SweepBusy``
+(who, since when, what to do); a free one (released, its holder provably dead, silent past its
+expiry, or unreadable past the default expiry; ``sweeps.lease.holder.judge``) is superseded by
+creating the next generation, which exactly one racer wins (``sweeps.lease.stores``). The
+loser reads the winner's claim and is refused like any other second driver.
+
+While held, a thread rewrites the claim every ``heartbeat_s``. Before each heartbeat it looks
+for a newer generation: one means another driver judged this one dead (this process was
+stopped or cut off longer than its expiry) and took over; ``on_lost`` is then called once, so
+the sweep stops. What a lease cannot guarantee: between such a stall's end and the next
+heartbeat (at most ``heartbeat_s``), the old driver may still write; nothing fences a write
+already under way. A heartbeat that keeps failing (the store unreachable, the disk full) calls
+``on_lost`` before the claim could be judged expired. On exit the claim is marked released.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import random
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, replace
+
+from sweeps.errors import SweepBusy
+from sweeps.lease.holder import Holder, Verdict, describe, judge, read_holder
+from sweeps.lease.stores import ClaimStore
+
+__all__ = ["Lease", "acquire", "hold", "inspect", "takeover_line", "busy_error"]
+
+log = logging.getLogger(__name__)
+RACE_TRIES = 8
+
+
+@dataclass
+class Claim:
+    """What ``acquire`` found before it took the sweep."""
+
+    gen: int
+    previous: Holder | None
+    verdict: Verdict | None  # how the previous claim was judged (None: never claimed)
+
+
+def inspect(store: ClaimStore, here: Holder) -> tuple[int, Holder | None, Verdict | None]:
+    """(newest generation, its holder, its verdict): the claim as ``here`` would judge it."""
+    gen = store.latest()
+    if gen == 0:
+        return 0, None, None
+    raw = store.read(gen)
+    holder = read_holder(raw)
+    if raw is not None and not raw.strip():  # being written right now (a racer's create)
+        time.sleep(0.2)
+        raw = store.read(gen)
+        holder = read_holder(raw)
+    return gen, holder, judge(holder, store.age(gen), here)
+
+
+def acquire(store: ClaimStore, me: Holder) -> Claim:
+    """Take the sweep for ``me``, or raise ``SweepBusy``."""
+    gen, holder, verdict = inspect(store, me)
+    for _ in range(RACE_TRIES):
+        if verdict is not None and verdict.live:
+            raise busy_error(store, holder, verdict, me.expiry_s)
+        if store.create(gen + 1, me.to_bytes()):
+            return Claim(gen + 1, holder, verdict)
+        newest = store.latest()
+        if newest > gen:  # another driver won this generation: judge its claim next
+            gen, holder, verdict = inspect(store, me)
+        else:  # every racer lost (object stores): try again a little later
+            time.sleep(random.uniform(0.2, 1.5))
+    raise SweepBusy(f"could not take {store.where()}: other drivers kept starting at the same "
+                    "time; run the command again")
+
+
+def busy_error(store: ClaimStore, holder: Holder | None, verdict: Verdict,
+               expiry_s: float) -> SweepBusy:
+    """The one line a second driver is refused with."""
+    where = store.where().removesuffix("/state/claims")
+    if holder is None:
+        return SweepBusy(
+            f"sweep.dir {where} holds a claim file that cannot be read, written "
+            f"{verdict.silent_s:.0f} s ago: another driver may be starting; if none runs, the "
+            f"same command takes the sweep over once it is {expiry_s:.0f} s old "
+            f"(sweep.lease_expiry_s); see `sweeps status {where}`")
+    return SweepBusy(
+        f"sweep.dir {where} is held by a running driver ({describe(holder)}; last heartbeat "
+        f"{verdict.silent_s:.0f} s ago): wait for it to end, give this sweep another name "
+        f"(sweep.name=NEW), or see `sweeps status {where}`")
+
+
+def takeover_line(claim: Claim) -> str | None:
+    """What the driver says when it took the sweep from another (None: nothing to say)."""
+    verdict, holder = claim.verdict, claim.previous
+    if verdict is None or verdict.kind == "released":
+        return None
+    if verdict.kind == "dead":
+        return (f"taking over the sweep from host {holder.host}, pid {holder.pid}: that "
+                "process is gone")
+    if verdict.kind == "expired":
+        return (f"taking over the sweep from host {holder.host}, pid {holder.pid}, silent for "
+                f"{verdict.silent_s:.0f} s")
+    return (f"taking over the sweep: its claim file could not be read and was last written "
+            f"{verdict.silent_s:.0f} s ago")
+
+
+class Lease:
+    """A held claim: its heartbeat thread and its release."""
+
+    def __init__(self, store: ClaimStore, claim: Claim, me: Holder,
+                 on_lost: Callable[[str], None]) -> None:
+        self.store, self.claim, self.me = store, claim, replace(me)
+        self.on_lost = on_lost
+        self.lost: str | None = None
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._beat, name="sweeps-lease", daemon=True)
+
+    @property
+    def gen(self) -> int:
+        return self.claim.gen
+
+    @property
+    def taken_over(self) -> str | None:
+        return takeover_line(self.claim)
+
+    def start(self) -> Lease:
+        self._thread.start()
+        return self
+
+    def _beat(self) -> None:
+        last_ok = time.monotonic()
+        while not self._stop.wait(self.me.heartbeat_s):
+            try:
+                if self.store.exists(self.gen + 1):
+                    newer = read_holder(self.store.read(self.gen + 1))
+                    self._lose(f"another driver ({describe(newer)}) took the sweep over: this "
+                               f"one was silent longer than its expiry "
+                               f"({self.me.expiry_s:.0f} s)")
+                    return
+                self.me.beats += 1
+                self.store.rewrite(self.gen, self.me.to_bytes())
+                last_ok = time.monotonic()
+            except Exception as exc:  # noqa: BLE001 - a heartbeat must not die silently
+                silent = time.monotonic() - last_ok
+                log.warning("could not renew the claim on %s (%s); silent %.0f s",
+                            self.store.where(), exc, silent)
+                if silent > self.me.expiry_s - 2 * self.me.heartbeat_s:
+                    self._lose(f"could not renew the claim on {self.store.where()} for "
+                               f"{silent:.0f} s ({exc})")
+                    return
+
+    def _lose(self, why: str) -> None:
+        self.lost = why
+        self.on_lost(why)
+
+    def withdraw(self) -> None:
+        """Stop the heartbeat and leave the claim as it is (its directory is being removed)."""
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout=30)
+        self.lost = "withdrawn"
+
+    def release(self) -> None:
+        """Stop the heartbeat and mark the claim released (unless another driver holds it)."""
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout=30)
+        if self.lost is not None:
+            return
+        self.me.released = True
+        try:
+            if not self.store.exists(self.gen + 1):
+                self.store.rewrite(self.gen, self.me.to_bytes())
+        except Exception as exc:  # noqa: BLE001 - then the next driver waits for pid or expiry
+            log.warning("could not release the claim on %s: %s", self.store.where(), exc)
+
+
+@contextlib.contextmanager
+def hold(store: ClaimStore, me: Holder,
+         on_lost: Callable[[str], None] = lambda why: None) -> Iterator[Lease]:
+    """The claim on ``store``'s sweep directory for the block (``SweepBusy`` if held)."""
+    lease = Lease(store, acquire(store, me), me, on_lost).start()
+    try:
+        yield lease
+    finally:
+        lease.release()
