@@ -148,7 +148,16 @@ def save_experiment_state(tune_controller: Any) -> None:
     fs, dest = storage.storage_filesystem, storage.experiment_fs_path
     made: set[str] = set()
     for _, rel, path, signature in sorted(changed):  # trial files first, the state last
-        _put(fs, path, f"{dest}/{Path(rel).as_posix()}", made)
+        target = f"{dest}/{Path(rel).as_posix()}"
+        try:
+            _put(fs, path, target, made)
+        except OSError as exc:  # pyarrow's error names no file: name the one refused
+            from sweeps.storage.full import storage_refusal
+
+            refused = storage_refusal(exc)
+            if refused is None or exc.filename:
+                raise
+            raise OSError(refused.errno, os.strerror(refused.errno), target) from exc
         uploaded[path] = signature
     settled |= ended
     _saved(controller, time.monotonic() - started)
@@ -190,6 +199,10 @@ def _take_over_saves(controller: Any) -> None:
             # sweep, where Tune's own upload (in a thread) only logged it. Not marked saved,
             # so it is tried again, after a period or 19 times as long as the failed try
             # took (a store that times out); the save before a new trial still raises.
+            from sweeps.storage.full import storage_refusal
+
+            if storage_refusal(exc) is not None:
+                raise  # a full or read-only sweep directory: retrying will not help (fit ends)
             failed["at"] = time.monotonic()
             failed["wait"] = _stretched(manager._checkpoint_period, failed["at"] - now)
             if now - failed["logged"] > FAILED_SAVE_LOG_S:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-__all__ = ["failure_reason", "error_line", "failed_rank", "rank_of"]
+__all__ = ["failure_reason", "error_line", "failed_rank", "rank_of", "pickled_error"]
 
 
 def failure_reason(trial: Any, limit: int = 160) -> str:
@@ -25,7 +25,7 @@ def failure_reason(trial: Any, limit: int = 160) -> str:
         'ValueError: nan loss'
     """
     try:
-        error = _pickled_error(trial)
+        error = pickled_error(trial)
     except Exception:  # the error file is not readable: say nothing wrong
         error = None
     if error is None:
@@ -66,7 +66,7 @@ def failed_rank(trial: Any) -> tuple[int, int] | None:
         (1, 2)
     """
     try:
-        error = _pickled_error(trial)
+        error = pickled_error(trial)
     except Exception:
         return None
     return rank_of(error)
@@ -86,7 +86,7 @@ def rank_of(error: Any) -> tuple[int, int] | None:
     return None
 
 
-def _pickled_error(trial: Any) -> BaseException | None:
+def pickled_error(trial: Any) -> BaseException | None:
     """The trial's last error: Tune pickles it into the trial's local directory first
     (``Trial.pickled_error_file``) and copies it to the sweep directory, where
     ``get_pickled_error`` reads it, only at its next sync, after ``on_trial_recover``."""

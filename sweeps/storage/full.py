@@ -1,0 +1,80 @@
+"""Whether an error is the sweep directory refusing writes: full, over quota, read-only.
+
+    found = storage_refusal(exc)      # StorageRefusal(errno=28, name='ENOSPC', path=...) or None
+    raise StorageFull(found.line(sweep_dir)) from exc
+
+Such an error is not the trial's fault and not worth a retry: every trial writing to the same
+directory would fail the same way, and each failure would be recorded against a good
+configuration. The sweep stops instead (``sweeps.execution.storage_watch``), keeping what it
+wrote before, and the same command resumes once the directory takes writes again. Found in the
+error itself or anywhere in its chain (``__cause__``, ``__context__``, a Ray task error's
+``cause``), as an ``OSError`` with one of ``REFUSALS``' errnos, or pyarrow's wording of one
+("[errno 28] No space left on device", which it raises with no ``errno`` set).
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import re
+from dataclasses import dataclass
+
+__all__ = ["REFUSALS", "StorageRefusal", "storage_refusal"]
+
+REFUSALS = {errno.ENOSPC: "ENOSPC", errno.EDQUOT: "EDQUOT", errno.EROFS: "EROFS"}
+_PYARROW = re.compile(r"\[errno (\d+)\]", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class StorageRefusal:
+    """The refused write: errno, its name, and the path when the error names one."""
+
+    errno: int
+    name: str
+    path: str | None
+
+    def line(self, sweep_dir: str) -> str:
+        """The one line a person is shown (``StorageFull``'s message).
+
+        Example:
+            >>> StorageRefusal(28, "ENOSPC", "/d/train/t1/x.pt").line("/d")[:71]
+            'could not write /d/train/t1/x.pt: No space left on device (errno 28, EN'
+        """
+        where = self.path or sweep_dir
+        return (f"could not write {where}: {os.strerror(self.errno)} (errno {self.errno}, "
+                f"{self.name}); the sweep stopped, keeping its state and every checkpoint "
+                f"written before; make room in {sweep_dir} (or make it writable) and run the "
+                "same command again to resume it")
+
+
+def storage_refusal(exc: BaseException | None) -> StorageRefusal | None:
+    """The storage refusal in ``exc`` or its chain, or None.
+
+    Example:
+        >>> storage_refusal(OSError(28, "No space left on device", "/d/x")).path
+        '/d/x'
+        >>> storage_refusal(RuntimeError("x")) is None
+        True
+        >>> storage_refusal(OSError("[Errno 28] Error writing bytes to file. Detail: "
+        ...                         "[errno 28] No space left on device")).name
+        'ENOSPC'
+    """
+    seen: set[int] = set()
+    todo = [exc]
+    while todo:
+        e = todo.pop(0)
+        if e is None or id(e) in seen:
+            continue
+        seen.add(id(e))
+        if isinstance(e, OSError):
+            code = e.errno if e.errno in REFUSALS else _pyarrow_errno(str(e))
+            if code in REFUSALS:
+                path = e.filename if isinstance(e.filename, str) else None
+                return StorageRefusal(code, REFUSALS[code], path)
+        todo.extend([e.__cause__, e.__context__, getattr(e, "cause", None)])
+    return None
+
+
+def _pyarrow_errno(text: str) -> int | None:
+    found = _PYARROW.search(text)
+    return int(found.group(1)) if found else None
