@@ -5,16 +5,18 @@
 
 Each run directory under ``train/`` whose trial had not ended is repaired first
 (``sweeps.resume.train_runs.repair_run``), so the epoch it continues after is the one Train will
-really restore.
+really restore. ``unended_runs`` and ``continues_from`` only read (``sweeps status`` says with them
+what a resume would continue, repairing nothing).
 """
 
 from __future__ import annotations
 
 from collections.abc import Collection
+from pathlib import Path
 
 from sweeps.layout import SweepLayout
 
-__all__ = ["resume_notes"]
+__all__ = ["resume_notes", "unended_runs", "continues_from"]
 
 
 def resume_notes(layout: SweepLayout, num_samples: int,
@@ -26,22 +28,44 @@ def resume_notes(layout: SweepLayout, num_samples: int,
         >>> resume_notes(SweepLayout(Path(tempfile.mkdtemp())), 4, {"a1": {}})[0]
         'resuming: 1 of 4 trials had ended and are kept; 0 continue (none); 3 not started yet'
     """
-    from sweeps import files
-    from sweeps.resume.train_runs import checkpoint_epochs, repair_run
+    from sweeps.resume.train_runs import repair_run
 
     notes: list[str] = []
     continuing = []
-    train = layout.train
-    for name in files.listdir(train):  # on disk or on an object store
-        run_dir = train / name
-        if "." in name or name in ended or not files.is_dir(run_dir):
-            continue
+    for run_dir in unended_runs(layout, ended):
         notes += repair_run(run_dir)
-        epochs = checkpoint_epochs(run_dir)
-        continuing.append(f"{run_dir.name} after epoch {epochs[-1]}" if epochs
-                          else f"{run_dir.name} from epoch 1")
+        continuing.append(continues_from(run_dir))
     left = max(0, num_samples - len(ended) - len(continuing))
     line = (f"resuming: {len(ended)} of {num_samples} trials had ended and are kept; "
             f"{len(continuing)} continue ({', '.join(continuing) or 'none'}); "
             f"{left} not started yet")
     return line, notes
+
+
+def unended_runs(layout: SweepLayout, ended: Collection[str]) -> list[Path]:
+    """The run directories under ``train/`` of the trials not in ``ended``: those a resume
+    continues (a name with a dot is a run moved aside, never continued). Reads only.
+
+    Example:
+        >>> unended_runs(SweepLayout(Path(tempfile.mkdtemp())), set())
+        []
+    """
+    from sweeps import files
+
+    train = layout.train
+    return [train / name for name in files.listdir(train)  # on disk or on an object store
+            if "." not in name and name not in ended and files.is_dir(train / name)]
+
+
+def continues_from(run_dir: Path) -> str:
+    """``<trial id> after epoch E`` (its newest valid checkpoint) or ``<trial id> from epoch 1``.
+    Reads only (``resume_notes`` repairs the run first, so this is what Train restores).
+
+    Example:
+        >>> continues_from(Path(tempfile.mkdtemp()) / "a1b2")
+        'a1b2 from epoch 1'
+    """
+    from sweeps.resume.train_runs import checkpoint_epochs
+
+    epochs = checkpoint_epochs(run_dir)
+    return f"{run_dir.name} after epoch {epochs[-1]}" if epochs else f"{run_dir.name} from epoch 1"

@@ -1,0 +1,271 @@
+"""sweeps status SWEEP_DIR | NAME
+
+    sweeps status outputs/digits        # a sweep directory: a path, or s3://bucket/prefix/name
+    python -m sweeps status digits      # a NAME that is no path: outputs/NAME, sweep.dir's default
+
+Whether a driver runs the sweep and which (the claim on its directory, ``sweeps.lease``), its
+trials by outcome, the best so far, the epochs spent, and the command that resumes it, read from
+the sweep directory's files alone, on disk or on an object store (``sweeps.files``). Neither Ray
+nor torch nor MLflow is imported, so it answers in well under a second and is safe while the
+sweep runs (its one write, the claim store's clock probe, is removed at once).
+
+Trials: Tune's newest experiment state gives each one's status (``ERROR``: failed), the
+scheduler's decision log which ended (``sweeps.search.outcome``: completed or stopped early), its
+report log the epochs and metric values (epochs spent: the sum of each trial's last epoch). One
+that any of them names and that has not ended is running while the sweep is live, else
+interrupted: what a resume continues (``sweeps.resume.notes``). The resume command is the
+claim's own with ``sweep.dir`` set to this directory (so it runs from anywhere), or, for a
+directory from before claims, one built from its stored config.
+
+Exit code 0 for a sweep, running or not (its second line starts with ``live:`` when a driver
+holds it); 2 with one ``sweeps: error:`` line for a path that holds no sweep or cannot be read.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from sweeps import files
+from sweeps._ray.tune import experiment_state_files, trials_in_state
+from sweeps.execution import report_log
+from sweeps.layout import SweepLayout
+from sweeps.lease import Holder, claim_store, describe, inspect, this_driver
+from sweeps.protocol import CLOCK_KEY, SCHEDULER_LOG
+from sweeps.resume.notes import continues_from, unended_runs
+from sweeps.search.outcome import Objective, read_verdicts
+from sweeps.storage.location import display, is_uri, sweep_root, uri_of
+from sweeps.tracking.journal import Journal
+
+__all__ = ["main", "find_sweep", "status_lines", "claim_line"]
+
+
+def find_sweep(arg: str) -> Path:
+    """The sweep directory ``arg`` names: a path or URI, or else ``outputs/<arg>``.
+
+    Example:
+        >>> uri_of(find_sweep("s3://bucket/sweeps/d")), find_sweep("digits").parts[-2:]
+        ('s3://bucket/sweeps/d', ('outputs', 'digits'))
+    """
+    if is_uri(arg) or "/" in arg or Path(arg).expanduser().exists():
+        return sweep_root(arg)
+    return sweep_root(Path("outputs") / arg)
+
+
+def claim_line(root: Path, name: str, sweep: dict[str, Any]) -> tuple[str, bool, Holder | None]:
+    """(the claim on ``root`` in words, whether the sweep is live, its holder if readable);
+    ``sweep``: the stored config's ``sweep`` keys (the lease's heartbeat and expiry).
+
+    Example:
+        >>> claim_line(Path(tempfile.mkdtemp()), "digits", {})
+        ('never claimed (a sweep from before claims, or none ran)', False, None)
+    """
+    here = this_driver(name, float(sweep.get("lease_heartbeat_s", 5.0)),
+                       float(sweep.get("lease_expiry_s", 45.0)))
+    _, holder, verdict = inspect(claim_store(root), here)
+    if verdict is None:
+        return "never claimed (a sweep from before claims, or none ran)", False, None
+    silent = f"{verdict.silent_s:.0f} s"
+    who = f"host {holder.host}, pid {holder.pid}" if holder else ""
+    expiry = holder.expiry_s if holder else here.expiry_s
+    return {
+        "live": f"live: held by {describe(holder)} (last heartbeat {silent} ago)",
+        "unreadable-live": f"live: a driver may be starting (its claim cannot be read yet, "
+                           f"written {silent} ago)",
+        "released": f"not running (released by {who})",
+        "dead": f"not running (its driver, {who}, is gone: the next command takes over at once)",
+        "expired": f"not running (silent for {silent}, past its {expiry:.0f} s expiry; last held "
+                   f"by {who})",
+        "unreadable": f"not running (its claim cannot be read; last written {silent} ago)",
+    }[verdict.kind], verdict.live, holder
+
+
+def _config(layout: SweepLayout, starts: int) -> dict[str, Any]:
+    """The newest start's stored config (``config.startN.yaml``, else ``config.yaml``), or {}."""
+    import yaml
+
+    for start in range(max(starts, 1), 0, -1):
+        try:
+            return yaml.safe_load(files.read_text(layout.config(start))) or {}
+        except (OSError, yaml.YAMLError):
+            continue
+    return {}
+
+
+def _tune_trials(root: Path) -> dict[str, str]:
+    """Trial id -> its status in Tune's newest experiment state ({} when none, or torn)."""
+    found = experiment_state_files(root)
+    try:
+        data = json.loads(files.read_text(found[-1])) if found else {"trial_data": []}
+        return {(t := json.loads(entry[0]))["trial_id"]: t.get("status", "")
+                for entry in trials_in_state(data)}
+    except (OSError, ValueError, KeyError, TypeError, IndexError):
+        return {}  # the log and the report logs still say what ran
+
+
+def _ends(record: dict[str, Any]) -> bool:
+    """``sweeps.search.schedulers``' rule for an ended trial (that module imports Ray)."""
+    return bool(record.get("end")) or record.get("action") == "STOP"
+
+
+def _number(value: Any) -> float | None:
+    ok = isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+    return float(value) if ok else None
+
+
+def status_lines(root: Path) -> list[str]:
+    """What ``sweeps status`` prints for the sweep directory ``root``; ``FileNotFoundError``
+    when it holds no sweep.
+
+    Example:
+        >>> status_lines(Path(tempfile.mkdtemp()))
+        Traceback (most recent call last):
+        FileNotFoundError: ... holds no sweep (no state/sweep.json, claim or Tune state)
+    """
+    from sweeps.errors import StateError
+    from sweeps.resume.state import load_record
+
+    layout, shown, notes, record = SweepLayout(root), display(root), [], None
+    if not files.is_dir(root):
+        raise FileNotFoundError(f"{shown}: no such sweep directory")
+    try:
+        record = load_record(root)
+    except StateError as exc:  # from an older sweeps, or unreadable: say so, show the rest
+        notes.append(f"  note: {exc}")
+    if record is None and not claim_store(root).latest() and not experiment_state_files(root):
+        raise FileNotFoundError(f"{shown} holds no sweep (no state/sweep.json, claim or Tune "
+                                "state)")
+    cfg = _config(layout, record.starts if record else 1)
+    ident = record.identity if record else {}
+    exp, search, sched = (cfg.get(k) or {} for k in ("experiment", "search", "scheduler"))
+    state, live, holder = claim_line(root, record.name if record else "", cfg.get("sweep") or {})
+    name = record.name if record else (holder.sweep if holder else "") or root.name
+    metric = ident.get("experiment.metric") or exp.get("metric")
+    mode = ident.get("experiment.mode") or exp.get("mode") or "max"
+    objective = Objective(metric or "", mode, float(ident.get("scheduler.max_t") or
+                                                    sched.get("max_t") or math.inf))
+    log = Journal(layout.state, SCHEDULER_LOG).records()
+    verdicts, tune = read_verdicts(log), _tune_trials(root)
+    ended = {r["trial"] for r in log if _ends(r) and "trial" in r}
+    runs = {p.name for p in unended_runs(layout, ended)}
+    counts = dict.fromkeys(("completed", "stopped early", "failed", "running"), 0)
+    moving: list[str] = []
+    best: tuple[float, str, float] | None = None
+    spent, sign = 0.0, 1.0 if mode == "max" else -1.0
+    for trial in sorted(set(tune) | {r["trial"] for r in log if "trial" in r} | runs):
+        history = report_log.records(layout.run_dir(trial)) or [  # else what the log kept
+            r.get("metrics", {}) for r in log if r.get("trial") == trial]
+        clock = max((c for r in history if (c := _number(r.get(CLOCK_KEY))) is not None),
+                    default=0.0)
+        spent += clock
+        for r in history:
+            value = _number(r.get(metric))
+            if value is not None and (best is None or sign * value > sign * best[0]):
+                best = (value, trial, _number(r.get(CLOCK_KEY)) or 0.0)
+        verdict = verdicts.get(trial)
+        if tune.get(trial) == "ERROR" or (verdict is not None and verdict.error):
+            counts["failed"] += 1
+        elif trial in ended or tune.get(trial) == "TERMINATED":
+            stopped = objective.outcome(clock, verdict, errored=False) == "stopped"
+            counts["stopped early" if stopped else "completed"] += 1
+        elif tune.get(trial) == "PENDING" and not history:
+            continue  # suggested, waiting for resources: not started
+        else:
+            counts["running"] += 1
+            moving.append(continues_from(layout.run_dir(trial)) if not live
+                          else f"{trial} (epoch {clock:g})" if clock else f"{trial} (starting)")
+    total = _total(ident, exp, search)
+    if not live:
+        counts["interrupted"] = counts.pop("running")
+    counts["not started"] = max(0, total - sum(counts.values()))
+    first = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(record.created if record else 0))
+    starts = (f"started {record.starts} time{'s' if record.starts != 1 else ''}, first on "
+              f"{first}") if record else "no state/sweep.json yet"
+    lines = [f"sweep {name} in {shown} ({starts})", f"  {state}", *notes,
+             "  trials: " + ", ".join(f"{n} {k}" for k, n in counts.items())
+             + (f" (of {total})" if total else "")]
+    if moving:
+        lines.append(f"  {'running' if live else 'a resume continues'}: {', '.join(moving)}")
+    lines += [_best_line(layout, live, best, metric, mode), f"  epochs spent: {spent:g}"]
+    if not live and files.exists(layout.summary_csv):
+        lines.append(f"  finished: {display(layout.summary_csv)}, {display(layout.best)}")
+    if live:
+        lines.append(f"  started with: {holder.command}" if holder and holder.command else "")
+    else:
+        lines.append(f"  resume with: {_resume_command(root, holder, name, cfg)}")
+    return [line for line in lines if line]
+
+
+def _total(ident: dict[str, str], exp: dict[str, Any], search: dict[str, Any]) -> int:
+    """How many trials the sweep runs (0: unknown)."""
+    if search.get("algorithm") == "grid":
+        from sweeps.search.grid import grid_size
+        from sweeps.search.space import parse_space
+
+        try:
+            return grid_size(parse_space(exp.get("search_space") or {})[0])
+        except (ValueError, TypeError):
+            return 0
+    return int(ident.get("search.num_samples") or search.get("num_samples") or 0)
+
+
+def _best_line(layout: SweepLayout, live: bool, best: tuple[float, str, float] | None,
+               metric: str | None, mode: str) -> str:
+    """The best trial: ``best.json`` once the sweep finished, else the best value reported."""
+    goal = f"{'maximize' if mode == 'max' else 'minimize'} {metric}"
+    if not live and files.exists(layout.best):
+        try:
+            saved = json.loads(files.read_text(layout.best))
+            return (f"  best: trial {saved['trial_id']} {saved['metric']}={saved['value']:.4g} "
+                    f"at epoch {saved['epoch']} ({goal}; best.json)")
+        except (OSError, ValueError, KeyError, TypeError):
+            pass
+    if best is None:
+        return f"  best so far: none ({goal})" if metric else "  best so far: none"
+    return f"  best so far: trial {best[1]} {metric}={best[0]:.4g} at epoch {best[2]:g} ({goal})"
+
+
+def _resume_command(root: Path, holder: Holder | None, name: str, cfg: dict[str, Any]) -> str:
+    """The claim's command with ``sweep.dir`` set to ``root``, or one from the stored config.
+
+    Example:
+        >>> _resume_command(Path("/r/d"), Holder("h", 1, command="sweeps +experiment=x "
+        ...                 "sweep.dir=d"), "x", {})
+        'sweeps +experiment=x sweep.dir=/r/d'
+    """
+    where = f"sweep.dir={uri_of(root)}"
+    if holder is not None and holder.command:
+        return " ".join([w for w in holder.command.split(" ") if not w.startswith("sweep.dir=")]
+                        + [where])
+    exp, search, sched = (cfg.get(k) or {} for k in ("experiment", "search", "scheduler"))
+    keep = {"search.num_samples": search.get("num_samples"), "scheduler.max_t":
+            sched.get("max_t"), "sweep.seed": (cfg.get("sweep") or {}).get("seed")}
+    return " ".join(["python -m sweeps", f"+experiment={exp.get('name') or name}",
+                     *(f"{k}={v}" for k, v in keep.items() if v is not None), where])
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run ``sweeps status``; the exit code (0 for a sweep, live or not; 2 for no sweep)."""
+    parser = argparse.ArgumentParser(
+        prog="sweeps status", description="Whether a sweep runs, and which driver runs it; its "
+        "trials by outcome, best so far, epochs spent and the command that resumes it. Reads "
+        "the sweep directory only: starts no Ray.",
+        epilog="Exit code 0 for a sweep, running or not; 2 when the path holds no sweep.")
+    parser.add_argument("sweep", help="a sweep directory (a path, or s3://bucket/prefix/name), "
+                        "or a NAME: outputs/NAME, sweep.dir's default")
+    args = parser.parse_args(argv)
+    root = find_sweep(args.sweep)
+    try:
+        lines = status_lines(root)
+    except OSError as exc:  # FileNotFoundError: no sweep; else the store could not be read
+        named = root.parts[-2:] == ("outputs", args.sweep)
+        print(f"sweeps: error: {exc}{' (a NAME is looked up as outputs/NAME)' if named else ''}",
+              file=sys.stderr)
+        return 2
+    print("\n".join(lines))
+    return 0
