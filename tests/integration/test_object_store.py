@@ -56,6 +56,7 @@ def test_sweep_on_s3_killed_resumes_from_another_directory(tmp_path, moto_s3, wo
     rc, out = again.wait()
     assert rc == 0, out
     assert "resuming:" in out and f"dir {uri}" in out, out
+    assert "taking over the sweep from host" in out and "that process is gone" in out, out
 
     # Every trial ended once: the ones that had ended were not trained again.
     trained = _epochs(tmp_path, "trained.log")

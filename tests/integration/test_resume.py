@@ -23,6 +23,7 @@ import pandas as pd
 import pytest
 
 from sweeps import compose, run_sweep
+from sweeps.lease import claim_store, read_holder
 from sweeps.resume.train_runs import SNAPSHOT
 from sweeps.search.schedulers import ended_trials
 from tests.conftest import ROOT
@@ -183,6 +184,9 @@ def test_sweep_driver_killed_at_seeded_moments_resumes_to_the_same_sweep(tmp_pat
     sweep.start()
     rc, out = sweep.wait()
     assert rc == 0, out
+    for run in range(2, sweep.runs + 1):  # each rerun took the dead driver's claim at once
+        text = (tmp_path / f"run{run}.txt").read_text()
+        assert "taking over the sweep from host" in text and "that process is gone" in text
     assert "resuming:" in out and f"of {num_samples} trials had ended and are kept" in out
 
     summary = pd.read_csv(tmp_path / "sweep" / "summary.csv", dtype={"trial_id": str})
@@ -416,6 +420,9 @@ def test_sigterm_saves_state_closes_runs_and_the_same_command_resumes(tmp_path) 
     rc, out = sweep.wait(120)
     assert rc == 143, out
     assert "interrupted (SIGTERM)" in out and "run the same command again to resume" in out
+    assert "did not end within" not in out  # it ended on its own, within its grace
+    store = claim_store(tmp_path / "sweep")
+    assert read_holder(store.read(store.latest())).released
     _, runs = _mlflow_runs(tmp_path)
     assert not [r for r in runs if r.info.status == "RUNNING"]
     parent = next(r for r in runs if r.data.tags.get("sweeps.role") == "parent")
