@@ -57,14 +57,21 @@ def write_atomic(path: str | Path, data: str | bytes | Callable[[BinaryIO], obje
         objects.put(*remote, objects.to_bytes(data))
         return path
     tmp = path.with_name(f".{path.name}.tmp")
-    with open(tmp, "wb") as f:
-        if callable(data):
-            data(f)
-        else:
-            f.write(data.encode() if isinstance(data, str) else data)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "wb") as f:
+            if callable(data):
+                data(f)
+            else:
+                f.write(data.encode() if isinstance(data, str) else data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except OSError as exc:  # a write or flush refused (a full disk) names no file: this one
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        if exc.filename is None and exc.errno is not None:
+            raise OSError(exc.errno, exc.strerror, str(path)) from exc
+        raise
     return path
 
 

@@ -241,4 +241,7 @@ def _record_release(layout: SweepLayout, whole_instance: bool) -> None:
 
     if not is_remote(layout.state):
         layout.state.mkdir(exist_ok=True)
-    write_atomic(layout.end, json.dumps({"held_placement_groups": held, "time": time.time()}))
+    try:
+        write_atomic(layout.end, json.dumps({"held_placement_groups": held, "time": time.time()}))
+    except OSError as exc:  # a full disk: the sweep says so already; this record is a check
+        log.warning("could not write %s: %s", layout.end, exc)

@@ -59,6 +59,7 @@ def storage_refusal(exc: BaseException | None) -> StorageRefusal | None:
         ...                         "[errno 28] No space left on device")).name
         'ENOSPC'
     """
+    found: list[StorageRefusal] = []
     seen: set[int] = set()
     todo = [exc]
     while todo:
@@ -70,9 +71,12 @@ def storage_refusal(exc: BaseException | None) -> StorageRefusal | None:
             code = e.errno if e.errno in REFUSALS else _pyarrow_errno(str(e))
             if code in REFUSALS:
                 path = e.filename if isinstance(e.filename, str) else None
-                return StorageRefusal(code, REFUSALS[code], path)
+                found.append(StorageRefusal(code, REFUSALS[code], path))
         todo.extend([e.__cause__, e.__context__, getattr(e, "cause", None)])
-    return None
+    # The deepest one that names a path: a chain's first error sits deepest ("during handling
+    # of the above exception, another occurred"); a wrapper naming the path, above its cause
+    with_path = [r for r in found if r.path]
+    return with_path[-1] if with_path else (found[0] if found else None)
 
 
 def _pyarrow_errno(text: str) -> int | None:
