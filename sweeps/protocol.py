@@ -17,6 +17,7 @@ __all__ = ["CLOCK_KEY", "STEP_KEY", "CHECKPOINT_PATH_KEY", "RANK_ATTR", "WORLD_S
            "ERROR_KEY", "NOT_METRICS",
            "REPORTS_FILE",
            "CONFIG_READS_FILE", "CLOCK_FILE", "TRIAL_FILE", "OUT_OF_MEMORY_FILE", "SCHEDULER_LOG",
+           "TUNE_STOP",
            "run_file", "checkpoint_dir_name", "checkpoint_dir_epoch"]
 
 # Added to every result by the trial's report bridge (sweeps.execution.report_bridge): the trial's
@@ -60,6 +61,7 @@ OUT_OF_MEMORY_FILE = "out_of_memory.rank{rank}.json"
 # The scheduler's decision log, ``<sweep dir>/state/<SCHEDULER_LOG>.jsonl``: written by the
 # driver's scheduler, read by every trial driver on resume (sweeps.search.schedulers).
 SCHEDULER_LOG = "scheduler"
+TUNE_STOP = "STOP"  # ray.tune.schedulers.TrialScheduler.STOP, as the decision log holds it
 
 # A TrialSession checkpoint's directory in the run directory, written by the workers (rank 0)
 # and read back by the trial driver, the resume repair and load_best.

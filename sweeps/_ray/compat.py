@@ -95,6 +95,7 @@ def _equals(path: str, expected: object) -> Callable[[], None]:
 
 
 def _probes() -> dict[str, Callable[[], None]]:
+    from sweeps import protocol
     from sweeps._ray import logs, placement, shipping, train, train_fn, train_snapshot, tune
 
     kv = "ray.experimental.internal_kv:"
@@ -123,6 +124,9 @@ def _probes() -> dict[str, Callable[[], None]]:
         "actors by id": _params("ray._private.state:actors", "actor_id"),
         "the head node's resource": _equals("ray._common.constants:HEAD_NODE_RESOURCE_NAME",
                                             placement.HEAD_NODE_RESOURCE),
+        # sweeps.search.decisions reads the scheduler's log without Ray
+        "Tune's STOP decision": _equals("ray.tune.schedulers:TrialScheduler.STOP",
+                                        protocol.TUNE_STOP),
         # train.py
         "TorchTrainer default callbacks": _attrs("ray.train.torch:TorchTrainer",
                                                  "_create_default_callbacks"),

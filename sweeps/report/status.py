@@ -36,11 +36,11 @@ from sweeps._ray.tune import experiment_state_files, trials_in_state
 from sweeps.execution import report_log
 from sweeps.layout import SweepLayout
 from sweeps.lease import Holder, claim_store, describe, inspect, this_driver
-from sweeps.protocol import CLOCK_KEY, SCHEDULER_LOG
+from sweeps.protocol import CLOCK_KEY
 from sweeps.resume.notes import continues_from, unended_runs
+from sweeps.search.decisions import decision_log, ends
 from sweeps.search.outcome import Objective, read_verdicts
 from sweeps.storage.location import display, is_uri, sweep_root, uri_of
-from sweeps.tracking.journal import Journal
 
 __all__ = ["main", "find_sweep", "status_lines", "claim_line"]
 
@@ -108,11 +108,6 @@ def _tune_trials(root: Path) -> dict[str, str]:
         return {}  # the log and the report logs still say what ran
 
 
-def _ends(record: dict[str, Any]) -> bool:
-    """``sweeps.search.schedulers``' rule for an ended trial (that module imports Ray)."""
-    return bool(record.get("end")) or record.get("action") == "STOP"
-
-
 def _number(value: Any) -> float | None:
     ok = isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
     return float(value) if ok else None
@@ -149,9 +144,9 @@ def status_lines(root: Path) -> list[str]:
     mode = ident.get("experiment.mode") or exp.get("mode") or "max"
     objective = Objective(metric or "", mode, float(ident.get("scheduler.max_t") or
                                                     sched.get("max_t") or math.inf))
-    log = Journal(layout.state, SCHEDULER_LOG).records()
+    log = decision_log(root).records()
     verdicts, tune = read_verdicts(log), _tune_trials(root)
-    ended = {r["trial"] for r in log if _ends(r) and "trial" in r}
+    ended = {r["trial"] for r in log if ends(r) and "trial" in r}
     runs = {p.name for p in unended_runs(layout, ended)}
     counts = dict.fromkeys(("completed", "stopped early", "failed", "running"), 0)
     moving: list[str] = []

@@ -39,28 +39,22 @@ from ray.tune.schedulers import FIFOScheduler, TrialScheduler
 
 from sweeps._ray.tune import save_experiment_state
 from sweeps.errors import ConfigError
-from sweeps.layout import SweepLayout
-from sweeps.protocol import CLOCK_KEY, ERROR_KEY, NOT_METRICS, SCHEDULER_LOG
+from sweeps.protocol import CLOCK_KEY, ERROR_KEY, NOT_METRICS
 from sweeps.search.asha import AsyncHalving
-from sweeps.search.outcome import Objective, Verdict, read_verdicts
+from sweeps.search.decisions import LOG_NAME, decision_log, ended_trials, ends, verdicts
+from sweeps.search.outcome import Objective
 from sweeps.tracking.journal import Journal
 
 __all__ = ["ResumableASHA", "ResumableFIFO", "ended_trials", "decision_log", "verdicts",
            "LOG_NAME"]
 
 log = logging.getLogger(__name__)
-LOG_NAME = SCHEDULER_LOG  # the file name, shared with the trial drivers
 _AUTO = NOT_METRICS - {"epoch", CLOCK_KEY}  # Tune's bookkeeping (the clock is the sweep's own)
 
 
 def _reported(key: str) -> bool:
     """Whether a result key is one the loop reported (not Tune's or the sweep's bookkeeping)."""
     return key not in _AUTO and not key.startswith(("sweeps_", "config/"))
-
-
-def decision_log(sweep_dir: str | Path) -> Journal:
-    """The scheduler's log in ``<sweep dir>/state``."""
-    return Journal(SweepLayout(Path(sweep_dir)).state, LOG_NAME)
 
 
 def _metrics(result: dict[str, Any] | None) -> dict[str, Any]:
@@ -71,22 +65,6 @@ def _metrics(result: dict[str, Any] | None) -> dict[str, Any]:
             continue
         out[key] = value if math.isfinite(value) else None
     return out
-
-
-def verdicts(sweep_dir: str | Path) -> dict[str, Verdict]:
-    """Trial id -> what this log decided about it (``sweeps.search.outcome.read_verdicts``)."""
-    return read_verdicts(decision_log(sweep_dir).records())
-
-
-def ended_trials(sweep_dir: str | Path) -> dict[str, dict[str, Any]]:
-    """Trial id -> final metrics of every trial the log says ended (stopped or completed)."""
-    return {r["trial"]: r.get("metrics", {}) for r in decision_log(sweep_dir).records()
-            if _ends(r)}
-
-
-def _ends(record: dict[str, Any]) -> bool:
-    """Whether a logged judgement ended its trial (stopped, or ran all epochs)."""
-    return bool(record.get("end")) or record.get("action") == TrialScheduler.STOP
 
 
 class _Logged:
@@ -138,7 +116,7 @@ class _Logged:
             if record.get("value") is not None:
                 self._seen.add(record["trial"])
             self._replay(record)
-            if _ends(record):
+            if ends(record):
                 self._ended[record["trial"]] = record.get("metrics", {})
 
     def _replay(self, record: dict[str, Any]) -> None:
@@ -148,7 +126,7 @@ class _Logged:
         metrics = _metrics(result)
         self.log.append({"trial": trial_id, **fields, "t": round(time.time(), 3),
                          "metrics": metrics})
-        if _ends(fields):
+        if ends(fields):
             self._ended[trial_id] = metrics
 
     def _screen(self, trial_id: str, result: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
