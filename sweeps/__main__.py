@@ -60,8 +60,9 @@ def main(cfg: DictConfig) -> None:
     except SweepError as exc:  # bad input, a busy sweep, RayIncompatible: one line, exit 2
         print(f"sweeps: error: {exc}", file=sys.stderr)
         sys.exit(2)
-    except KeyboardInterrupt:  # Ctrl-C before Tune ran (Tune's own stops are SweepInterrupted)
-        print("sweeps: interrupted before the sweep started; nothing ran", file=sys.stderr)
+    except KeyboardInterrupt:  # Ctrl-C outside Tune's run (Tune's own stops are SweepInterrupted)
+        print("sweeps: interrupted; what the sweep saved is kept: run the same command again to "
+              "resume it", file=sys.stderr)
         sys.exit(130)
     print_result(result, sweep_cfg)
     if result.best is None or result.failed:

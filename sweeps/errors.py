@@ -43,9 +43,9 @@ class SweepBusy(SweepError):
 
 
 class StorageFull(SweepError):
-    """A write to the sweep directory failed for want of space or permission (ENOSPC, EDQUOT,
-    EROFS, EACCES): the sweep stopped with its state up to the failed write kept, and the same
-    command resumes it once the write can succeed."""
+    """The sweep directory refused a write: full (ENOSPC), over quota (EDQUOT), read-only
+    (EROFS) or not writable (EACCES); the sweep stopped with its state up to the failed write
+    kept, and the same command resumes it once the write can succeed. Exit status 3."""
 
     exit_code = 3
 

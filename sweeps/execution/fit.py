@@ -19,8 +19,8 @@ import logging
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from sweeps.execution.interrupt import Interrupt
 from sweeps.execution.prepare import Prepared
-from sweeps.execution.ray_session import Interrupt
 from sweeps.execution.runner import SweepInterrupted, SweepResult
 from sweeps.resume.state import SweepRecord
 from sweeps.search.outcome import Objective
@@ -87,7 +87,13 @@ def fit(prep: Prepared, interrupt: Interrupt | None = None) -> SweepResult:
             from sweeps._ray.tune import concurrency_limit
 
             watch.attach(concurrency_limit(tuner))
-        results: ResultGrid = tuner.fit()
+        if interrupt is not None:
+            interrupt.tune_running = True  # a SIGTERM now stops Tune as Ctrl-C does
+        try:
+            results: ResultGrid = tuner.fit()
+        finally:
+            if interrupt is not None:
+                interrupt.tune_running = False
         if storage.refused is not None:  # the sweep directory refused a trial's write
             raise storage.refused
         ended_now = results.num_terminated + results.num_errors

@@ -50,6 +50,7 @@ class Prepared:
     resume: ResumeInfo | None = None  # the sweep in sweep_dir this run continues
     warnings: list[str] = field(default_factory=list)  # logged before the sweep starts
     warm_start: WarmStart | None = None  # earlier trials that seed the searcher
+    claim_gen: int = 0  # the newest claim on sweep_dir when prepared (run_sweep: still current?)
 
     @property
     def layout(self) -> SweepLayout:
@@ -215,5 +216,7 @@ def prepare(cfg: SweepConfig) -> Prepared:
                         "next start are never compared (with 1 at once, nothing is exploited); "
                         "lower scaling.num_workers or scaling.cpus_per_worker, or "
                         "search.num_samples, so the population runs together")
+    from sweeps.lease import claim_store
+
     return Prepared(cfg, params, constants, resources, sweep_dir, target, resume, warnings,
-                    warm)
+                    warm, claim_store(sweep_dir).latest())

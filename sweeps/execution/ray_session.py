@@ -6,8 +6,8 @@
 On entry: Tune's environment defaults are set (a value the user exported wins), Ray's log goes
 to ``<sweep dir>/ray.log`` unless ``sweep.verbose``, a private local Ray instance starts unless
 this process is already connected (``ray.init`` by the caller, or ``ray.address`` joined by
-``prepare``), and SIGTERM is made to do what Ctrl-C does. On exit, in reverse: the SIGTERM
-handler is put back; the placement groups still held are counted into ``state/end.json`` (all
+``prepare``), and SIGTERM is taken back from ``ray.init`` (``sweeps.execution.interrupt``). On
+exit, in reverse: the placement groups still held are counted into ``state/end.json`` (all
 of a Ray instance started here, which is then shut down; this job's on a joined one, which
 keeps running); the ``ray`` loggers are put back as they were.
 """
@@ -17,17 +17,13 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-import signal
-import threading
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
-from types import FrameType
-from typing import Any
 
 from sweeps._ray.logs import RAY_LOGGERS, raylet_notices_logged
 from sweeps.config.schema import SweepConfig
 from sweeps.execution.code_shipping import runtime_env
+from sweeps.execution.interrupt import Interrupt
 from sweeps.execution.prepare import Prepared
 from sweeps.execution.resources import ResourcePlan
 from sweeps.layout import SweepLayout
@@ -37,27 +33,11 @@ __all__ = ["Interrupt", "ray_session", "repeated_steps_quiet"]
 log = logging.getLogger(__name__)
 
 
-@dataclass
-class Interrupt:
-    """Why the sweep stops early: the signal (SIGINT, Ctrl-C, unless a SIGTERM was caught),
-    or a ``reason`` set by ``stop`` (the claim on the sweep directory was lost)."""
-
-    signum: int = signal.SIGINT
-    reason: str | None = None
-    release: Callable[[], None] | None = None  # gives the sweep's claim back (sweeps.lease)
-    grace: Any = None  # the GraceTimer a SIGTERM started (sweeps.execution.grace)
-
-    def stop(self, reason: str) -> None:
-        """Stop the sweep as Ctrl-C does, saying ``reason`` (from any thread)."""
-        self.reason = reason
-        os.kill(os.getpid(), signal.SIGINT)
-
-
 @contextlib.contextmanager
 def ray_session(cfg: SweepConfig, prepared: Prepared,
                 interrupt: Interrupt | None = None) -> Iterator[Interrupt]:
-    """Ray started (or joined), its log in the sweep directory, SIGTERM caught as Ctrl-C;
-    yields the ``Interrupt`` that records which signal arrived.
+    """Ray started (or joined), its log in the sweep directory; yields the ``Interrupt``
+    (``interrupt``, or a new one) whose handler has SIGTERM again after ``ray.init``.
 
     Example:
         >>> with ray_session(cfg, prepare(cfg)) as interrupt:  # doctest: +SKIP
@@ -74,8 +54,9 @@ def ray_session(cfg: SweepConfig, prepared: Prepared,
         attach_ray_log()
         try:
             # After ray.init, which installs its own SIGTERM handler (it aborts the process).
-            with _sigterm_as_sigint(interrupt or Interrupt(), cfg.sweep.stop_grace_s) as caught, \
-                    repeated_steps_quiet():
+            caught = interrupt or Interrupt(cfg.sweep.name, cfg.sweep.stop_grace_s)
+            caught.reinstall()  # ray.init installs its own SIGTERM handler (it aborts)
+            with repeated_steps_quiet():
                 yield caught
         finally:
             _record_release(layout, whole_instance=started)
@@ -191,33 +172,6 @@ def repeated_steps_quiet() -> Iterator[None]:
         warnings.filterwarnings("ignore", message=r"The reported value is ignored because "
                                 r"this `step=\d+` is already reported", category=UserWarning)
         yield
-
-
-@contextlib.contextmanager
-def _sigterm_as_sigint(caught: Interrupt, grace_s: float) -> Iterator[Interrupt]:
-    """While the sweep runs, SIGTERM (``kill``, a scheduler's preemption notice) does what
-    Ctrl-C does: Tune stops the trials, saves the sweep's state and returns. If the sweep has
-    not ended ``grace_s`` seconds after the SIGTERM (a trial that ignores its stop, Ray slow to
-    go down), the claim is released, this driver's Ray processes are killed and the driver
-    exits with 143: the state Tune saved last and every checkpoint are kept, and the same
-    command resumes (``sweeps.execution.grace``)."""
-    if threading.current_thread() is not threading.main_thread():
-        yield caught
-        return
-    from sweeps.execution.grace import GraceTimer
-
-    timer = caught.grace = GraceTimer(grace_s, caught)
-
-    def forward(signum: int, frame: FrameType | None) -> None:
-        caught.signum = signum
-        timer.start()
-        os.kill(os.getpid(), signal.SIGINT)
-
-    previous = signal.signal(signal.SIGTERM, forward)
-    try:
-        yield caught
-    finally:
-        signal.signal(signal.SIGTERM, previous)  # the timer runs on until run_sweep returns
 
 
 def _record_release(layout: SweepLayout, whole_instance: bool) -> None:

@@ -17,15 +17,15 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sweeps.config.schema import SweepConfig
 from sweeps.errors import StorageFull, SweepError, SweepInterrupted
+from sweeps.execution.interrupt import Interrupt
 from sweeps.execution.prepare import Prepared, prepare, sweep_dir_of
-from sweeps.execution.ray_session import Interrupt, ray_session
+from sweeps.execution.ray_session import ray_session
 from sweeps.layout import SweepLayout
 from sweeps.storage.location import display
 
@@ -94,20 +94,20 @@ def run_sweep(cfg: SweepConfig, prepared: Prepared | None = None) -> SweepResult
     sweep_dir = sweep_dir_of(cfg)
     check_writable(sweep_dir)
     made = _first_missing(sweep_dir)  # what the claim creates, removed if prepare refuses
-    interrupt = Interrupt()
+    interrupt = Interrupt(cfg.sweep.name, cfg.sweep.stop_grace_s)
     me = this_driver(cfg.sweep.name, cfg.sweep.lease_heartbeat_s, cfg.sweep.lease_expiry_s)
     try:
-        with _sigterm_raises(cfg), \
-                hold(claim_store(sweep_dir), me, on_lost=interrupt.stop) as lease:
+        with interrupt.handling_sigterm(), \
+                hold(claim_store(sweep_dir), me, on_lost=interrupt.lost) as lease:
             interrupt.release = lease.release
             if lease.taken_over:
                 print(f"sweeps: {lease.taken_over}", flush=True)
             try:
-                prep = _current(prepared, cfg)
+                prep = _current(prepared, cfg, lease.gen)
             except BaseException:
                 if made is not None:  # refused before anything ran: leave no directory
                     lease.withdraw()
-                    files.remove_tree(made)
+                    _remove_empty(sweep_dir, made)
                 raise
             return _run(cfg, prep, interrupt, fit)
     except (SweepError, KeyboardInterrupt):
@@ -115,13 +115,10 @@ def run_sweep(cfg: SweepConfig, prepared: Prepared | None = None) -> SweepResult
     except Exception as exc:  # the driver's own write refused: one line, not a traceback
         from sweeps.storage.full import storage_refusal
 
-        found = storage_refusal(exc)
+        found = storage_refusal(exc, within=None if files.is_remote(sweep_dir) else sweep_dir)
         if found is None:
             raise
         raise StorageFull(found.line(display(sweep_dir))) from exc
-    finally:
-        if interrupt.grace is not None:  # a SIGTERM's deadline ends with the sweep
-            interrupt.grace.cancel()
 
 
 def _first_missing(sweep_dir: Path) -> Path | None:
@@ -138,39 +135,31 @@ def _first_missing(sweep_dir: Path) -> Path | None:
     return missing
 
 
-@contextlib.contextmanager
-def _sigterm_raises(cfg: SweepConfig) -> Iterator[None]:
-    """Outside Tune's run (while preparing, or summarizing at the end), SIGTERM raises
-    ``SweepInterrupted``, so the claim is released on the way out; while Tune runs,
-    ``ray_session`` makes it stop the trials as Ctrl-C does."""
-    import signal
-    import threading
+def _remove_empty(sweep_dir: Path, made: Path) -> None:
+    """The directories the claim created, from ``sweep_dir`` up to ``made``, each only if
+    empty (another sweep's files, or a racing driver's, are never touched)."""
+    from sweeps import files
 
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def interrupted(signum: int, frame: object) -> None:
-        raise SweepInterrupted(f"sweep {cfg.sweep.name} interrupted (SIGTERM) outside its "
-                               "trials' run; run the same command again to resume it", signum)
-
-    previous = signal.signal(signal.SIGTERM, interrupted)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
+    if files.is_remote(sweep_dir):
+        return  # an object store has no directories: the claim's objects are withdrawn
+    for directory in (sweep_dir / "state" / "claims", sweep_dir / "state", sweep_dir):
+        with contextlib.suppress(OSError):
+            directory.rmdir()
+    path = sweep_dir.parent
+    while path != made.parent and path.is_relative_to(made):
+        try:
+            path.rmdir()
+        except OSError:
+            return
+        path = path.parent
 
 
-def _current(prepared: Prepared | None, cfg: SweepConfig) -> Prepared:
-    """``prepared``, unless the sweep directory changed since it was made (another driver ran
-    between the caller's ``prepare`` and the claim): then the sweep is prepared again."""
-    from sweeps.resume.state import load_record
-
-    if prepared is None:
+def _current(prepared: Prepared | None, cfg: SweepConfig, gen: int) -> Prepared:
+    """``prepared``, unless another driver claimed the sweep directory since it was made
+    (its claim generation is not the one just before ``gen``): then it is prepared again."""
+    if prepared is None or prepared.claim_gen + 1 != gen:
         return prepare(cfg)
-    before = prepared.resume.record.starts if prepared.resume else 0
-    now = load_record(prepared.sweep_dir)
-    return prepared if (now.starts if now else 0) == before else prepare(cfg)
+    return prepared
 
 
 def _run(cfg: SweepConfig, prep: Prepared, interrupt: Interrupt, fit: Any) -> SweepResult:

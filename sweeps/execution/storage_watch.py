@@ -43,7 +43,10 @@ class StorageWatch(Callback):
             error = pickled_error(trial)
         except Exception:  # noqa: BLE001 - an unreadable error is not a storage refusal
             return
-        found = storage_refusal(error)
+        from sweeps.files import is_remote
+
+        found = storage_refusal(error, within=None if is_remote(self.sweep_dir)
+                                else self.sweep_dir)
         if found is None:
             return
         self.refused = StorageFull(f"trial {trial.trial_id} {found.line(display(self.sweep_dir))}")

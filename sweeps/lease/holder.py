@@ -10,8 +10,8 @@ sweep's name, the heartbeat interval and the expiry it promised, how many heartb
 and whether it released the claim. ``judge`` is the whole rule, pure and table-tested:
 
 - released by its holder: free;
-- same host (name and boot id) and the holder's process is gone (or its pid now belongs to a
-  process started later): free at once, "provably dead";
+- same host (name, boot id and pid namespace) and the holder's process is gone (or its pid
+  now belongs to a process started later): free at once, "provably dead";
 - silent (no heartbeat) for longer than the holder's own expiry, measured on the storage's
   clock (``age_s``: see ``sweeps.lease.stores``): free, "silent for N s";
 - unreadable (truncated, corrupt, another program's file): treated as a live claim of unknown
@@ -49,6 +49,7 @@ class Holder:
     host: str
     pid: int
     boot_id: str = ""
+    pid_ns: str = ""  # the pid namespace (containers sharing a host name and boot id differ)
     pid_started: int | None = None  # the process's start time, in clock ticks since boot
     started: float = 0.0  # wall clock of the claiming host (shown to people, never compared)
     sweep: str = ""
@@ -76,6 +77,14 @@ def boot_id() -> str:
     try:
         with open("/proc/sys/kernel/random/boot_id") as f:
             return f.read().strip()
+    except OSError:
+        return ""
+
+
+def pid_namespace() -> str:
+    """This process's pid namespace (Linux), e.g. ``pid:[4026531836]``; "" if unknown."""
+    try:
+        return os.readlink("/proc/self/ns/pid")
     except OSError:
         return ""
 
@@ -120,7 +129,7 @@ def pid_alive(pid: int, started: int | None) -> bool:
 def this_driver(sweep: str, heartbeat_s: float, expiry_s: float) -> Holder:
     """The claim this process makes on a sweep directory."""
     pid = os.getpid()
-    return Holder(host=socket.gethostname(), pid=pid, boot_id=boot_id(),
+    return Holder(host=socket.gethostname(), pid=pid, boot_id=boot_id(), pid_ns=pid_namespace(),
                   pid_started=process_start(pid), started=time.time(), sweep=sweep,
                   heartbeat_s=heartbeat_s, expiry_s=expiry_s,
                   command=shlex.join(["sweeps", *(_command or sys.argv[1:])])[:2000])
@@ -147,7 +156,9 @@ def read_holder(raw: bytes | None) -> Holder | None:
 
 
 def _same_host(a: Holder, b: Holder) -> bool:
-    return a.host == b.host and bool(a.boot_id) and a.boot_id == b.boot_id
+    """Whether ``a``'s pid can be looked up here: same host name, boot and pid namespace."""
+    return (a.host == b.host and bool(a.boot_id) and a.boot_id == b.boot_id
+            and a.pid_ns == b.pid_ns)
 
 
 def judge(holder: Holder | None, age_s: float, here: Holder, readable: bool = True,

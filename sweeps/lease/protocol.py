@@ -59,7 +59,11 @@ def inspect(store: ClaimStore, here: Holder) -> tuple[int, Holder | None, Verdic
         time.sleep(0.2)
         raw = store.read(gen)
         holder = read_holder(raw)
-    return gen, holder, judge(holder, store.age(gen), here)
+    try:
+        age = store.age(gen)
+    except FileNotFoundError:  # withdrawn just now by a driver that refused to run
+        return inspect(store, here) if store.latest() != gen else (gen, None, None)
+    return gen, holder, judge(holder, age, here)
 
 
 def acquire(store: ClaimStore, me: Holder) -> Claim:
@@ -150,27 +154,35 @@ class Lease:
                 silent = time.monotonic() - last_ok
                 log.warning("could not renew the claim on %s (%s); silent %.0f s",
                             self.store.where(), exc, silent)
-                if silent > self.me.expiry_s - 2 * self.me.heartbeat_s:
+                if silent > self.me.expiry_s - self.me.heartbeat_s:  # before others may
                     self._lose(f"could not renew the claim on {self.store.where()} for "
                                f"{silent:.0f} s ({exc})")
                     return
 
     def _lose(self, why: str) -> None:
+        if self._stop.is_set():  # released meanwhile: the sweep has ended
+            return
         self.lost = why
         self.on_lost(why)
 
     def withdraw(self) -> None:
-        """Stop the heartbeat and leave the claim as it is (its directory is being removed)."""
+        """Stop the heartbeat and take the claim back out, as if never made: for a sweep
+        directory this driver created and then refused to run (nobody else could have seen
+        the claim free, so its generation may be created again)."""
         self._stop.set()
         if self._thread.is_alive():
-            self._thread.join(timeout=30)
+            self._thread.join(timeout=5)
         self.lost = "withdrawn"
+        try:
+            self.store.withdraw(self.gen)
+        except Exception as exc:  # noqa: BLE001 - then it reads as released by a dead driver
+            log.warning("could not remove the claim on %s: %s", self.store.where(), exc)
 
     def release(self) -> None:
         """Stop the heartbeat and mark the claim released (unless another driver holds it)."""
         self._stop.set()
         if self._thread.is_alive():
-            self._thread.join(timeout=30)
+            self._thread.join(timeout=5)
         if self.lost is not None:
             return
         self.me.released = True

@@ -82,6 +82,10 @@ class ClaimStore(ABC):
         """Seconds since generation ``gen`` was last written, on the storage's clock."""
 
     @abstractmethod
+    def withdraw(self, gen: int) -> None:
+        """Remove this process's own claim ``gen`` (and its bid): ``Lease.withdraw``."""
+
+    @abstractmethod
     def where(self) -> str:
         """The claims directory, as people are shown it."""
 
@@ -119,12 +123,12 @@ class LocalClaims(ClaimStore):
         self.dir.mkdir(parents=True, exist_ok=True)
         target = self.dir / _name(gen)
         temp = self.dir / f".claim-{uuid.uuid4().hex}"
-        _write_synced(temp, data)
         try:
+            _write_synced(temp, data)
             os.link(temp, target)
             return True
-        except FileExistsError:
-            return False
+        except FileExistsError:  # NFS: a retried LINK may say so after it succeeded
+            return _links(temp) == 2
         except OSError as exc:
             if exc.errno not in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EMLINK):
                 raise
@@ -132,6 +136,10 @@ class LocalClaims(ClaimStore):
         finally:
             with contextlib.suppress(OSError):
                 temp.unlink()
+
+    def withdraw(self, gen: int) -> None:
+        with contextlib.suppress(FileNotFoundError):
+            (self.dir / _name(gen)).unlink()
 
     def rewrite(self, gen: int, data: bytes) -> None:
         target = self.dir / _name(gen)
@@ -154,6 +162,13 @@ class LocalClaims(ClaimStore):
         except OSError:
             now = time.time()
         return max(0.0, now - written)
+
+
+def _links(path: Path) -> int:
+    try:
+        return path.stat().st_nlink
+    except OSError:
+        return 0
 
 
 def _write_synced(path: Path, data: bytes) -> None:
@@ -192,6 +207,7 @@ class ObjectClaims(ClaimStore):
             raise ValueError(f"{root} is not on an object store")
         self.fs, self.dir = found
         self.shown = display(Path(root) / CLAIMS)
+        self._won: dict[int, str] = {}  # generation -> this process's winning bid
 
     def where(self) -> str:
         return self.shown
@@ -237,10 +253,16 @@ class ObjectClaims(ClaimStore):
             won = self._fresh(gen, mine) == [mine]
         if won and not self.exists(gen):
             objects.put(self.fs, self._path(gen), data)
+            self._won[gen] = bid
             return True
         with contextlib.suppress(OSError):
             objects.delete_file(self.fs, bid)
         return False
+
+    def withdraw(self, gen: int) -> None:
+        for path in (self._path(gen), self._won.pop(gen, None)):
+            if path:
+                objects.delete_file(self.fs, path)
 
     def rewrite(self, gen: int, data: bytes) -> None:
         objects.put(self.fs, self._path(gen), data)

@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import shlex
 import sys
 import time
 from pathlib import Path
@@ -235,8 +236,11 @@ def _resume_command(root: Path, holder: Holder | None, name: str, cfg: dict[str,
     """
     where = f"sweep.dir={uri_of(root)}"
     if holder is not None and holder.command:
-        return " ".join([w for w in holder.command.split(" ") if not w.startswith("sweep.dir=")]
-                        + [where])
+        try:
+            words = shlex.split(holder.command)  # written with shlex.join
+        except ValueError:  # cut at its length limit mid-quote
+            words = holder.command.split(" ")
+        return shlex.join([w for w in words if not w.startswith("sweep.dir=")] + [where])
     exp, search, sched = (cfg.get(k) or {} for k in ("experiment", "search", "scheduler"))
     keep = {"search.num_samples": search.get("num_samples"), "scheduler.max_t":
             sched.get("max_t"), "sweep.seed": (cfg.get("sweep") or {}).get("seed")}

@@ -21,7 +21,9 @@ from dataclasses import dataclass
 
 __all__ = ["REFUSALS", "StorageRefusal", "storage_refusal"]
 
-REFUSALS = {errno.ENOSPC: "ENOSPC", errno.EDQUOT: "EDQUOT", errno.EROFS: "EROFS"}
+REFUSALS = {errno.ENOSPC: "ENOSPC", errno.EDQUOT: "EDQUOT", errno.EROFS: "EROFS",
+            errno.EACCES: "EACCES"}
+NEEDS_PATH = {errno.EACCES}  # too common elsewhere to count without naming a sweep file
 _PYARROW = re.compile(r"\[errno (\d+)\]", re.IGNORECASE)
 
 
@@ -47,13 +49,19 @@ class StorageRefusal:
                 "same command again to resume it")
 
 
-def storage_refusal(exc: BaseException | None) -> StorageRefusal | None:
-    """The storage refusal in ``exc`` or its chain, or None.
+def storage_refusal(exc: BaseException | None,
+                    within: str | os.PathLike[str] | None = None) -> StorageRefusal | None:
+    """The storage refusal in ``exc`` or its chain, or None. With ``within`` (a local sweep
+    directory), a refusal naming a path elsewhere (the loop's own files on ``/tmp``, a
+    read-only dataset mount) is not one: the trial fails as any error fails it. ``EACCES``
+    counts only when it names a path within.
 
     Example:
         >>> storage_refusal(OSError(28, "No space left on device", "/d/x")).path
         '/d/x'
         >>> storage_refusal(RuntimeError("x")) is None
+        True
+        >>> storage_refusal(OSError(28, "No space left on device", "/tmp/x"), within="/d") is None
         True
         >>> storage_refusal(OSError("[Errno 28] Error writing bytes to file. Detail: "
         ...                         "[errno 28] No space left on device")).name
@@ -71,12 +79,23 @@ def storage_refusal(exc: BaseException | None) -> StorageRefusal | None:
             code = e.errno if e.errno in REFUSALS else _pyarrow_errno(str(e))
             if code in REFUSALS:
                 path = e.filename if isinstance(e.filename, str) else None
-                found.append(StorageRefusal(code, REFUSALS[code], path))
+                if _counts(code, path, within):
+                    found.append(StorageRefusal(code, REFUSALS[code], path))
         todo.extend([e.__cause__, e.__context__, getattr(e, "cause", None)])
     # The deepest one that names a path: a chain's first error sits deepest ("during handling
     # of the above exception, another occurred"); a wrapper naming the path, above its cause
     with_path = [r for r in found if r.path]
     return with_path[-1] if with_path else (found[0] if found else None)
+
+
+def _counts(code: int, path: str | None, within: str | os.PathLike[str] | None) -> bool:
+    if path is None:
+        return code not in NEEDS_PATH
+    if within is None:
+        return True
+    root = os.path.abspath(os.fspath(within))
+    return os.path.abspath(path).startswith(root.rstrip("/") + "/") or \
+        path.lstrip("/").startswith(root.lstrip("/").rstrip("/") + "/")  # pyarrow: no "/"
 
 
 def _pyarrow_errno(text: str) -> int | None:

@@ -40,7 +40,6 @@ def test_sweep_on_s3_killed_resumes_from_another_directory(tmp_path, moto_s3, wo
             "+experiment.params.epoch_sleep=1.0", "ray.num_cpus=2"]
     first, second = tmp_path / "here", tmp_path / "elsewhere"
     first.mkdir()
-    second.mkdir()
 
     sweep = Sweep(first, args)
     sweep.start()
@@ -48,6 +47,13 @@ def test_sweep_on_s3_killed_resumes_from_another_directory(tmp_path, moto_s3, wo
     _wait_for(lambda: ended_trials(sweep_dir) and len({t for t, _, _ in _epochs(tmp_path)})
               >= 2, sweep.proc)
     assert sweep.proc.poll() is None, "the sweep ended before the kill"
+    # The same command from another directory (a colleague's machine) while it runs: refused
+    # in one line by the claim in the bucket, naming the driver that holds it.
+    second.mkdir()
+    refused = Sweep(second, args)
+    refused.start()
+    rc, out = refused.wait(120)
+    assert rc == 2 and f"pid {sweep.proc.pid}" in out and len(out.strip().splitlines()) == 1, out
     sweep.kill9()
     killed_at, ended = time.time(), set(ended_trials(sweep_dir))
 

@@ -5,6 +5,7 @@ processes racing for it."""
 from __future__ import annotations
 
 import json
+import os
 import socket
 import subprocess
 import sys
@@ -17,7 +18,7 @@ import pytest
 
 from sweeps.errors import SweepBusy
 from sweeps.lease import Holder, acquire, claim_store, hold, judge, read_holder, this_driver
-from sweeps.lease.holder import boot_id, process_start
+from sweeps.lease.holder import boot_id, pid_namespace, process_start
 from sweeps.lease.stores import LocalClaims, ObjectClaims
 from sweeps.storage import stand_in
 
@@ -40,6 +41,8 @@ def _alive(pid: int, started: int | None) -> bool:
     (Holder(host="h1", pid=12, boot_id="boot-1"), 1, "dead", False),  # gone
     (Holder(host="h1", pid=12, boot_id="boot-9"), 1, "live", True),  # same name, other host
     (Holder(host="h1", pid=12, boot_id=""), 1, "live", True),  # no boot id: not provably here
+    (Holder(host="h1", pid=12, boot_id="boot-1", pid_ns="pid:[2]"), 1, "live", True),  # a
+    # container sharing the host's name and boot id: its pids are not this namespace's
     (Holder(host="h1", pid=12, boot_id="boot-1"), 400, "dead", False),
     (None, 5, "unreadable-live", True),
     (None, 31, "unreadable", False),
@@ -68,7 +71,8 @@ def test_this_host_and_a_finished_process() -> None:
     done = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
                           capture_output=True, text=True, check=True)
     here = this_driver("s", 5, 45)
-    gone = Holder(host=socket.gethostname(), pid=int(done.stdout), boot_id=boot_id())
+    gone = Holder(host=socket.gethostname(), pid=int(done.stdout), boot_id=boot_id(),
+                  pid_ns=pid_namespace())
     assert judge(gone, 0.0, here).kind == "dead"
     assert judge(here, 0.0, here).kind == "live"
 
@@ -112,7 +116,7 @@ def test_a_dead_drivers_claim_is_taken_at_once(sweep_dir: Path) -> None:
     done = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
                           capture_output=True, text=True, check=True)
     store.create(1, _holder(host=socket.gethostname(), boot_id=boot_id(),
-                            pid=int(done.stdout)).to_bytes())
+                            pid_ns=pid_namespace(), pid=int(done.stdout)).to_bytes())
     with hold(store, this_driver("digits", 5, 45)) as lease:
         assert lease.gen == 2
         assert lease.taken_over == (f"taking over the sweep from host {socket.gethostname()}, "
@@ -178,3 +182,32 @@ def test_the_heartbeat_renews_and_notices_a_takeover(sweep_dir: Path) -> None:
         assert lost and "host elsewhere, pid 4242" in lost[0] and lease.lost == lost[0]
     assert not read_holder(store.read(1)).released, "a lost claim is not marked released"
     assert read_holder(store.read(2)).host == "elsewhere"
+
+
+def test_a_driver_that_lost_its_claim_exits_at_once_and_writes_nothing_more(tmp_path) -> None:
+    """Interrupt.lost, as run_sweep wires it: no save, its children killed, exit status 4."""
+    script = (
+        "import subprocess, sys, time\n"
+        "from sweeps.execution.interrupt import Interrupt\n"
+        "from sweeps.lease import claim_store, hold, this_driver\n"
+        "child = subprocess.Popen(['sleep', '60'])\n"
+        "print(child.pid, flush=True)\n"
+        f"with hold(claim_store({str(tmp_path)!r}), this_driver('s', 0.2, 1), "
+        "on_lost=Interrupt('s').lost):\n"
+        "    time.sleep(60)\n"
+        "print('unreachable')\n")
+    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    child = int(proc.stdout.readline())
+    store = claim_store(tmp_path)
+    while store.latest() < 1:
+        time.sleep(0.05)
+    store.create(2, _holder().to_bytes())  # another driver took the sweep over
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 4 and "unreachable" not in out, (out, err)
+    assert "another driver (host elsewhere, pid 4242" in err and "writes nothing more" in err
+    assert not read_holder(store.read(1)).released  # nothing written after the loss
+    with pytest.raises(ProcessLookupError):
+        for _ in range(50):
+            os.kill(child, 0)
+            time.sleep(0.1)

@@ -26,7 +26,7 @@ from sweeps import compose, files
 from sweeps.execution import report_log
 from sweeps.layout import SweepLayout
 from sweeps.lease import Holder, LocalClaims, claim_store, hold, this_driver
-from sweeps.lease.holder import boot_id
+from sweeps.lease.holder import boot_id, pid_namespace
 from sweeps.protocol import CLOCK_KEY, checkpoint_dir_name
 from sweeps.report.status import main, status_lines
 from sweeps.resume.notes import resume_notes
@@ -158,7 +158,8 @@ def test_a_dead_driver_on_this_host_is_named_as_gone(tmp_path) -> None:
     gone = subprocess.Popen([sys.executable, "-c", "pass"])
     gone.wait()
     dead = Holder(host=socket.gethostname(), pid=gone.pid, boot_id=boot_id(),
-                  started=time.time() - 60, sweep="digits", command=COMMAND)
+                  pid_ns=pid_namespace(), started=time.time() - 60, sweep="digits",
+                  command=COMMAND)
     assert LocalClaims(root).create(1, dead.to_bytes())
     assert status_lines(root)[1] == (f"  not running (its driver, host {socket.gethostname()}, "
                                      f"pid {gone.pid}, is gone: the next command takes over at "

@@ -1,0 +1,166 @@
+"""How a running sweep stops early: SIGTERM, Ctrl-C, a refused write, a lost claim.
+
+    interrupt = Interrupt(cfg.sweep.name, grace_s=cfg.sweep.stop_grace_s)
+    with interrupt.handling_sigterm():          # run_sweep, around the claimed sweep
+        ... interrupt.tune_running = True; tuner.fit() ...
+
+- **SIGTERM** (``kill``, Kubernetes' or Slurm's preemption notice): while Tune runs, it does
+  what Ctrl-C does (Tune stops the trials, saves the sweep's state and returns, and ``fit``
+  raises ``SweepInterrupted``); before or after Tune's run it raises ``SweepInterrupted`` where
+  the driver is. Either way the claim is released on the way out and the driver exits 143. A
+  second SIGTERM changes nothing. If the sweep has not ended ``sweep.stop_grace_s`` after the
+  first (a trial stuck in a collective, Ray slow to go down, a blocking call), ``GraceTimer``
+  ends it: it kills this driver's own processes (its local Ray), releases the claim and exits
+  143. Nothing is lost that a ``kill -9`` keeps: Tune's last saved state and every checkpoint.
+- **A stop** (``stop``: the sweep directory refused a write) does what the first SIGTERM does
+  while Tune runs, once.
+- **A lost claim** (``lost``: another driver took the sweep over, or the claim could not be
+  renewed for almost its expiry): this driver must not write again, so it saves nothing, kills
+  its own processes and exits 4 at once (``hard_exit``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import sys
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from types import FrameType
+
+from sweeps.errors import SweepInterrupted
+
+__all__ = ["Interrupt", "GraceTimer", "descendants", "hard_exit", "LOST_EXIT"]
+
+LOST_EXIT = 4  # the exit status of a driver that lost its claim
+
+
+@dataclass
+class Interrupt:
+    """Why and how the sweep stops early (see the module docstring)."""
+
+    sweep: str = "sweep"
+    grace_s: float = 20.0
+    signum: int = signal.SIGINT  # SIGINT (Ctrl-C) unless a SIGTERM was caught
+    reason: str | None = None  # set by ``stop``
+    tune_running: bool = False  # set by fit around Tune's run
+    release: Callable[[], None] | None = None  # gives the sweep's claim back (sweeps.lease)
+    stopping: bool = False
+    grace: GraceTimer | None = field(default=None, repr=False)
+
+    def on_sigterm(self, signum: int, frame: FrameType | None) -> None:
+        """The SIGTERM handler (installed by ``handling_sigterm``, again after ``ray.init``)."""
+        if self.stopping:
+            return
+        self.stopping, self.signum = True, signum
+        self.grace = GraceTimer(self.grace_s, self)
+        self.grace.start()
+        if self.tune_running:
+            os.kill(os.getpid(), signal.SIGINT)  # Tune's own stop: trials end, state saved
+            return
+        raise SweepInterrupted(f"sweep {self.sweep} interrupted (SIGTERM) outside its trials' "
+                               "run; run the same command again to resume it", signum)
+
+    def stop(self, reason: str) -> None:
+        """Stop the sweep as Ctrl-C does, saying ``reason`` (once; from any thread)."""
+        if self.stopping:
+            return
+        self.stopping, self.reason = True, reason
+        if self.tune_running:
+            os.kill(os.getpid(), signal.SIGINT)
+
+    def lost(self, why: str) -> None:
+        """The claim is gone: end this driver now, writing nothing more (``hard_exit``)."""
+        hard_exit(LOST_EXIT, f"sweeps: error: {why}; this driver stops now and writes nothing "
+                  "more (another driver may run the sweep: see `sweeps status`)")
+
+    @contextlib.contextmanager
+    def handling_sigterm(self) -> Iterator[Interrupt]:
+        """``on_sigterm`` for SIGTERM while the block runs (main thread only); a grace timer
+        still running at the end is cancelled."""
+        main = threading.current_thread() is threading.main_thread()
+        previous = signal.signal(signal.SIGTERM, self.on_sigterm) if main else None
+        try:
+            yield self
+        finally:
+            if main:
+                signal.signal(signal.SIGTERM, previous)
+            if self.grace is not None:
+                self.grace.cancel()
+
+    def reinstall(self) -> None:
+        """Take SIGTERM back (``ray.init`` installs a handler of its own)."""
+        if threading.current_thread() is threading.main_thread():
+            signal.signal(signal.SIGTERM, self.on_sigterm)
+
+
+class GraceTimer:
+    """Started by the first SIGTERM; ``cancel`` when the sweep has ended on its own."""
+
+    def __init__(self, grace_s: float, interrupt: Interrupt) -> None:
+        self.grace_s, self.interrupt = grace_s, interrupt
+        self._timer: threading.Timer | None = None
+
+    def start(self) -> None:
+        if self._timer is None:
+            self._timer = threading.Timer(self.grace_s, self._expire)
+            self._timer.daemon = True
+            self._timer.start()
+
+    def cancel(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+
+    def _expire(self) -> None:
+        hard_exit(128 + signal.SIGTERM,
+                  f"sweeps: the sweep did not end within sweep.stop_grace_s={self.grace_s:g} s "
+                  "of SIGTERM: ending it now; its saved state and checkpoints are kept, run "
+                  "the same command again to resume it", self.interrupt.release)
+
+
+def hard_exit(code: int, message: str, release: Callable[[], None] | None = None) -> None:
+    """Say ``message``, kill this process's descendants (its local Ray), then ``release``
+    (the claim), then exit ``code`` without unwinding (nothing more is written)."""
+    print(message, file=sys.stderr, flush=True)
+    for pid in descendants(os.getpid()):
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
+    if release is not None:
+        with contextlib.suppress(Exception):
+            release()
+    os._exit(code)
+
+
+def descendants(pid: int) -> list[int]:
+    """Every process descending from ``pid`` (Linux ``/proc``; [] elsewhere), parents first.
+
+    Example:
+        >>> import subprocess
+        >>> child = subprocess.Popen(["sleep", "5"])
+        >>> child.pid in descendants(os.getpid())
+        True
+        >>> child.kill(); child.wait()
+        -9
+    """
+    parents: dict[int, list[int]] = {}
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return []
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                ppid = int(f.read().rpartition(")")[2].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        parents.setdefault(ppid, []).append(int(entry))
+    found, todo = [], list(parents.get(pid, []))
+    while todo:
+        child = todo.pop(0)
+        found.append(child)
+        todo.extend(parents.get(child, []))
+    return found
