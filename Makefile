@@ -14,8 +14,11 @@ install:
 demo: install
 	$(PYTHON) -m sweeps +experiment=digits
 
+# The unit layer on every core (pytest-xdist), then the Ray layer (slow) alone: its tests share
+# the machine's 2 CPUs with the Ray instance each starts, one at a time.
 test: install
-	$(PYTHON) -m pytest
+	$(PYTHON) -m pytest -m "not slow" $$($(PYTHON) -c "import xdist" 2>/dev/null && echo "-n auto")
+	$(PYTHON) -m pytest -m slow
 
 # The unit layer, no Ray, one process per core with pytest-xdist (in the test extra; without it,
 # one process): under 2 min on 2 cores.

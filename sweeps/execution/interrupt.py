@@ -48,6 +48,7 @@ class Interrupt:
     tune_running: bool = False  # set by fit around Tune's run
     release: Callable[[], None] | None = None  # gives the sweep's claim back (sweeps.lease)
     stopping: bool = False
+    on_main_thread: bool = False  # set by handling_sigterm: only then may it signal Tune
     grace: GraceTimer | None = field(default=None, repr=False)
 
     def on_sigterm(self, signum: int, frame: FrameType | None) -> None:
@@ -68,7 +69,7 @@ class Interrupt:
         if self.stopping:
             return
         self.stopping, self.reason = True, reason
-        if self.tune_running:
+        if self.tune_running and self.on_main_thread:  # else a caller's thread would get it
             os.kill(os.getpid(), signal.SIGINT)
 
     def lost(self, why: str) -> None:
@@ -80,7 +81,7 @@ class Interrupt:
     def handling_sigterm(self) -> Iterator[Interrupt]:
         """``on_sigterm`` for SIGTERM while the block runs (main thread only); a grace timer
         still running at the end is cancelled."""
-        main = threading.current_thread() is threading.main_thread()
+        main = self.on_main_thread = threading.current_thread() is threading.main_thread()
         previous = signal.signal(signal.SIGTERM, self.on_sigterm) if main else None
         try:
             yield self

@@ -77,8 +77,8 @@ def acquire(store: ClaimStore, me: Holder) -> Claim:
         newest = store.latest()
         if newest > gen:  # another driver won this generation: judge its claim next
             gen, holder, verdict = inspect(store, me)
-        else:  # every racer lost (object stores): try again a little later
-            time.sleep(random.uniform(0.2, 1.5))
+        else:  # no racer has won yet (object stores): the lowest bid may still be settling
+            time.sleep(store.settle_s + random.uniform(0.2, 1.5))
     raise SweepBusy(f"could not take {store.where()}: other drivers kept starting at the same "
                     "time; run the command again")
 

@@ -61,6 +61,8 @@ def _generations(names: list[str]) -> list[int]:
 class ClaimStore(ABC):
     """The claim files of one sweep directory (see the module docstring)."""
 
+    settle_s: float = 0.0
+
     @abstractmethod
     def generations(self) -> list[int]:
         """Generations that have a claim file, ascending."""
@@ -100,6 +102,8 @@ class ClaimStore(ABC):
 
 class LocalClaims(ClaimStore):
     """Claims on a local or NFS path."""
+
+    settle_s = 0.0  # how long a racing create may take to decide (acquire waits past it)
 
     def __init__(self, root: Path) -> None:
         self.dir = Path(root) / CLAIMS
@@ -200,6 +204,8 @@ def _overwrite_in_place(target: Path, data: bytes) -> None:
 
 class ObjectClaims(ClaimStore):
     """Claims on an object store, through pyarrow (claim then verify, module docstring)."""
+
+    settle_s = SETTLE_S
 
     def __init__(self, root: Path) -> None:
         found = filesystem(Path(root) / CLAIMS)

@@ -211,3 +211,30 @@ def test_a_driver_that_lost_its_claim_exits_at_once_and_writes_nothing_more(tmp_
         for _ in range(50):
             os.kill(child, 0)
             time.sleep(0.1)
+
+
+def test_driver_processes_racing_for_a_new_sweep_make_exactly_one_winner(sweep_dir) -> None:
+    """As drivers race: separate processes (each judges the others' live pids), one go."""
+    script = ("import sys\n"
+              "from sweeps.errors import SweepBusy\n"
+              "from sweeps.lease import acquire, claim_store, this_driver\n"
+              "from sweeps.storage import stand_in\n"
+              f"store = claim_store({str(sweep_dir)!r})\n"
+              "sys.stdin.readline()\n"  # released together
+              "try:\n"
+              "    print('won', acquire(store, this_driver('s', 5, 45)).gen, flush=True)\n"
+              "except SweepBusy as exc:\n"
+              "    print('refused', exc, flush=True)\n"
+              "sys.stdin.readline()\n")  # alive until every racer has decided
+    racers = [subprocess.Popen([sys.executable, "-c", script], stdin=subprocess.PIPE,
+                               stdout=subprocess.PIPE, text=True) for _ in range(4)]
+    time.sleep(2.0)  # all imported
+    for r in racers:
+        r.stdin.write("go\n")
+        r.stdin.flush()
+    said = [r.stdout.readline().strip() for r in racers]
+    for r in racers:
+        r.communicate("end\n", timeout=30)
+    assert sorted(line.split()[0] for line in said) == ["refused"] * 3 + ["won"], said
+    assert [line for line in said if line.startswith("won")] == ["won 1"]
+    assert claim_store(sweep_dir).generations() == [1]
