@@ -98,7 +98,12 @@ class Interrupt:
 
 
 class GraceTimer:
-    """Started by the first SIGTERM; ``cancel`` when the sweep has ended on its own."""
+    """Started by the first SIGTERM; ``cancel`` when the sweep has ended on its own.
+
+    Example:
+        >>> timer = GraceTimer(20.0, Interrupt("digits"))
+        >>> timer.start(); timer.cancel()   # the sweep ended within its grace
+    """
 
     def __init__(self, grace_s: float, interrupt: Interrupt) -> None:
         self.grace_s, self.interrupt = grace_s, interrupt

@@ -8,10 +8,10 @@ content and the rule that judges it, ``stores`` the exclusive create on a file s
 object store, ``protocol`` the acquire / heartbeat / release cycle.
 """
 
-from sweeps.lease.holder import Holder, Verdict, describe, judge, read_holder, this_driver
+from sweeps.lease.holder import ClaimVerdict, Holder, describe, judge, read_holder, this_driver
 from sweeps.lease.protocol import Lease, acquire, hold, inspect, takeover_line
 from sweeps.lease.stores import ClaimStore, LocalClaims, ObjectClaims, claim_store
 
-__all__ = ["Holder", "Verdict", "describe", "judge", "read_holder", "this_driver", "Lease",
+__all__ = ["Holder", "ClaimVerdict", "describe", "judge", "read_holder", "this_driver", "Lease",
            "acquire", "hold", "inspect", "takeover_line", "ClaimStore", "LocalClaims",
            "ObjectClaims", "claim_store"]

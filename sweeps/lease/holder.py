@@ -30,7 +30,7 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, fields
 
-__all__ = ["remember_command", "Holder", "Verdict", "this_driver", "read_holder", "judge",
+__all__ = ["remember_command", "Holder", "ClaimVerdict", "this_driver", "read_holder", "judge",
            "pid_alive", "process_start", "boot_id", "describe"]
 
 
@@ -64,7 +64,7 @@ class Holder:
 
 
 @dataclass(frozen=True)
-class Verdict:
+class ClaimVerdict:
     """``judge``'s answer: whether the claim stands, and the words for it."""
 
     live: bool
@@ -162,7 +162,7 @@ def _same_host(a: Holder, b: Holder) -> bool:
 
 
 def judge(holder: Holder | None, age_s: float, here: Holder, readable: bool = True,
-          alive: Callable[[int, int | None], bool] = pid_alive) -> Verdict:
+          alive: Callable[[int, int | None], bool] = pid_alive) -> ClaimVerdict:
     """Whether the claim ``holder`` (None: the file could not be read, or ``readable`` False)
     written ``age_s`` ago still holds against the driver ``here``.
 
@@ -176,17 +176,17 @@ def judge(holder: Holder | None, age_s: float, here: Holder, readable: bool = Tr
     """
     if holder is None or not readable:
         if age_s > here.expiry_s:
-            return Verdict(False, "unreadable", age_s)
-        return Verdict(True, "unreadable-live", age_s)
+            return ClaimVerdict(False, "unreadable", age_s)
+        return ClaimVerdict(True, "unreadable-live", age_s)
     if holder.released:
-        return Verdict(False, "released", age_s)
+        return ClaimVerdict(False, "released", age_s)
     if _same_host(holder, here) and not alive(holder.pid, holder.pid_started):
-        return Verdict(False, "dead", age_s)
+        return ClaimVerdict(False, "dead", age_s)
     expiry = holder.expiry_s if isinstance(holder.expiry_s, (int, float)) and \
         holder.expiry_s > 0 else here.expiry_s
     if age_s > expiry:
-        return Verdict(False, "expired", age_s)
-    return Verdict(True, "live", age_s)
+        return ClaimVerdict(False, "expired", age_s)
+    return ClaimVerdict(True, "live", age_s)
 
 
 def describe(holder: Holder | None) -> str:

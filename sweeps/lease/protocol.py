@@ -30,7 +30,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 
 from sweeps.errors import SweepBusy
-from sweeps.lease.holder import Holder, Verdict, describe, judge, read_holder
+from sweeps.lease.holder import ClaimVerdict, Holder, describe, judge, read_holder
 from sweeps.lease.stores import ClaimStore
 
 __all__ = ["Lease", "acquire", "hold", "inspect", "takeover_line", "busy_error"]
@@ -45,10 +45,10 @@ class Claim:
 
     gen: int
     previous: Holder | None
-    verdict: Verdict | None  # how the previous claim was judged (None: never claimed)
+    verdict: ClaimVerdict | None  # how the previous claim was judged (None: never claimed)
 
 
-def inspect(store: ClaimStore, here: Holder) -> tuple[int, Holder | None, Verdict | None]:
+def inspect(store: ClaimStore, here: Holder) -> tuple[int, Holder | None, ClaimVerdict | None]:
     """(newest generation, its holder, its verdict): the claim as ``here`` would judge it."""
     gen = store.latest()
     if gen == 0:
@@ -67,7 +67,18 @@ def inspect(store: ClaimStore, here: Holder) -> tuple[int, Holder | None, Verdic
 
 
 def acquire(store: ClaimStore, me: Holder) -> Claim:
-    """Take the sweep for ``me``, or raise ``SweepBusy``."""
+    """Take the sweep for ``me``, or raise ``SweepBusy``.
+
+    Example:
+        >>> import tempfile
+        >>> from sweeps.lease import claim_store, this_driver
+        >>> store = claim_store(tempfile.mkdtemp())
+        >>> acquire(store, this_driver("digits", 5, 45)).gen
+        1
+        >>> acquire(store, this_driver("digits", 5, 45))  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        sweeps.errors.SweepBusy: sweep.dir ... is held by a running driver (host ..., pid ...
+    """
     gen, holder, verdict = inspect(store, me)
     for _ in range(RACE_TRIES):
         if verdict is not None and verdict.live:
@@ -83,7 +94,7 @@ def acquire(store: ClaimStore, me: Holder) -> Claim:
                     "time; run the command again")
 
 
-def busy_error(store: ClaimStore, holder: Holder | None, verdict: Verdict,
+def busy_error(store: ClaimStore, holder: Holder | None, verdict: ClaimVerdict,
                expiry_s: float) -> SweepBusy:
     """The one line a second driver is refused with."""
     where = store.where().removesuffix("/state/claims")
@@ -196,7 +207,18 @@ class Lease:
 @contextlib.contextmanager
 def hold(store: ClaimStore, me: Holder,
          on_lost: Callable[[str], None] = lambda why: None) -> Iterator[Lease]:
-    """The claim on ``store``'s sweep directory for the block (``SweepBusy`` if held)."""
+    """The claim on ``store``'s sweep directory for the block (``SweepBusy`` if held).
+
+    Example:
+        >>> import tempfile
+        >>> from sweeps.lease import claim_store, read_holder, this_driver
+        >>> store = claim_store(tempfile.mkdtemp())
+        >>> with hold(store, this_driver("digits", 5, 45)) as lease:
+        ...     lease.gen, read_holder(store.read(1)).released
+        (1, False)
+        >>> read_holder(store.read(1)).released
+        True
+    """
     lease = Lease(store, acquire(store, me), me, on_lost).start()
     try:
         yield lease

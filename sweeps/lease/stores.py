@@ -286,7 +286,12 @@ class ObjectClaims(ClaimStore):
 
 
 def claim_store(sweep_dir: str | Path) -> ClaimStore:
-    """The claim store of ``sweep_dir`` (a local path, or an object-store URI's stand-in)."""
+    """The claim store of ``sweep_dir`` (a local path, or an object-store URI's stand-in).
+
+    Example:
+        >>> type(claim_store("/runs/d")).__name__, claim_store("/runs/d").where()
+        ('LocalClaims', '/runs/d/state/claims')
+    """
     if filesystem(Path(sweep_dir)) is not None:
         return ObjectClaims(Path(sweep_dir))
     return LocalClaims(Path(sweep_dir))
