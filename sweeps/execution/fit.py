@@ -98,7 +98,12 @@ def fit(prep: Prepared, interrupt: Interrupt | None = None) -> SweepResult:
             raise storage.refused
         ended_now = results.num_terminated + results.num_errors
         if ended_now != prep.trials:  # Tune returned early on Ctrl-C/SIGTERM
-            raise _interrupted(prep, ended_now, interrupt)
+            from sweeps.search.decisions import ended_trials
+
+            # Counted as the resume will count them (the decision log): Tune calls a trial it
+            # stopped on the interrupt terminated, and one that failed errored, and the same
+            # command continues both.
+            raise _interrupted(prep, len(ended_trials(prep.sweep_dir)), interrupt)
     except BaseException as exc:
         if tracking:
             abort_tracking(tracking, exc)
