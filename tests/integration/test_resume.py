@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import re
 import signal
 import subprocess
 import sys
@@ -423,6 +424,7 @@ def test_sigterm_saves_state_closes_runs_and_the_same_command_resumes(tmp_path) 
     assert rc == 143, out
     assert "interrupted (SIGTERM)" in out and "run the same command again to resume" in out
     assert "did not end within" not in out  # it ended on its own, within its grace
+    said_ended = re.search(r"interrupted \(SIGTERM\): (\d+) of 3 trials ended", out).group(1)
     store = claim_store(tmp_path / "sweep")
     assert read_holder(store.read(store.latest())).released
     _, runs = _mlflow_runs(tmp_path)
@@ -443,6 +445,7 @@ def test_sigterm_saves_state_closes_runs_and_the_same_command_resumes(tmp_path) 
     sweep.start()
     rc, out = sweep.wait()
     assert rc == 0, out
+    assert f"resuming: {said_ended} of 3 trials had ended" in out, out  # counted alike
     summary = pd.read_csv(tmp_path / "sweep" / "summary.csv", dtype={"trial_id": str})
     assert len(summary) == 3
     _assert_clean_end(tmp_path, set(summary["trial_id"]))
