@@ -77,7 +77,7 @@ def test_two_drivers_started_together_on_one_local_sweep_make_one_sweep(tmp_path
 
 
 def test_sigterm_whose_grace_runs_out_ends_the_driver_and_its_ray(tmp_path) -> None:
-    args = _args(tmp_path, "search.num_samples=2", "scheduler.max_t=4", "scheduler=none",
+    args = _args(tmp_path, "search.num_samples=1", "scheduler.max_t=4", "scheduler=none",
                  "+experiment.params.epoch_sleep=0.4", "sweep.stop_grace_s=0.5")
     sweep = Sweep(tmp_path, args)
     sweep.start()
@@ -98,7 +98,7 @@ def test_sigterm_whose_grace_runs_out_ends_the_driver_and_its_ray(tmp_path) -> N
     rc, out = sweep.wait()
     assert rc == 0 and "resuming:" in out and "taking over" not in out, out
     summary = pd.read_csv(tmp_path / "sweep" / "summary.csv")
-    assert len(summary) == 2 and set(summary["status"]) == {"completed"}
+    assert len(summary) == 1 and set(summary["status"]) == {"completed"}
     assert set(summary["epochs"]) == {4}
 
 
@@ -135,7 +135,7 @@ def _fill(path: Path) -> Path:
 def test_a_full_disk_stops_the_sweep_in_one_line_and_it_resumes_once_there_is_room(
         tmp_path, small_disk) -> None:
     sweep_dir = small_disk / "sweep"
-    args = _args(tmp_path, "search.num_samples=2", "scheduler.max_t=6", "scheduler=none",
+    args = _args(tmp_path, "search.num_samples=1", "scheduler.max_t=6", "scheduler=none",
                  "+experiment.params.epoch_sleep=0.3", f"sweep.dir={sweep_dir}")
     sweep = Sweep(tmp_path, args)
     sweep.start()
@@ -157,5 +157,5 @@ def test_a_full_disk_stops_the_sweep_in_one_line_and_it_resumes_once_there_is_ro
     rc, out = sweep.wait()
     assert rc == 0 and "resuming:" in out, out
     summary = pd.read_csv(sweep_dir / "summary.csv")
-    assert len(summary) == 2 and set(summary["status"]) == {"completed"}
+    assert len(summary) == 1 and set(summary["status"]) == {"completed"}
     assert set(summary["epochs"]) == {6}
