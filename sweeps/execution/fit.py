@@ -91,6 +91,12 @@ def fit(prep: Prepared, interrupt: Interrupt | None = None) -> SweepResult:
             interrupt.tune_running = True  # a SIGTERM now stops Tune as Ctrl-C does
         try:
             results: ResultGrid = tuner.fit()
+        except KeyboardInterrupt:  # our SIGINT came before Tune's handler did (or after)
+            if interrupt is None or not interrupt.stopping:
+                raise
+            from sweeps.search.decisions import ended_trials
+
+            raise _interrupted(prep, len(ended_trials(prep.sweep_dir)), interrupt) from None
         finally:
             if interrupt is not None:
                 interrupt.tune_running = False

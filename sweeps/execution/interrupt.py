@@ -24,7 +24,6 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-import sys
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -48,16 +47,19 @@ class Interrupt:
     tune_running: bool = False  # set by fit around Tune's run
     release: Callable[[], None] | None = None  # gives the sweep's claim back (sweeps.lease)
     stopping: bool = False
+    closing: bool = False  # the run is releasing its claim: a SIGTERM only starts the timer
     on_main_thread: bool = False  # set by handling_sigterm: only then may it signal Tune
     grace: GraceTimer | None = field(default=None, repr=False)
 
     def on_sigterm(self, signum: int, frame: FrameType | None) -> None:
         """The SIGTERM handler (installed by ``handling_sigterm``, again after ``ray.init``)."""
-        if self.stopping:
+        if self.grace is None:  # the first SIGTERM, even after a stop(): a deadline now
+            self.signum = signum
+            self.grace = GraceTimer(self.grace_s, self)
+            self.grace.start()
+        if self.stopping or self.closing:
             return
-        self.stopping, self.signum = True, signum
-        self.grace = GraceTimer(self.grace_s, self)
-        self.grace.start()
+        self.stopping = True
         if self.tune_running:
             os.kill(os.getpid(), signal.SIGINT)  # Tune's own stop: trials end, state saved
             return
@@ -129,13 +131,16 @@ class GraceTimer:
 def hard_exit(code: int, message: str, release: Callable[[], None] | None = None) -> None:
     """Say ``message``, kill this process's descendants (its local Ray), then ``release``
     (the claim), then exit ``code`` without unwinding (nothing more is written)."""
-    print(message, file=sys.stderr, flush=True)
-    for pid in descendants(os.getpid()):
-        with contextlib.suppress(OSError):
-            os.kill(pid, signal.SIGKILL)
-    if release is not None:
-        with contextlib.suppress(Exception):
-            release()
+    with contextlib.suppress(OSError):  # not print(): its lock may be held by a stuck thread
+        os.write(2, (message + "\n").encode())
+    for _ in range(3):  # again: a process may have been forked meanwhile
+        for pid in descendants(os.getpid()):
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+    if release is not None:  # bounded: a hung store must not hold the exit
+        releasing = threading.Thread(target=release, daemon=True)
+        releasing.start()
+        releasing.join(timeout=3)
     os._exit(code)
 
 

@@ -50,7 +50,9 @@ class Prepared:
     resume: ResumeInfo | None = None  # the sweep in sweep_dir this run continues
     warnings: list[str] = field(default_factory=list)  # logged before the sweep starts
     warm_start: WarmStart | None = None  # earlier trials that seed the searcher
-    claim_gen: int = 0  # the newest claim on sweep_dir when prepared (run_sweep: still current?)
+    # the newest claim on sweep_dir before it was read, -1 if a driver held it (run_sweep
+    # reuses this plan only if the claim it takes is the next one)
+    claim_gen: int = -1
 
     @property
     def layout(self) -> SweepLayout:
@@ -171,6 +173,7 @@ def prepare(cfg: SweepConfig) -> Prepared:
     warnings = check_search(cfg, params)
     sweep_dir = sweep_dir_of(cfg)
     check_writable(sweep_dir)
+    claim_gen = _free_claim(sweep_dir)  # before the directory is read
     resume = decide_resume(cfg, params, sweep_dir)
     target = None
     if cfg.tracking.enabled:
@@ -216,7 +219,18 @@ def prepare(cfg: SweepConfig) -> Prepared:
                         "next start are never compared (with 1 at once, nothing is exploited); "
                         "lower scaling.num_workers or scaling.cpus_per_worker, or "
                         "search.num_samples, so the population runs together")
-    from sweeps.lease import claim_store
-
     return Prepared(cfg, params, constants, resources, sweep_dir, target, resume, warnings,
-                    warm, claim_store(sweep_dir).latest())
+                    warm, claim_gen)
+
+
+def _free_claim(sweep_dir: Path) -> int:
+    """The newest claim's generation if no driver holds the directory (none, or released),
+    else -1."""
+    from sweeps.lease import claim_store, read_holder
+
+    store = claim_store(sweep_dir)
+    gen = store.latest()
+    if gen == 0:
+        return 0
+    holder = read_holder(store.read(gen))
+    return gen if holder is not None and holder.released else -1

@@ -105,11 +105,15 @@ def run_sweep(cfg: SweepConfig, prepared: Prepared | None = None) -> SweepResult
             try:
                 prep = _current(prepared, cfg, lease.gen)
             except BaseException:
+                interrupt.closing = True
                 if made is not None:  # refused before anything ran: leave no directory
                     lease.withdraw()
                     _remove_empty(sweep_dir, made)
                 raise
-            return _run(cfg, prep, interrupt, fit)
+            try:
+                return _run(cfg, prep, interrupt, fit)
+            finally:
+                interrupt.closing = True  # a SIGTERM from here on lets the release finish
     except (SweepError, KeyboardInterrupt):
         raise
     except Exception as exc:  # the driver's own write refused: one line, not a traceback
@@ -155,9 +159,9 @@ def _remove_empty(sweep_dir: Path, made: Path) -> None:
 
 
 def _current(prepared: Prepared | None, cfg: SweepConfig, gen: int) -> Prepared:
-    """``prepared``, unless another driver claimed the sweep directory since it was made
-    (its claim generation is not the one just before ``gen``): then it is prepared again."""
-    if prepared is None or prepared.claim_gen + 1 != gen:
+    """``prepared``, if it was made while no driver held the sweep directory and no driver
+    claimed it since (the claim taken is the next generation); else it is prepared again."""
+    if prepared is None or prepared.claim_gen < 0 or prepared.claim_gen + 1 != gen:
         return prepare(cfg)
     return prepared
 

@@ -48,7 +48,8 @@ class Claim:
     verdict: ClaimVerdict | None  # how the previous claim was judged (None: never claimed)
 
 
-def inspect(store: ClaimStore, here: Holder) -> tuple[int, Holder | None, ClaimVerdict | None]:
+def inspect(store: ClaimStore, here: Holder,
+            tries: int = 3) -> tuple[int, Holder | None, ClaimVerdict | None]:
     """(newest generation, its holder, its verdict): the claim as ``here`` would judge it."""
     gen = store.latest()
     if gen == 0:
@@ -62,7 +63,9 @@ def inspect(store: ClaimStore, here: Holder) -> tuple[int, Holder | None, ClaimV
     try:
         age = store.age(gen)
     except FileNotFoundError:  # withdrawn just now by a driver that refused to run
-        return inspect(store, here) if store.latest() != gen else (gen, None, None)
+        if tries > 0:
+            return inspect(store, here, tries - 1)
+        return gen, None, ClaimVerdict(True, "unreadable-live", 0.0)  # never judged free
     return gen, holder, judge(holder, age, here)
 
 
@@ -134,6 +137,7 @@ class Lease:
         self.on_lost = on_lost
         self.lost: str | None = None
         self._stop = threading.Event()
+        self._writing = threading.Lock()  # a heartbeat's write, never after a release
         self._thread = threading.Thread(target=self._beat, name="sweeps-lease", daemon=True)
 
     @property
@@ -158,8 +162,11 @@ class Lease:
                                f"one was silent longer than its expiry "
                                f"({self.me.expiry_s:.0f} s)")
                     return
-                self.me.beats += 1
-                self.store.rewrite(self.gen, self.me.to_bytes())
+                with self._writing:
+                    if self._stop.is_set():  # released or withdrawn meanwhile
+                        return
+                    self.me.beats += 1
+                    self.store.rewrite(self.gen, self.me.to_bytes())
                 last_ok = time.monotonic()
             except Exception as exc:  # noqa: BLE001 - a heartbeat must not die silently
                 silent = time.monotonic() - last_ok
@@ -185,7 +192,8 @@ class Lease:
             self._thread.join(timeout=5)
         self.lost = "withdrawn"
         try:
-            self.store.withdraw(self.gen)
+            with self._writing:
+                self.store.withdraw(self.gen)
         except Exception as exc:  # noqa: BLE001 - then it reads as released by a dead driver
             log.warning("could not remove the claim on %s: %s", self.store.where(), exc)
 
@@ -198,8 +206,9 @@ class Lease:
             return
         self.me.released = True
         try:
-            if not self.store.exists(self.gen + 1):
-                self.store.rewrite(self.gen, self.me.to_bytes())
+            with self._writing:
+                if not self.store.exists(self.gen + 1):
+                    self.store.rewrite(self.gen, self.me.to_bytes())
         except Exception as exc:  # noqa: BLE001 - then the next driver waits for pid or expiry
             log.warning("could not release the claim on %s: %s", self.store.where(), exc)
 

@@ -274,7 +274,10 @@ class ObjectClaims(ClaimStore):
         objects.put(self.fs, self._path(gen), data)
 
     def age(self, gen: int) -> float:
-        written = objects.info(self.fs, self._path(gen)).mtime_ns / 1e9
+        found = objects.info(self.fs, self._path(gen))
+        if found.mtime_ns is None:  # not there (withdrawn meanwhile)
+            raise FileNotFoundError(self._path(gen))
+        written = found.mtime_ns / 1e9
         probe = f"{self.dir}/now/{uuid.uuid4().hex}"
         try:
             objects.put(self.fs, probe, b"")

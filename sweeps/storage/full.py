@@ -78,8 +78,9 @@ def storage_refusal(exc: BaseException | None,
         if isinstance(e, OSError):
             code = e.errno if e.errno in REFUSALS else _pyarrow_errno(str(e))
             if code in REFUSALS:
-                path = e.filename if isinstance(e.filename, str) else None
-                if _counts(code, path, within):
+                paths = [p for p in (e.filename, e.filename2) if isinstance(p, str)]
+                path = next((p for p in paths if _counts(code, p, within)), None)
+                if path is not None or (not paths and _counts(code, None, within)):
                     found.append(StorageRefusal(code, REFUSALS[code], path))
         todo.extend([e.__cause__, e.__context__, getattr(e, "cause", None)])
     # The deepest one that names a path: a chain's first error sits deepest ("during handling
@@ -89,13 +90,15 @@ def storage_refusal(exc: BaseException | None,
 
 
 def _counts(code: int, path: str | None, within: str | os.PathLike[str] | None) -> bool:
-    if path is None:
+    """Whether a refusal of ``path`` is the sweep directory's (``within``; None: an object
+    store's sweep, whose local paths are never its own, so EACCES does not count there)."""
+    if path is None or within is None:
         return code not in NEEDS_PATH
-    if within is None:
-        return True
-    root = os.path.abspath(os.fspath(within))
-    return os.path.abspath(path).startswith(root.rstrip("/") + "/") or \
-        path.lstrip("/").startswith(root.lstrip("/").rstrip("/") + "/")  # pyarrow: no "/"
+    roots = {os.path.abspath(os.fspath(within)), os.path.realpath(os.fspath(within))}
+    paths = {os.path.abspath(path), os.path.realpath(path)}
+    return any(p.startswith(r.rstrip("/") + "/") for p in paths for r in roots) or \
+        any(path.lstrip("/").startswith(r.lstrip("/").rstrip("/") + "/")  # pyarrow: no "/"
+            for r in roots)
 
 
 def _pyarrow_errno(text: str) -> int | None:

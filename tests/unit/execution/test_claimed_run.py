@@ -42,3 +42,24 @@ def test_a_refused_resume_of_an_existing_sweep_keeps_its_directory(tmp_path) -> 
     assert (sweep_dir / "notes").is_dir()
     store = claim_store(sweep_dir)
     assert store.generations() == [1]  # claimed and released: the next command takes 2
+
+
+def test_a_plan_made_while_another_driver_held_the_sweep_is_never_reused(tmp_path) -> None:
+    from sweeps.execution.prepare import _free_claim
+    from sweeps.execution.runner import _current
+
+    sweep_dir = tmp_path / "s"
+    assert _free_claim(sweep_dir) == 0  # never claimed
+    store = claim_store(sweep_dir)
+    with hold(store, this_driver("s", 5, 45)):
+        assert _free_claim(sweep_dir) == -1  # held: a plan made now may go stale
+    assert _free_claim(sweep_dir) == 1  # released
+    store.create(2, b'{"host": "h", "pi')  # unreadable: not known to be free
+    assert _free_claim(sweep_dir) == -1
+    stale = type("P", (), {"claim_gen": -1})()
+    fresh = type("P", (), {"claim_gen": 1})()
+    assert _current(fresh, None, 2) is fresh
+    with pytest.raises(AttributeError):  # prepared again (cfg None here): not reused
+        _current(stale, None, 2)
+    with pytest.raises(AttributeError):  # another driver claimed in between
+        _current(fresh, None, 3)
