@@ -19,9 +19,10 @@ import logging
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from sweeps.errors import SweepInterrupted
 from sweeps.execution.interrupt import Interrupt
 from sweeps.execution.prepare import Prepared
-from sweeps.execution.runner import SweepInterrupted, SweepResult
+from sweeps.execution.result import SweepResult
 from sweeps.resume.state import SweepRecord
 from sweeps.search.outcome import Objective
 from sweeps.storage.location import display

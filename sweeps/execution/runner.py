@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -26,53 +25,17 @@ from sweeps.errors import StorageFull, SweepError, SweepInterrupted
 from sweeps.execution.interrupt import Interrupt
 from sweeps.execution.prepare import Prepared, prepare, sweep_dir_of
 from sweeps.execution.ray_session import ray_session
-from sweeps.layout import SweepLayout
+from sweeps.execution.result import SweepResult
 from sweeps.storage.location import display
 
 if TYPE_CHECKING:  # Ray and pandas (via sweeps.report.summary) stay off the --help / --cfg path
-    from ray.tune import ResultGrid
 
-    from sweeps.report.summary import Summary
-    from sweeps.tracking.target import TrackingTarget
+    pass
 
 __all__ = ["Prepared", "SweepResult", "SweepInterrupted", "prepare", "run_sweep",
            "sweep_dir_of"]
 
 log = logging.getLogger(__name__)
-
-
-@dataclass
-class SweepResult:
-    """What a finished sweep produced."""
-
-    sweep_dir: Path
-    summary: Summary
-    results: ResultGrid
-    released: dict[str, float]  # trial id -> seconds from trial end to its workers' release
-    tracking_unsent: int = 0  # tracking records still waiting in the journal at the end
-    tracking: TrackingTarget | None = None  # where MLflow runs went (None: tracking off)
-    plots: list[Path] | None = None  # PNGs under <sweep dir>/plots (None: too few trials)
-    plots_note: str | None = None  # why there are no plots
-    unread_keys: list[str] | None = None  # searched keys the loop never read (first trial)
-
-    @property
-    def layout(self) -> SweepLayout:
-        return SweepLayout(self.sweep_dir)
-
-    @property
-    def tracking_uri(self) -> str | None:
-        return self.tracking.uri if self.tracking else None
-
-    @property
-    def failed(self) -> dict[str, str]:
-        """Trial id -> why it failed (the loop raised, or never reported the metric)."""
-        return self.summary.failed
-
-    @property
-    def best(self) -> dict[str, Any] | None:
-        """The best trial's row: ``trial_id``, ``value``, ``epoch``, ``config``,
-        ``checkpoint``, ... (None when no trial reported the metric)."""
-        return self.summary.best
 
 
 def run_sweep(cfg: SweepConfig, prepared: Prepared | None = None) -> SweepResult:
@@ -86,7 +49,7 @@ def run_sweep(cfg: SweepConfig, prepared: Prepared | None = None) -> SweepResult
     """
     from sweeps import files
     from sweeps.config.validate import validate
-    from sweeps.execution.fit import fit  # it imports SweepResult from here
+    from sweeps.execution.fit import fit
     from sweeps.execution.prepare import check_writable
     from sweeps.lease import claim_store, hold, this_driver
 
