@@ -18,7 +18,7 @@ from __future__ import annotations
 import contextlib
 import logging
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from sweeps.config.schema import SweepConfig
 from sweeps.errors import StorageFull, SweepError, SweepInterrupted
@@ -27,10 +27,6 @@ from sweeps.execution.prepare import Prepared, prepare, sweep_dir_of
 from sweeps.execution.ray_session import ray_session
 from sweeps.execution.result import SweepResult
 from sweeps.storage.location import display
-
-if TYPE_CHECKING:  # Ray and pandas (via sweeps.report.summary) stay off the --help / --cfg path
-
-    pass
 
 __all__ = ["Prepared", "SweepResult", "SweepInterrupted", "prepare", "run_sweep",
            "sweep_dir_of"]
