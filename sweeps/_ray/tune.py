@@ -44,6 +44,7 @@ parses before resuming, to fail with a clear error instead of Tune's traceback. 
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import math
 import os
@@ -425,6 +426,19 @@ def trials_in_state(data: dict[str, Any]) -> list:
     if not isinstance(trials, list):
         raise TypeError(f"trial_data is a {type(trials).__name__}, not a list")
     return trials
+
+
+def trial_statuses(data: dict[str, Any]) -> dict[str, str]:
+    """Trial id -> Tune's status of it (``RUNNING``, ``TERMINATED``, ``ERROR``, ...) in a parsed
+    experiment-state file: each entry of ``trial_data`` is a list whose first item is the
+    trial's own JSON text. ``KeyError``/``TypeError``/``ValueError`` if torn.
+
+    Example:
+        >>> trial_statuses({"trial_data": [['{"trial_id": "a1", "status": "ERROR"}', "..."]]})
+        {'a1': 'ERROR'}
+    """
+    return {(t := json.loads(entry[0]))["trial_id"]: t.get("status", "")
+            for entry in trials_in_state(data)}
 
 
 def tune_env(verbose: bool) -> dict[str, str]:

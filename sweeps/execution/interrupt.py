@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from types import FrameType
 
 from sweeps.errors import SweepInterrupted
+from sweeps.lease.holder import stat_fields
 
 __all__ = ["Interrupt", "GraceTimer", "descendants", "hard_exit", "LOST_EXIT"]
 
@@ -161,14 +162,9 @@ def descendants(pid: int) -> list[int]:
     except OSError:
         return []
     for entry in entries:
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as f:
-                ppid = int(f.read().rpartition(")")[2].split()[1])
-        except (OSError, ValueError, IndexError):
-            continue
-        parents.setdefault(ppid, []).append(int(entry))
+        fields = stat_fields(entry) if entry.isdigit() else None
+        if fields and len(fields) > 1 and fields[1].isdigit():
+            parents.setdefault(int(fields[1]), []).append(int(entry))
     found, todo = [], list(parents.get(pid, []))
     while todo:
         child = todo.pop(0)

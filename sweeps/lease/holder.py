@@ -30,8 +30,8 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, fields
 
-__all__ = ["remember_command", "Holder", "ClaimVerdict", "this_driver", "read_holder", "judge",
-           "pid_alive", "process_start", "boot_id", "describe"]
+__all__ = ["remember_command", "stat_fields", "Holder", "ClaimVerdict", "this_driver",
+           "read_holder", "judge", "pid_alive", "process_start", "boot_id", "describe"]
 
 
 _command: list[str] = []
@@ -89,6 +89,17 @@ def pid_namespace() -> str:
         return ""
 
 
+def stat_fields(pid: int | str) -> list[str] | None:
+    """The fields of ``/proc/<pid>/stat`` after the command name (Linux; None if unreadable):
+    [0] the state, [1] the parent pid, [19] the start time in clock ticks since boot."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            stat = f.read()
+    except OSError:
+        return None
+    return stat.rpartition(")")[2].split()  # the name (field 2) may hold spaces and ")"
+
+
 def process_start(pid: int) -> int | None:
     """Start time of process ``pid`` in clock ticks since boot (Linux), None if unknown.
 
@@ -96,13 +107,9 @@ def process_start(pid: int) -> int | None:
         >>> process_start(os.getpid()) == process_start(os.getpid())
         True
     """
+    fields = stat_fields(pid)
     try:
-        with open(f"/proc/{pid}/stat") as f:
-            stat = f.read()
-    except OSError:
-        return None
-    try:  # the command name (field 2) may hold spaces and parentheses: split after its end
-        return int(stat.rpartition(")")[2].split()[19])
+        return int(fields[19]) if fields else None
     except (IndexError, ValueError):
         return None
 

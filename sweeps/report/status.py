@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from sweeps import files
-from sweeps._ray.tune import experiment_state_files, trials_in_state
+from sweeps._ray.tune import experiment_state_files, trial_statuses
 from sweeps.execution import report_log
 from sweeps.layout import SweepLayout
 from sweeps.lease import Holder, claim_store, describe, inspect, this_driver
@@ -103,8 +103,7 @@ def _tune_trials(root: Path) -> dict[str, str]:
     found = experiment_state_files(root)
     try:
         data = json.loads(files.read_text(found[-1])) if found else {"trial_data": []}
-        return {(t := json.loads(entry[0]))["trial_id"]: t.get("status", "")
-                for entry in trials_in_state(data)}
+        return trial_statuses(data)
     except (OSError, ValueError, KeyError, TypeError, IndexError):
         return {}  # the log and the report logs still say what ran
 
