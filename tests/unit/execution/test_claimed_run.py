@@ -44,7 +44,8 @@ def test_a_refused_resume_of_an_existing_sweep_keeps_its_directory(tmp_path) -> 
     assert store.generations() == [1]  # claimed and released: the next command takes 2
 
 
-def test_a_plan_made_while_another_driver_held_the_sweep_is_never_reused(tmp_path) -> None:
+def test_a_plan_made_while_another_driver_held_the_sweep_is_never_reused(tmp_path,
+                                                                        monkeypatch) -> None:
     from sweeps.execution.prepare import _free_claim
     from sweeps.execution.runner import _current
 
@@ -56,10 +57,10 @@ def test_a_plan_made_while_another_driver_held_the_sweep_is_never_reused(tmp_pat
     assert _free_claim(sweep_dir) == 1  # released
     store.create(2, b'{"host": "h", "pi')  # unreadable: not known to be free
     assert _free_claim(sweep_dir) == -1
+    monkeypatch.setattr("sweeps.execution.runner.prepare", lambda cfg: "prepared again")
     stale = type("P", (), {"claim_gen": -1})()
     fresh = type("P", (), {"claim_gen": 1})()
-    assert _current(fresh, None, 2) is fresh
-    with pytest.raises(AttributeError):  # prepared again (cfg None here): not reused
-        _current(stale, None, 2)
-    with pytest.raises(AttributeError):  # another driver claimed in between
-        _current(fresh, None, 3)
+    assert _current(fresh, None, 2) is fresh  # the claim taken is the next one: reused
+    assert _current(stale, None, 2) == "prepared again"  # made while a driver held it
+    assert _current(fresh, None, 3) == "prepared again"  # another driver claimed in between
+    assert _current(None, None, 1) == "prepared again"

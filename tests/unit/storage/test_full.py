@@ -40,7 +40,7 @@ def _chain(*errors: BaseException) -> BaseException:
 def test_storage_refusal(error: BaseException, within: str | None,
                          expected: tuple[str, str | None] | None) -> None:
     found = storage_refusal(error, within=within)
-    assert (found and (found.name, found.path)) == expected or (found is None is expected)
+    assert (None if found is None else (found.name, found.path)) == expected
 
 
 def test_a_wrapped_cause_is_found_and_the_line_says_what_to_do() -> None:
