@@ -1,6 +1,6 @@
 """One start of a prepared sweep on a running Ray: Tune's run, then the sweep's end.
 
-    with ray_session(cfg, prepared) as interrupt:    # in run_sweep
+    with ray_session(cfg, prepared, interrupt):    # in run_sweep
         return fit(prepared, interrupt)
 
 Before Tune: the sweep's record (one more start), this start's config file, the opening lines
@@ -95,9 +95,7 @@ def fit(prep: Prepared, interrupt: Interrupt | None = None) -> SweepResult:
         except KeyboardInterrupt:  # our SIGINT came before Tune's handler did (or after)
             if interrupt is None or not interrupt.stopping:
                 raise
-            from sweeps.search.decisions import ended_trials
-
-            raise _interrupted(prep, len(ended_trials(prep.sweep_dir)), interrupt) from None
+            raise _interrupted(prep, interrupt) from None
         finally:
             if interrupt is not None:
                 interrupt.tune_running = False
@@ -105,12 +103,7 @@ def fit(prep: Prepared, interrupt: Interrupt | None = None) -> SweepResult:
             raise storage.refused
         ended_now = results.num_terminated + results.num_errors
         if ended_now != prep.trials:  # Tune returned early on Ctrl-C/SIGTERM
-            from sweeps.search.decisions import ended_trials
-
-            # Counted as the resume will count them (the decision log): Tune calls a trial it
-            # stopped on the interrupt terminated, and one that failed errored, and the same
-            # command continues both.
-            raise _interrupted(prep, len(ended_trials(prep.sweep_dir)), interrupt)
+            raise _interrupted(prep, interrupt)
     except BaseException as exc:
         if tracking:
             abort_tracking(tracking, exc)
@@ -187,9 +180,14 @@ def _start(prep: Prepared) -> tuple[SweepRecord, dict[str, dict[str, Any]]]:
     return record, ended
 
 
-def _interrupted(prep: Prepared, ended: int, interrupt: Interrupt | None) -> SweepInterrupted:
-    """The error for a sweep Tune returned from with only ``ended`` trials ended."""
+def _interrupted(prep: Prepared, interrupt: Interrupt | None) -> SweepInterrupted:
+    """The error for a sweep Tune returned from before every trial ended. Its trials that
+    ended are counted as the resume counts them (the decision log): Tune calls a trial it
+    stopped on the interrupt terminated, and the same command continues it."""
+    from sweeps.search.decisions import ended_trials
+
     cfg = prep.cfg
+    ended = len(ended_trials(prep.sweep_dir))
     signum = interrupt.signum if interrupt else 2
     why = (interrupt.reason if interrupt and interrupt.reason
            else f"interrupted ({'SIGTERM' if signum == 15 else 'SIGINT'})")

@@ -1,6 +1,6 @@
 """The Ray instance a sweep runs on, for as long as it runs.
 
-    with ray_session(cfg, prepared) as interrupt:    # in run_sweep
+    with ray_session(cfg, prepared, interrupt):    # in run_sweep, inside the claim
         return fit(prepared, interrupt)
 
 On entry: Tune's environment defaults are set (a value the user exported wins), Ray's log goes
@@ -28,21 +28,21 @@ from sweeps.execution.prepare import Prepared
 from sweeps.execution.resources import ResourcePlan
 from sweeps.layout import SweepLayout
 
-__all__ = ["Interrupt", "ray_session", "repeated_steps_quiet"]
+__all__ = ["ray_session", "repeated_steps_quiet"]
 
 log = logging.getLogger(__name__)
 
 
 @contextlib.contextmanager
-def ray_session(cfg: SweepConfig, prepared: Prepared,
-                interrupt: Interrupt | None = None) -> Iterator[Interrupt]:
-    """Ray started (or joined), its log in the sweep directory; yields the ``Interrupt``
-    (``interrupt``, or a new one) whose handler has SIGTERM again after ``ray.init``.
+def ray_session(cfg: SweepConfig, prepared: Prepared, interrupt: Interrupt) -> Iterator[None]:
+    """Ray started (or joined), its log in the sweep directory, and SIGTERM back with
+    ``interrupt``'s handler after ``ray.init`` (``Interrupt.handling_sigterm``, in run_sweep,
+    puts the previous one back at the end).
 
     Example:
-        >>> with ray_session(cfg, prepare(cfg)) as interrupt:  # doctest: +SKIP
+        >>> interrupt = Interrupt(cfg.sweep.name)  # doctest: +SKIP
+        >>> with interrupt.handling_sigterm(), ray_session(cfg, prep, interrupt):  # doctest: +SKIP
         ...     results = tuner.fit()        # Tune returns early on Ctrl-C or SIGTERM
-        >>> interrupt.signum  # doctest: +SKIP
     """
     from sweeps._ray.tune import tune_env
 
@@ -54,10 +54,9 @@ def ray_session(cfg: SweepConfig, prepared: Prepared,
         attach_ray_log()
         try:
             # After ray.init, which installs its own SIGTERM handler (it aborts the process).
-            caught = interrupt or Interrupt(cfg.sweep.name, cfg.sweep.stop_grace_s)
-            caught.reinstall()  # ray.init installs its own SIGTERM handler (it aborts)
+            interrupt.reinstall()  # ray.init installs its own SIGTERM handler (it aborts)
             with repeated_steps_quiet():
-                yield caught
+                yield
         finally:
             _record_release(layout, whole_instance=started)
             if started:
