@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sweeps.config.validate import EXECUTORS
+from sweeps.trial.backends import AUTO, BACKENDS
 
 RESULTS = Path(__file__).resolve().parent / "results"
 STAMPS = ("pid", "t_proc_start", "t_loop_entry", "t_report", "epoch_time_s", "epoch")
@@ -299,7 +299,7 @@ def main() -> None:
     parser.add_argument("--epochs", type=int, default=3)
     parser.add_argument("--epoch-s", type=float, default=0.3)
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--executor", choices=EXECUTORS, default=None,
+    parser.add_argument("--executor", choices=[AUTO, *BACKENDS], default=None,
                         help="trial.executor for sweeps (default: not passed)")
     parser.add_argument("--no-phases", action="store_true",
                         help="no dashboard, no state API, no MLflow polling: totals only")

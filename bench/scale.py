@@ -41,7 +41,7 @@ import time
 from typing import Any
 
 from bench.overhead import RESULTS, Run, sweeps_config
-from sweeps.config.validate import EXECUTORS
+from sweeps.trial.backends import AUTO, BACKENDS
 
 TARGETS = {"overhead_ratio": 1.2, "overhead_with_wait_ratio": 1.2, "rss_growth_mb": 200.0,
            "mlflow_lag_s": 5.0}
@@ -264,7 +264,7 @@ def main() -> None:
     parser.add_argument("--window", type=int, default=50)
     parser.add_argument("--warmup", type=int, default=2,
                         help="trials of a sweep run first, so one-time imports are not growth")
-    parser.add_argument("--executor", choices=EXECUTORS, default=None,
+    parser.add_argument("--executor", choices=[AUTO, *BACKENDS], default=None,
                         help="trial.executor (default: not passed)")
     args = parser.parse_args()
     result = measure(args.trials, args.epoch_s, args.window, args.executor, args.warmup)

@@ -5,7 +5,7 @@ trials of ``bench.workload:train`` (random search, no early stopping, 1 worker e
 on SQLite), its ``sweep.dir`` on moto's S3 server on loopback (``--storage s3``, a real
 endpoint in its own process, as the tests use) or on local disk. Every save is timed in the
 driver: the periodic ones (Tune's ``TUNE_GLOBAL_CHECKPOINT_S``, routed through
-``sweeps._ray.tune.save_experiment_state``) and the save before each new trial (the
+``sweeps._ray.tune_state.save_experiment_state``) and the save before each new trial (the
 scheduler's), since Tune's loop waits for both. Prints the sweep's wall and each kind's
 count, total and median; writes ``bench/results/state_save_<storage>.json``. Compare code
 versions by running each from its own checkout (``PYTHONPATH``), alternating.
@@ -41,8 +41,8 @@ def measure(storage: str, trials: int, epochs: int, epoch_s: float) -> dict[str,
     """The sweep, in a private Ray instance of 2 CPUs (and a moto server for ``s3``)."""
     import ray
 
-    import sweeps._ray.tune as tune_adapter
-    import sweeps.search.schedulers as schedulers
+    import sweeps._ray.tune_state as tune_adapter
+    import sweeps.search.scheduler_log as schedulers
     from sweeps import compose, run_sweep
     from tests.conftest import MotoS3
 

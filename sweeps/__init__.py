@@ -19,6 +19,8 @@ from __future__ import annotations
 from sweeps.config.compose import compose
 from sweeps.config.schema import SweepConfig
 from sweeps.config.validate import validate
+from sweeps.driver.prepare import prepare
+from sweeps.driver.runner import SweepResult, run_sweep
 from sweeps.errors import (
     ClusterFitError,
     ConfigError,
@@ -28,14 +30,13 @@ from sweeps.errors import (
     SweepError,
     SweepInterrupted,
 )
-from sweeps.execution.checkpoint import load_checkpoint, load_model
-from sweeps.execution.context import TrialContext, trial_context
-from sweeps.execution.prepare import prepare
-from sweeps.execution.runner import SweepResult, run_sweep
-from sweeps.execution.session import TrialSession
 from sweeps.inference.batch import predict
-from sweeps.inference.bundle import Pretrained
-from sweeps.report.best import best_checkpoint, load_best
+from sweeps.inference.bundle import load_best
+from sweeps.inference.hf import Pretrained
+from sweeps.loop.checkpoint import load_checkpoint, load_model
+from sweeps.loop.context import TrialContext, trial_context
+from sweeps.loop.session import TrialSession
+from sweeps.report.best import best_checkpoint
 
 __all__ = [
     "ClusterFitError",

@@ -34,9 +34,9 @@ register_primary()
 def main(cfg: DictConfig) -> None:
     """Hydra entry: validate, run, report."""
     from sweeps.config.schema import to_config
+    from sweeps.driver.prepare import prepare
+    from sweeps.driver.runner import SweepInterrupted, run_sweep
     from sweeps.errors import StorageFull, SweepError
-    from sweeps.execution.prepare import prepare
-    from sweeps.execution.runner import SweepInterrupted, run_sweep
     from sweeps.report.console import print_result
 
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
@@ -44,7 +44,7 @@ def main(cfg: DictConfig) -> None:
         sweep_cfg = to_config(cfg)
         if sweep_cfg.sweep.dry_run:
             from sweeps.config.search_path import remember
-            from sweeps.report.dry_run import format_plan
+            from sweeps.driver.dry_run import format_plan
 
             prepared = prepare(sweep_cfg)
             remember(sweep_cfg, _composed_from())
@@ -95,7 +95,8 @@ def prepare_argv(argv: list[str]) -> list[str]:
         ["hydra.searchpath=['file:///.../conf']", '+experiment=digits']
     """
     from sweeps.config.overrides import add_builtin_searchpath, check_overrides, quote_search_space
-    from sweeps.config.search_path import activate, from_argv
+    from sweeps.config.search_path import activate
+    from sweeps.config.search_path_args import from_argv
     from sweeps.errors import ConfigError
 
     argv = quote_search_space(argv)

@@ -20,23 +20,23 @@ __all__ = ["CLOCK_KEY", "STEP_KEY", "CHECKPOINT_PATH_KEY", "RANK_ATTR", "WORLD_S
            "TUNE_STOP",
            "run_file", "checkpoint_dir_name", "checkpoint_dir_epoch"]
 
-# Added to every result by the trial's report bridge (sweeps.execution.report_bridge): the trial's
-# progress in epochs, 1-based and monotone (from the loop's own time attribute, shifted by one
-# when the loop counts from 0, or the number of reports when it reports none). ASHA, the
-# epoch budget and "completed vs stopped" all read this, never the loop's raw key.
+# Added to every result by the trial's report bridge (sweeps.trial.backends.report_bridge): the
+# trial's progress in epochs, 1-based and monotone (from the loop's own time attribute, shifted by
+# one when the loop counts from 0, or the number of reports when it reports none). ASHA, the epoch
+# budget and "completed vs stopped" all read this, never the loop's raw key.
 CLOCK_KEY = "sweeps_epoch"
 # The MLflow step of a result: the loop's own epoch when it reports an integral one, else the
 # report count.
 STEP_KEY = "sweeps_step"
 # Tune's key for the checkpoint a result came with (ray.tune.integration.ray_train).
 CHECKPOINT_PATH_KEY = "checkpoint_path"
-# Set on the exception a failed trial of several ranks raises (sweeps.execution.rank_error):
+# Set on the exception a failed trial of several ranks raises (sweeps.trial.backends.rank_error):
 # which rank raised it, of how many (sweeps.report.failure reads them on the driver).
 RANK_ATTR = "sweeps_rank"
 WORLD_SIZE_ATTR = "sweeps_world_size"
 # A trial driver's last result when it ends its trial as failed without raising (so that Tune
 # does not retry it): the reason, which the scheduler makes the trial's verdict
-# (sweeps.execution.gpu_memory: a trial out of GPU memory).
+# (sweeps.loop.gpu_memory: a trial out of GPU memory).
 ERROR_KEY = "sweeps_error"
 
 # Keys of a Tune result that are bookkeeping (Tune's, Train's, the bridge's), not the loop's
@@ -54,7 +54,7 @@ REPORTS_FILE = "reports.jsonl"  # TrialSession's rank-0 report log (fsync'ed per
 CONFIG_READS_FILE = "config_reads.json"  # keys of the config the loop read (rank 0)
 CLOCK_FILE = "clock.json"  # how the clock reads the loop's time attribute (see report_bridge)
 TRIAL_FILE = "trial.json"  # the params the run directory was written for
-# A worker's note that it ran out of GPU memory, one per rank (sweeps.execution.gpu_memory)
+# A worker's note that it ran out of GPU memory, one per rank (sweeps.loop.gpu_memory)
 OUT_OF_MEMORY_FILE = "out_of_memory.rank{rank}.json"
 
 

@@ -13,8 +13,8 @@ from pathlib import Path
 
 from sweeps import files
 from sweeps.layout import SweepLayout
+from sweeps.storage.journal import Journal
 from sweeps.storage.location import sweep_root
-from sweeps.tracking.journal import Journal
 
 __all__ = ["sync"]
 

@@ -3,6 +3,6 @@
 Kept so loops written against ``trainables.contract`` keep importing.
 """
 
-from sweeps.execution.session import TrialSession
+from sweeps.loop.session import TrialSession
 
 __all__ = ["TrialSession"]

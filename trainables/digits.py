@@ -21,7 +21,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from sweeps.execution.session import TrialSession
+from sweeps.loop.session import TrialSession
 
 __all__ = ["load_split", "shard", "build_mlp", "build_cnn", "train_mlp", "train_cnn", "evaluate",
            "train_epoch", "count_params"]

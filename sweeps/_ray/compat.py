@@ -96,7 +96,16 @@ def _equals(path: str, expected: object) -> Callable[[], None]:
 
 def _probes() -> dict[str, Callable[[], None]]:
     from sweeps import protocol
-    from sweeps._ray import logs, placement, shipping, train, train_fn, train_snapshot, tune
+    from sweeps._ray import (
+        logs,
+        placement,
+        shipping,
+        train,
+        train_fn,
+        train_snapshot,
+        tune,
+        tune_state,
+    )
 
     kv = "ray.experimental.internal_kv:"
     wg = placement.WORKER_GROUP_MODULE.rpartition(".")[0]
@@ -194,6 +203,7 @@ def _probes() -> dict[str, Callable[[], None]]:
         "Tuner.restore": _params("ray.tune:Tuner.restore", "resume_unfinished",
                                  "resume_errored", "param_space"),
         "Trial.set_config": _params("ray.tune.experiment:Trial.set_config", "config"),
+        # tune_state.py, tune_state_file.py
         "Tune's wrapped controller": _source_sets(
             "ray.tune.execution.tune_controller:TrialRunnerWrapper", "_tune_controller"),
         "TuneController's storage": _source_sets(
@@ -207,7 +217,7 @@ def _probes() -> dict[str, Callable[[], None]]:
             "self._checkpoint_manager.sync_up_experiment_state("),
         "Tune's save throttle": _source_sets(
             "ray.tune.execution.experiment_state:_ExperimentCheckpointManager",
-            *tune.SAVE_THROTTLE),
+            *tune_state.SAVE_THROTTLE),
         "Tune's state file name": _attrs(
             "ray.tune.execution.tune_controller:TuneController", "experiment_state_file_name"),
         "Tune trial's staging folder name": _source_mentions(
@@ -219,6 +229,7 @@ def _probes() -> dict[str, Callable[[], None]]:
                                               "syncer"),
         "Tune's storage filesystem": _source_mentions(
             "ray.train._internal.storage:StorageContext", "self.storage_filesystem, "),
+        # tune.py
         "Tune's experiment-state file": _equals(
             "ray.tune.execution.tune_controller:TuneController.CKPT_FILE_TMPL",
             tune.STATE_GLOB.replace("*", "{}")),

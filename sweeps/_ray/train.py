@@ -16,7 +16,7 @@ reproduced in the CLI test). Public route: a fixed Ray (no upstream issue found 
 
 ``stop_aware_report_queue`` replaces the queue ``TuneReportCallback.after_report`` puts into (its
 private ``_training_actor_item_queue``) by one whose put gives up once the trial is stopped
-(``sweeps.execution.report_bridge`` says why). Public route: none at 2.60.
+(``sweeps.trial.backends.report_bridge`` says why). Public route: none at 2.60.
 
 The ``RAY_TRAIN_*`` variables are read by Train's controller from its environment; they are
 documented only in ``ray/train/v2/_internal/constants.py``.

@@ -4,8 +4,8 @@
         loop(config)     # ray.train.report / get_checkpoint / get_context / prepare_model work
 
 A 1-worker trial needs no Train controller, worker group or process group: the loop can run in
-the Tune trial actor itself (``sweeps.execution.inline``), and a trial of more workers in
-that actor (rank 0) and the peer processes it keeps (``sweeps.execution.peers``). Ray Train
+the Tune trial actor itself (``sweeps.trial.backends.inline``), and a trial of more workers in
+that actor (rank 0) and the peer processes it keeps (``sweeps.trial.backends.peers``). Ray Train
 V2 reaches every per-worker call (``ray.train.report``, ``get_checkpoint``, ``get_context``,
 ``get_dataset_shard``, ``ray.train.torch.prepare_model``/``get_device``) through one
 process-global ``TrainFnUtils`` object; its local-mode implementation (``LocalTrainFnUtils``,
@@ -159,7 +159,7 @@ def serving(*, name: str, report: Callable[..., None],
     to ``report(metrics, checkpoint, checkpoint_dir_name, delete_source=, upload=)``,
     ``get_checkpoint()`` to the sweep, ``get_all_reported_checkpoints()`` to ``reported()``
     ((checkpoint, metrics) pairs), ``get_dataset_shard(name)`` to ``datasets[name]``;
-    ``get_context()`` answers from ``world`` (a ``sweeps.execution.rendezvous.WorldSpec``;
+    ``get_context()`` answers from ``world`` (a ``sweeps.trial.backends.rendezvous.WorldSpec``;
     None: world size 1, rank 0), and ``ray.train.collective``'s barrier and broadcast meet
     the other ranks at ``meet`` (a ``Rendezvous``)."""
     import importlib

@@ -85,7 +85,7 @@ def rebuilt(checkpoints: Iterable[tuple[str, dict[str, Any], int]],
             next_index: int | None = None) -> dict[str, Any]:
     """A snapshot listing ``checkpoints`` (dir name, metrics, 0-based report index) in
     Train's order (by score when there is one, else oldest first), for a run whose own
-    snapshot is torn or that sweeps writes itself (``sweeps.execution.inline``). The latest
+    snapshot is torn or that sweeps writes itself (``sweeps.trial.backends.inline``). The latest
     checkpoint is ``latest_name`` (default: the last listed); ``next_index`` is the index of
     the run's next report (default: one past the last listed).
 

@@ -17,6 +17,7 @@ import os
 from sweeps.config import search_path
 from sweeps.config.schema import SweepConfig, register_schema, to_config
 from sweeps.config.search_path import SearchPath
+from sweeps.config.search_path_args import for_compose
 
 __all__ = ["PRIMARY", "compose", "compose_raw", "register_primary"]
 
@@ -71,7 +72,7 @@ def compose_raw(experiment: str | None, overrides: list[str] | None = None,
     register_schema()
     register_primary()
     args = ([f"+experiment={experiment}"] if experiment else []) + list(overrides or [])
-    sp = search_path.for_compose(config_dir, args)
+    sp = for_compose(config_dir, args)
     if experiment:
         check_experiment(experiment, sp)  # the CLI's message, every entry named
     first = [e.path for e in sp.entries if e.provider == "command-line"]
@@ -87,7 +88,7 @@ def compose(experiment: str | None, overrides: list[str] | None = None,
 
     ``config_dir`` is your project's config directory (``experiment/NAME.yaml`` inside), like
     ``python -m sweeps --config-dir DIR``. The file the experiment came from is remembered for
-    the dry-run plan (``sweeps.report.dry_run.format_plan``).
+    the dry-run plan (``sweeps.driver.dry_run.format_plan``).
 
     Example:
         >>> compose("digits", ["search.num_samples=2"]).search.num_samples
@@ -97,5 +98,5 @@ def compose(experiment: str | None, overrides: list[str] | None = None,
     args = ([f"+experiment={experiment}"] if experiment else []) + list(overrides or [])
     cfg = to_config(compose_raw(experiment, overrides, config_dir))
     if experiment:
-        search_path.remember(cfg, search_path.for_compose(config_dir, args).find(experiment))
+        search_path.remember(cfg, for_compose(config_dir, args).find(experiment))
     return cfg

@@ -18,7 +18,8 @@ import difflib
 from typing import Any
 
 from sweeps.config.schema import SweepConfig
-from sweeps.config.search_path import SearchPath, builtin, from_argv, parse_argv, searchpath_values
+from sweeps.config.search_path import SearchPath, builtin
+from sweeps.config.search_path_args import from_argv, parse_argv, searchpath_values
 from sweeps.errors import ConfigError
 
 __all__ = ["add_builtin_searchpath", "check_experiment", "check_overrides", "quote_search_space",

@@ -168,7 +168,7 @@ class TrialSection:
     # retried, see max_retries). Ray Train's own default waits forever; -1 restores that.
     start_timeout_s: float = 600.0
     # auto: a trial runs its loop in the trial's own process (no Train controller or workers;
-    # with more workers, ranks 1.. in peer processes it keeps: sweeps.execution.peers), except
+    # with more workers, ranks 1.. in peer processes it keeps: sweeps.trial.backends.peers), except
     # multi-worker trials on GPUs, with experiment.datasets or on a cluster (ray.address): a
     # Ray Train run. train: always a Ray Train run; inline: always the former (CPU or gloo).
     executor: str = "auto"
@@ -186,7 +186,7 @@ class RaySection:
     num_cpus: int | None = None  # local instance only; None: all cores
     num_gpus: int | None = None  # local instance only; None: all visible GPUs
     # The code the workers import (your trainable's module and its helpers), shipped as Ray's
-    # runtime_env working_dir (sweeps/execution/code_shipping.py). null: the current directory when
+    # runtime_env working_dir (sweeps/driver/code_shipping.py). null: the current directory when
     # ray.address is set; nothing on a local instance (its workers already import from the
     # current directory). A path (or a URI such as s3://bucket/code.zip) ships that instead,
     # locally too. "none" ships nothing (the cluster has your code installed).

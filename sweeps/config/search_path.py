@@ -11,6 +11,9 @@ in a later entry; so do the options of the other groups, ``search/tpe.yaml`` say
    bare ``DIR`` or ``pkg://package.module``; relative directories are relative to the cwd).
 3. The built-in ``conf/`` shipped with sweeps (``sweeps.config.paths.CONF_DIR``).
 
+``sweeps.config.search_path_args`` builds it from a command line (``from_argv``) or from the
+arguments of ``sweeps.config.compose`` (``for_compose``).
+
 What Hydra 1.3 itself does (read in its source): ``utils.py::create_config_search_path``
 builds ``hydra`` (``pkg://hydra.conf``), then ``main`` (the ``config_path`` of ``@hydra.main``),
 then ``schema`` (``structured://``); ``_run_hydra`` inserts ``--config-dir`` just before
@@ -33,7 +36,6 @@ reports a package without ``__init__.py`` as "not available" (a warning on every
 
 from __future__ import annotations
 
-import argparse
 import os
 import weakref
 from dataclasses import dataclass
@@ -42,11 +44,9 @@ from pathlib import Path
 from typing import Any
 
 from sweeps.config.paths import CONF_DIR
-from sweeps.errors import ConfigError
 
 __all__ = ["Entry", "SearchPath", "Source", "activate", "active", "builtin", "builtin_only",
-           "for_compose", "from_argv", "parse_argv", "remember", "searchpath_values",
-           "source_of"]
+           "remember", "source_of"]
 
 GROUP = "experiment"
 LABELS = {"command-line": "--config-dir", "hydra.searchpath in command-line": "hydra.searchpath"}
@@ -196,105 +196,6 @@ def builtin() -> Entry:
 def builtin_only() -> SearchPath:
     """The search path of a command without ``--config-dir`` or ``hydra.searchpath``."""
     return SearchPath((builtin(),))
-
-
-def parse_argv(argv: list[str]) -> argparse.Namespace | None:
-    """Hydra's own reading of ``argv`` (``config_dir``, ``overrides``, ...); None if it fails.
-
-    Example:
-        >>> parse_argv(["-cd", "conf", "+experiment=mine"]).config_dir
-        'conf'
-    """
-    return _parse(argv)[0]
-
-
-def _parse(argv: list[str]) -> tuple[argparse.Namespace | None, str | None]:
-    """(Hydra's reading of ``argv``, None) or (None, its parser's complaint, if it made one)."""
-    from sweeps._hydra import args_parser
-
-    parser = args_parser()
-
-    def error(message: str) -> None:
-        raise ValueError(message)
-
-    parser.error = error  # type: ignore[method-assign]  # Hydra reports it when it runs
-    try:
-        return parser.parse_args(argv), None
-    except ValueError as exc:
-        return None, str(exc)
-    except SystemExit:  # an action that exits (--version)
-        return None, None
-
-
-def searchpath_values(overrides: list[str]) -> tuple[int, list[str]] | None:
-    """Index and entries of the first ``hydra.searchpath=[...]`` override (Hydra's rule)."""
-    from hydra.core.override_parser.overrides_parser import OverridesParser
-
-    parser = OverridesParser.create()
-    for i, text in enumerate(overrides):
-        if not text.lstrip("+~").startswith("hydra.searchpath"):
-            continue
-        try:
-            ov = parser.parse_override(text)
-        except Exception:
-            return None  # Hydra reports the syntax error
-        if ov.get_key_element() == "hydra.searchpath":
-            value = ov.value()
-            if isinstance(value, list) and all(isinstance(v, str) for v in value):
-                return i, list(value)
-            return None
-    return None
-
-
-def from_argv(argv: list[str]) -> SearchPath:
-    """The search path a ``python -m sweeps ARGV`` run composes from.
-
-    Raises ``ConfigError`` for a ``--config-dir`` that is not a directory (Hydra would exit 1
-    with "Additional config directory ... not found") and for argv Hydra's parser refuses (an
-    unknown flag; Hydra would print its usage and exit 2).
-
-    Example:
-        >>> [e.label for e in from_argv(["-cd", "/tmp", "+experiment=mine"]).entries]
-        ['--config-dir', 'built-in']
-    """
-    args, problem = _parse(argv)
-    if args is None:
-        if problem:  # Hydra would exit with its usage text; one line, and what to write
-            unknown = problem.removeprefix("unrecognized arguments: ")
-            raise ConfigError(
-                "command line", unknown,
-                "is not a flag Hydra knows" if unknown != problem else "(Hydra's parser)",
-                "options are key=value overrides (sweep.dry_run=true prints the plan); "
-                "--help lists them")
-        return builtin_only()
-    return _build(args.config_dir, list(args.overrides), "--config-dir")
-
-
-def for_compose(config_dir: str | os.PathLike[str] | None,
-                overrides: list[str]) -> SearchPath:
-    """The search path of ``sweeps.config.compose(..., config_dir=...)``: the CLI's, in its order.
-
-    Example:
-        >>> for_compose(None, []).entries == (builtin(),)
-        True
-    """
-    return _build(config_dir, overrides, "config_dir")
-
-
-def _build(config_dir: str | os.PathLike[str] | None, overrides: list[str],
-           key: str) -> SearchPath:
-    entries: list[Entry] = []
-    if config_dir is not None:
-        abs_dir = os.path.abspath(config_dir)
-        if not os.path.isdir(abs_dir):
-            flag = "--config-dir ./conf" if key == "--config-dir" else "config_dir='conf'"
-            raise ConfigError(key, abs_dir, "is not a directory",
-                              "pass the directory that holds your experiment/ folder, e.g. "
-                              f"{flag} for ./conf/experiment/NAME.yaml")
-        entries.append(Entry("command-line", f"file://{abs_dir}"))
-    found = searchpath_values(overrides)
-    entries += [Entry("hydra.searchpath in command-line", p) for p in (found or (0, []))[1]]
-    return SearchPath((*entries, builtin()))
 
 
 _active: SearchPath | None = None

@@ -1,17 +1,15 @@
-"""Validate a composed sweep config before anything starts; import the user's loop by reference.
+"""Validate a composed sweep config before anything starts.
 
     validate(cfg)                                   # raises ConfigError naming key, value, fix
-    fn = import_trainable("train_mnist:train_func") # experiment.trainable, checked callable
 
-Every check here needs no Ray. Cluster fit (num_workers vs resources) is checked by
-``sweeps.execution.resources.plan_resources``.
+Every check here needs no Ray. The user's code is imported by reference
+(``sweeps.config.usercode``); cluster fit (num_workers vs resources) and the trial backend
+(``trial.executor``, ``sweeps.trial.backends``) are checked by ``sweeps.driver.prepare``.
 """
 
 from __future__ import annotations
 
 import difflib
-import importlib
-from typing import Any
 
 from sweeps.config.schema import (
     BACKENDS,
@@ -22,13 +20,11 @@ from sweeps.config.schema import (
     ExperimentSection,
     SweepConfig,
 )
+from sweeps.config.usercode import import_trainable, takes_config
 from sweeps.errors import ConfigError
 from sweeps.storage.location import is_object_store
 
-__all__ = ["validate", "import_trainable"]
-
-
-EXECUTORS = ("auto", "train", "inline")  # trial.executor (sweeps.execution.inline)
+__all__ = ["validate"]
 
 
 def _require(ok: bool, key: str, value: object, rule: str, fix: str) -> None:
@@ -40,7 +36,7 @@ def validate(cfg: SweepConfig) -> None:
     """Check every value that needs no Ray; raise ``ConfigError`` on the first bad one.
 
     Cluster fit (num_workers vs resources) is checked by
-    ``sweeps.execution.resources.plan_resources``.
+    ``sweeps.driver.resources.plan_resources``.
 
     Example:
         >>> validate(to_config(compose("digits")))  # doctest: +SKIP
@@ -109,13 +105,6 @@ def validate(cfg: SweepConfig) -> None:
     _require(cfg.trial.start_timeout_s > 0 or cfg.trial.start_timeout_s == -1,
              "trial.start_timeout_s", cfg.trial.start_timeout_s,
              "must be > 0 (seconds), or -1 to wait forever", "set trial.start_timeout_s=600")
-    _require(cfg.trial.executor in EXECUTORS, "trial.executor", cfg.trial.executor,
-             f"must be one of {', '.join(EXECUTORS)}", "set trial.executor=auto")
-    _require(cfg.trial.executor != "inline" or cfg.scaling.num_workers == 1
-             or not cfg.experiment.datasets, "trial.executor", cfg.trial.executor,
-             f"runs ranks 1.. of a {cfg.scaling.num_workers}-worker trial in peer processes, "
-             "which do not split experiment.datasets (Ray Train's DataConfig does)",
-             "set trial.executor=auto (a Train run for a trial with datasets and more workers)")
     _require(cfg.trial.max_retries >= -1, "trial.max_retries", cfg.trial.max_retries,
              "must be >= 0, or -1 for unlimited", "set trial.max_retries=1")
     _require(cfg.sweep.resume in RESUME_MODES, "sweep.resume", cfg.sweep.resume,
@@ -134,14 +123,12 @@ def validate(cfg: SweepConfig) -> None:
              cfg.tracking.flush_timeout_s, "must be >= 0", "set tracking.flush_timeout_s=60")
     _check_space_keys(e)
     fn = import_trainable(e.trainable)
-    from sweeps.execution.worker import takes_config
-
     if (e.params or e.search_space) and not takes_config(fn):
         raise ConfigError("experiment.trainable", e.trainable,
                           "takes no config argument, so the trial's params cannot reach it",
                           "write it as `def train_func(config): ...` (Ray Train's form)")
     if e.datasets:
-        from sweeps.execution.datasets import check_datasets
+        from sweeps.config.datasets import check_datasets
 
         check_datasets(dict(e.datasets))
     for name in e.datasets_to_split or []:
@@ -152,73 +139,6 @@ def validate(cfg: SweepConfig) -> None:
         import_trainable(e.model_loader, key="experiment.model_loader",
                          example="mypkg.models:load_from_checkpoint", arity=1)
 
-
-
-# A module that a built-in experiment needs and a sweeps extra installs: that extra. Ray's
-# Lightning utilities fall back to the older package name, so either missing names the extra.
-EXTRAS = {"transformers": "hf", "tokenizers": "hf", "accelerate": "hf",
-          "lightning": "lightning", "pytorch_lightning": "lightning"}
-
-
-def _missing_extra_module(exc: BaseException) -> str | None:
-    """The top-level module of ``EXTRAS`` whose absence caused ``exc``, innermost first: a
-    library may re-raise its own ``ModuleNotFoundError`` without a name (Ray's Lightning
-    utilities do), the missing module is then in the chain it raised from.
-
-    Example:
-        >>> exc = ModuleNotFoundError("PyTorch Lightning isn't installed")  # no name
-        >>> exc.__context__ = ModuleNotFoundError("No module named 'lightning'", name="lightning")
-        >>> _missing_extra_module(exc)
-        'lightning'
-    """
-    chain: list[BaseException] = []
-    while exc is not None and exc not in chain:
-        chain.append(exc)
-        exc = exc.__cause__ or exc.__context__
-    for link in reversed(chain):
-        top = (getattr(link, "name", None) or "").split(".")[0]
-        if isinstance(link, ModuleNotFoundError) and top in EXTRAS:
-            return top
-    return None
-
-
-def import_function(ref: str, key: str, example: str) -> Any:
-    """Import ``"package.module:function"`` and return the callable, or raise ``ConfigError``
-    naming ``key``; a missing module that a ``sweeps`` extra provides names the extra.
-
-    Example:
-        >>> import_function("json:dumps", "experiment.x", "json:dumps").__name__
-        'dumps'
-    """
-    fix = f"write it as 'package.module:function', e.g. {example}"
-    module_name, sep, attr = ref.partition(":")
-    _require(bool(sep and module_name and attr), key, ref, "is not 'module:function'", fix)
-    try:
-        module = importlib.import_module(module_name)
-    except ImportError as exc:
-        top = _missing_extra_module(exc)
-        if top is not None and top != module_name.split(".")[0]:
-            raise ConfigError(key, ref, f"needs {top}, which is not installed",
-                              f"install sweeps[{EXTRAS[top]}]: pip install "
-                              f"'sweeps[{EXTRAS[top]}]' (`make install` in a checkout)") from exc
-        raise ConfigError(key, ref, f"cannot be imported ({type(exc).__name__}: {exc})",
-                          "check the module path, that its package is installed, or run from "
-                          "the directory that holds it") from exc
-    except Exception as exc:  # the module itself raised while importing
-        raise ConfigError(key, ref, f"raised {type(exc).__name__} on import ({exc})",
-                          f"fix the error in {module_name}") from exc
-    if not hasattr(module, attr):
-        public = sorted(n for n, v in vars(module).items()
-                        if callable(v) and not n.startswith("_")
-                        and getattr(v, "__module__", None) == module.__name__)
-        close = difflib.get_close_matches(attr, public, n=1)
-        hint = f"did you mean {module_name}:{close[0]}? " if close else ""
-        raise ConfigError(key, ref, f"names nothing in {module_name}",
-                          f"{hint}functions there: {', '.join(public[:8]) or 'none'}")
-    fn = getattr(module, attr)
-    _require(callable(fn), key, ref, f"is a {type(fn).__name__}, not a function",
-             f"point it at a function, e.g. `def {attr}(config): ...`")
-    return fn
 
 
 def _check_objectives(cfg: SweepConfig) -> None:
@@ -266,6 +186,8 @@ def _check_backend(backend: str | None) -> None:
 def _check_space_keys(e: ExperimentSection) -> None:
     """Every searched key must be a key of ``params`` (or be listed in ``loop_defaults``):
     a misspelled key would otherwise be sampled, logged, and never read by the loop."""
+    # Up a layer on purpose: the search-space grammar is search's (Ray-free); validation
+    # checks the keys it names.
     from sweeps.search.space import flatten, flatten_space
 
     known = flatten(dict(e.params))
@@ -289,26 +211,3 @@ def _check_space_keys(e: ExperimentSection) -> None:
                           "is not a key of experiment.params, so the loop may never read it",
                           f"{hint}add {key}: <default> to experiment.params, or list it in "
                           f"experiment.loop_defaults if the loop has its own default")
-
-
-def import_trainable(ref: str, key: str = "experiment.trainable",
-                     example: str = "trainables.digits:train_mlp", arity: int | None = None) -> Any:
-    """Import ``"package.module:function"`` and return the function, or raise ``ConfigError``.
-
-    Example:
-        >>> import_trainable("trainables.digits:train_mlp").__name__
-        'train_mlp'
-    """
-    fn = import_function(ref, key, example)
-    from sweeps.execution.worker import required_args
-
-    try:
-        required = required_args(fn)
-    except (TypeError, ValueError):  # a builtin without a signature: let Ray decide
-        return fn
-    limit = 1 if arity is None else arity
-    if required > limit or (arity is not None and required != arity):
-        raise ConfigError(key, ref, f"takes {required} required arguments",
-                          f"Ray Train calls it with {limit} (config)" if arity is None else
-                          f"it is called with {arity} (the checkpoint directory)")
-    return fn

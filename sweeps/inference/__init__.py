@@ -15,6 +15,7 @@ files and picks the model's column; ``batch`` is ``predict`` (an actor pool over
 from __future__ import annotations
 
 from sweeps.inference.batch import predict
-from sweeps.inference.bundle import ModelSource, Pretrained, resolve_source
+from sweeps.inference.bundle import ModelSource, resolve_source
+from sweeps.inference.hf import Pretrained
 
 __all__ = ["ModelSource", "Pretrained", "predict", "resolve_source"]

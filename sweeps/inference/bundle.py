@@ -5,7 +5,7 @@
 
 ``sweeps.load_best`` is ``resolve_source(...).load()``; ``sweeps.predict`` resolves in the driver
 (so a bad source fails in one line before Ray starts anything) and each of its actors calls
-``load()`` once. The forms are those of ``sweeps.execution.checkpoint.model_form`` plus the two
+``load()`` once. The forms are those of ``sweeps.loop.checkpoint.model_form`` plus the two
 MLflow flavors the sweep logs (``mlflow.pytorch``, ``mlflow.transformers``).
 """
 
@@ -17,7 +17,7 @@ import logging
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 from sweeps.errors import SweepError
 from sweeps.layout import SweepLayout
@@ -25,23 +25,9 @@ from sweeps.report.best import FIX
 from sweeps.storage.location import is_object_store, sweep_root, uri_of
 from sweeps.tracking.setup import using_tracking_uri
 
-__all__ = ["ModelSource", "Pretrained", "resolve_source"]
+__all__ = ["ModelSource", "load_best", "resolve_source"]
 
 URI_SCHEMES = ("models:/", "runs:/")
-
-
-class Pretrained(NamedTuple):
-    """A Transformers model (eval mode) and what turns raw inputs into its tensors: the
-    tokenizer or the image processor saved with it (None if none was).
-
-    Example:
-        >>> model, tokenizer = Pretrained("m", "t")
-        >>> tokenizer
-        't'
-    """
-
-    model: Any
-    processor: Any
 
 
 @dataclass(frozen=True)
@@ -73,11 +59,11 @@ class ModelSource:
     def load(self) -> Any:
         """The model: an ``nn.Module`` in eval mode, or ``Pretrained`` for Transformers."""
         if self.form == "sweeps":
-            from sweeps.execution.checkpoint import load_model
+            from sweeps.loop.checkpoint import load_model
 
             return load_model(self.location)
         if self.form == "loader":
-            from sweeps.execution.checkpoint import build_model
+            from sweeps.loop.checkpoint import build_model
 
             return build_model(self.location, self.loader)[0].eval()
         if self.form == "transformers":
@@ -96,7 +82,7 @@ class ModelSource:
                 return mlflow.pytorch.load_model(self.location).eval()
         import mlflow.transformers
 
-        from sweeps.inference.hf import quiet_transformers
+        from sweeps.inference.hf import Pretrained, quiet_transformers
 
         with (offline(), _quiet_mlflow(), using_tracking_uri(self.tracking_uri),
               quiet_transformers()):
@@ -134,7 +120,7 @@ def _resolve_store(uri: str, who: str, loader: str | None) -> ModelSource:
     import tempfile
 
     from sweeps import files
-    from sweeps.execution.checkpoint import CHECKPOINT_FILE
+    from sweeps.loop.checkpoint import CHECKPOINT_FILE
     from sweeps.storage.location import stand_in
 
     root = stand_in(uri)
@@ -162,7 +148,7 @@ def _resolve_store(uri: str, who: str, loader: str | None) -> ModelSource:
 
 
 def _resolve_dir(path: Path, who: str, loader: str | None, shown: str) -> ModelSource:
-    from sweeps.execution.checkpoint import CHECKPOINT_FILE, hf_checkpoint_dir
+    from sweeps.loop.checkpoint import CHECKPOINT_FILE, hf_checkpoint_dir
     from sweeps.report.best import best_record, no_sweep_error
 
     if path.is_file() and path.name == CHECKPOINT_FILE:
@@ -191,8 +177,8 @@ def _enclosing_sweep(path: Path) -> Path | None:
 
 def _checkpoint_source(checkpoint: Path, loader: str | None, who: str,
                        shown: str) -> ModelSource:
-    from sweeps.execution.checkpoint import hf_checkpoint_dir, model_form
     from sweeps.inference.hf import architecture, processor_kind, task_of
+    from sweeps.loop.checkpoint import hf_checkpoint_dir, model_form
 
     form = model_form(checkpoint, loader)
     if form == "files":
@@ -259,3 +245,24 @@ def _quiet_mlflow() -> Iterator[None]:
         yield
     finally:
         logger.setLevel(level)
+
+
+def load_best(source: str | Path, model_loader: str | None = None) -> Any:
+    """The best model of a sweep directory, or the model of a checkpoint directory or an
+    MLflow model URI (``models:/NAME/VERSION``, ``runs:/RUN_ID/model``), in eval mode.
+
+    A ``torch.nn.Module`` for a ``TrialSession`` checkpoint, one ``experiment.model_loader``
+    rebuilds, or a logged PyTorch model; ``Pretrained(model, processor)`` for a Hugging Face
+    checkpoint or a logged Transformers model, so ``model, tokenizer = load_best(...)`` works
+    (``processor`` is the tokenizer or the image processor saved with the model). A checkpoint
+    in a loop's own format needs ``model_loader`` (``module:function``, a checkpoint directory
+    to an ``nn.Module``) unless the sweep's ``experiment.model_loader`` was set; without one,
+    ``SweepError`` says so.
+
+    Example:
+        >>> load_best("/nowhere")
+        Traceback (most recent call last):
+        ...
+        sweeps.errors.SweepError: load_best: /nowhere is not a directory; pass the directory ...
+    """
+    return resolve_source(source, "load_best", model_loader).load()

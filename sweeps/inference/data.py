@@ -18,8 +18,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from sweeps.config.datasets import READERS
 from sweeps.errors import SweepError
-from sweeps.execution.datasets import READERS
 
 __all__ = ["FORMATS", "choose_column", "input_files", "read_input"]
 

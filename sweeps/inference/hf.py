@@ -3,7 +3,7 @@
     model, tokenizer = load_pretrained(hf_checkpoint_dir("outputs/hf_text/train/<trial>/<ckpt>"))
 
 Which directory is a Transformers checkpoint is decided once, by
-``sweeps.execution.checkpoint.hf_checkpoint_dir``; this module reads such a directory: the model
+``sweeps.loop.checkpoint.hf_checkpoint_dir``; this module reads such a directory: the model
 class its ``config.json`` names, and the tokenizer or image processor saved beside it (the
 ``Trainer`` saves its ``processing_class`` into every checkpoint). Nothing is downloaded:
 ``HF_HUB_OFFLINE`` and ``TRANSFORMERS_OFFLINE`` default to 1 before Transformers is imported
@@ -17,12 +17,25 @@ import json
 import os
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
-from sweeps.inference.bundle import Pretrained
+__all__ = ["Pretrained", "IMAGE_PROCESSOR_FILE", "TOKENIZER_FILES", "architecture",
+           "load_pretrained", "offline", "processor_kind", "task_of", "unsupported"]
 
-__all__ = ["IMAGE_PROCESSOR_FILE", "TOKENIZER_FILES", "architecture", "load_pretrained",
-           "offline", "processor_kind", "task_of", "unsupported"]
+class Pretrained(NamedTuple):
+    """A Transformers model (eval mode) and what turns raw inputs into its tensors: the
+    tokenizer or the image processor saved with it (None if none was).
+
+    Example:
+        >>> model, tokenizer = Pretrained("m", "t")
+        >>> tokenizer
+        't'
+    """
+
+    model: Any
+    processor: Any
+
+
 
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "vocab.txt", "vocab.json",
                    "spiece.model", "sentencepiece.bpe.model")

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from sweeps.inference.bundle import ModelSource, Pretrained
+from sweeps.inference.bundle import ModelSource
+from sweeps.inference.hf import Pretrained
 
 __all__ = ["Predictor", "readable_labels"]
 

@@ -21,7 +21,7 @@ from sweeps.errors import SweepError
 from sweeps.layout import SweepLayout
 from sweeps.storage.location import is_object_store, sweep_root, uri_of
 
-__all__ = ["load_best", "best_checkpoint", "best_record", "no_sweep_error"]
+__all__ = ["best_checkpoint", "best_record", "no_sweep_error"]
 
 FIX = ("pass the directory a sweep ran in (outputs/<sweep name>), a checkpoint directory, or a "
        "models:/NAME/VERSION or runs:/RUN_ID/model URI")
@@ -77,26 +77,3 @@ def best_record(sweep_dir: str | Path, who: str = "load_best") -> tuple[Path, di
                              f"{moved}); it was deleted after the sweep")
         checkpoint = moved
     return checkpoint, best
-
-
-def load_best(source: str | Path, model_loader: str | None = None) -> Any:
-    """The best model of a sweep directory, or the model of a checkpoint directory or an
-    MLflow model URI (``models:/NAME/VERSION``, ``runs:/RUN_ID/model``), in eval mode.
-
-    A ``torch.nn.Module`` for a ``TrialSession`` checkpoint, one ``experiment.model_loader``
-    rebuilds, or a logged PyTorch model; ``Pretrained(model, processor)`` for a Hugging Face
-    checkpoint or a logged Transformers model, so ``model, tokenizer = load_best(...)`` works
-    (``processor`` is the tokenizer or the image processor saved with the model). A checkpoint
-    in a loop's own format needs ``model_loader`` (``module:function``, a checkpoint directory
-    to an ``nn.Module``) unless the sweep's ``experiment.model_loader`` was set; without one,
-    ``SweepError`` says so.
-
-    Example:
-        >>> load_best("/nowhere")
-        Traceback (most recent call last):
-        ...
-        sweeps.errors.SweepError: load_best: /nowhere is not a directory; pass the directory ...
-    """
-    from sweeps.inference.bundle import resolve_source
-
-    return resolve_source(source, "load_best", model_loader).load()

@@ -21,7 +21,7 @@ from sweeps.storage.location import display
 if TYPE_CHECKING:  # an annotation only: the report side does not import the runner
     from pathlib import Path
 
-    from sweeps.execution.runner import SweepResult
+    from sweeps.report.result import SweepResult
 
 __all__ = ["print_result"]
 

@@ -1,7 +1,7 @@
 """Why a trial failed, in one line: what the tracking tags and the console lines say.
 
     failure_reason(trial)     # 'ValueError: loss exploded (lr=0.3)', from Tune's pickled error
-    failed_rank(trial)        # (1, 2): rank 1 of 2 raised it (sweeps.execution.rank_error)
+    failed_rank(trial)        # (1, 2): rank 1 of 2 raised it (sweeps.trial.backends.rank_error)
 
 A leaf module (only sweeps.protocol's names imported), so the tracking callback and the
 progress lines both use it without tying their packages together.
@@ -56,7 +56,7 @@ def error_line(error: BaseException, limit: int = 160) -> str:
 
 def failed_rank(trial: Any) -> tuple[int, int] | None:
     """(rank, world size) of the rank whose error failed a trial of several ranks, or None
-    (one rank, no error, or an error that does not say: ``sweeps.execution.rank_error``).
+    (one rank, no error, or an error that does not say: ``sweeps.trial.backends.rank_error``).
 
     Example:
         >>> from types import SimpleNamespace

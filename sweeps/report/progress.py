@@ -20,12 +20,12 @@ from typing import Any, TextIO
 
 from ray.tune import Callback
 
-from sweeps.execution.clock import numeric
 from sweeps.layout import SweepLayout
 from sweeps.protocol import CLOCK_KEY
 from sweeps.report.failure import failed_rank, failure_reason
 from sweeps.search.outcome import Objective
 from sweeps.storage.location import display
+from sweeps.trial.clock import numeric  # up a layer on purpose: the clock's rule for a number
 
 __all__ = ["ProgressLines", "failure_reason"]  # failure_reason: sweeps.report.failure
 

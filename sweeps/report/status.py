@@ -34,7 +34,6 @@ from typing import Any
 
 from sweeps import files
 from sweeps._ray.tune import experiment_state_files, trial_statuses
-from sweeps.execution import report_log
 from sweeps.layout import SweepLayout
 from sweeps.lease import Holder, claim_store, describe, inspect, this_driver
 from sweeps.protocol import CLOCK_KEY
@@ -42,6 +41,7 @@ from sweeps.resume.notes import continues_from, unended_runs
 from sweeps.search.decisions import decision_log, ends
 from sweeps.search.outcome import Objective, read_verdicts
 from sweeps.storage.location import display, is_uri, sweep_root, uri_of
+from sweeps.trial import report_log  # up a layer on purpose: reads the file trials write
 
 __all__ = ["main", "find_sweep", "status_lines", "claim_line"]
 

@@ -190,7 +190,7 @@ def summarize(results: Any, objective: Objective, param_paths: list[str],
     return Summary(table=table, best=best, failed=failed, pareto=front)
 
 
-_ENTRY = "sweeps/execution/worker.py"  # run_loop, which calls the user's loop
+_ENTRY = "sweeps/loop/worker.py"  # run_loop, which calls the user's loop
 
 
 def loop_traceback(error_text: str, limit: int = 20) -> list[str]:
@@ -201,13 +201,13 @@ def loop_traceback(error_text: str, limit: int = 20) -> list[str]:
         >>> text = "[Rank 0 Error Snippet]:|ray::f() (pid=1)|  File 'my.py', line 9|ValueError: x"
         >>> loop_traceback(text.replace("|", chr(10)))
         ["  File 'my.py', line 9", 'ValueError: x']
-        >>> inline = '  File "/s/sweeps/execution/worker.py", line 1, in run_loop|    loop()|'
+        >>> inline = '  File "/s/sweeps/loop/worker.py", line 1, in run_loop|    loop()|'
         >>> inline += "  File 'my.py', line 9|    ^^^|ValueError: x"
         >>> loop_traceback(inline.replace("|", chr(10)))
         ["  File 'my.py', line 9", 'ValueError: x']
     """
     _, found, snippet = error_text.partition("Error Snippet]:")
-    if not found:  # an inline trial (sweeps.execution.inline): Tune's own traceback
+    if not found:  # an inline trial (sweeps.trial.backends.inline): Tune's own traceback
         at = error_text.rfind(f"{_ENTRY}\", line ")
         if at < 0:
             return []

@@ -26,8 +26,8 @@ from typing import Any
 from sweeps import files
 from sweeps._ray import train_snapshot
 from sweeps._ray.train_snapshot import SNAPSHOT_FILE as SNAPSHOT
-from sweeps.execution.checkpoint import CHECKPOINT_FILE
 from sweeps.files import write_atomic
+from sweeps.loop.checkpoint import CHECKPOINT_FILE
 from sweeps.protocol import TRIAL_FILE, checkpoint_dir_epoch, checkpoint_dir_name
 
 __all__ = ["repair_run", "claim_run", "checkpoint_epochs", "latest_checkpoint", "SNAPSHOT"]
@@ -60,13 +60,13 @@ def checkpoint_epochs(run_dir: Path) -> list[int]:
 def latest_checkpoint(run_dir: Path) -> tuple[str, dict[str, Any], int] | None:
     """(directory name, reported metrics, reports up to and including it) of the checkpoint
     Train resumes ``run_dir`` from, or None. Train re-runs the loop from there, so the trial's
-    report count (``sweeps.execution.clock``) continues from the third value."""
+    report count (``sweeps.trial.clock``) continues from the third value."""
     return train_snapshot.latest(train_snapshot.load(run_dir))
 
 
 def _rebuilt_snapshot(run_dir: Path) -> dict[str, Any]:
     """A snapshot made from the valid checkpoint directories alone (the old one is torn)."""
-    from sweeps.execution.checkpoint import load_checkpoint
+    from sweeps.loop.checkpoint import load_checkpoint
 
     found = []
     for epoch in checkpoint_epochs(run_dir):

@@ -2,7 +2,7 @@
 
     warnings = check_search(cfg, params)     # raises ConfigError / SearchSpaceError
 
-Called by ``sweeps.execution.prepare`` after ``parse_space``: what ``validate`` cannot see
+Called by ``sweeps.driver.prepare`` after ``parse_space``: what ``validate`` cannot see
 without the parsed params. Each failure is one line naming the key, the value and the fix.
 
 * ``search=grid``: every param has discrete values (``sweeps.search.grid``); a grid of more than

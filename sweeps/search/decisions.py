@@ -16,7 +16,7 @@ from typing import Any
 from sweeps.layout import SweepLayout
 from sweeps.protocol import SCHEDULER_LOG, TUNE_STOP
 from sweeps.search.outcome import Verdict, read_verdicts
-from sweeps.tracking.journal import Journal
+from sweeps.storage.journal import Journal
 
 __all__ = ["LOG_NAME", "STOP", "decision_log", "verdicts", "ended_trials", "ends"]
 

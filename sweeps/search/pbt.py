@@ -7,7 +7,7 @@ Every ``perturbation_interval`` epochs of a trial's clock (``sweeps_epoch``), a 
 the bottom ``quantile_fraction`` of the live trials (by its latest metric) copies the latest
 checkpoint of a trial drawn from the top fraction (exploit) and goes on with that trial's
 values perturbed (explore). The scheduler decides; the trial driver carries it out when Tune
-restarts the trial (``sweeps.execution.exploit``):
+restarts the trial (``sweeps.trial.exploit``):
 
 1. the donor's checkpoint is frozen (hard-linked) under ``<sweep>/train/<trial>.pbt/donor<k>``,
    so Train's checkpoint retention cannot delete it before the trial restarts;
@@ -62,7 +62,7 @@ from sweeps.protocol import CHECKPOINT_PATH_KEY, CLOCK_KEY
 from sweeps.search.checks import mutated
 from sweeps.search.outcome import Objective
 from sweeps.search.ranges import grid_point, point_count
-from sweeps.search.schedulers import _Logged
+from sweeps.search.scheduler_log import _Logged
 from sweeps.search.space import Param, deep_merge, flatten, unflatten
 
 __all__ = ["ResumablePBT", "explore", "quantiles", "decision_rng", "FACTORS"]
@@ -278,8 +278,11 @@ class ResumablePBT(_Logged, FIFOScheduler):
     def _plan(self, tid: str, clock: float) -> dict[str, Any] | None:
         """The exploit of trial ``tid`` at ``clock``, its donor's checkpoint frozen; None when
         it is not in the bottom quantile or no top trial has a checkpoint."""
-        from sweeps.execution.exploit import freeze_donor
         from sweeps.layout import SweepLayout
+
+        # Up a layer on purpose: the exploit is a hand-over between this scheduler and the
+        # trial it restarts; one module owns its file format.
+        from sweeps.trial.exploit import freeze_donor
 
         scores = {t: m.score for t, m in self._members.items()
                   if m.score is not None and t not in self._ended}

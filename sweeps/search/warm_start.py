@@ -33,25 +33,21 @@ counted in ``WarmStart.skipped``.
 
 from __future__ import annotations
 
-import difflib
-import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from sweeps.errors import ConfigError
-from sweeps.layout import SweepLayout
 from sweeps.protocol import SCHEDULER_LOG
 from sweeps.search.outcome import WORST
-from sweeps.search.space import Param, flatten, same_value
-from sweeps.tracking.journal import Journal
+from sweeps.search.space import Param, same_value
+from sweeps.search.warm_start_sources import Found, is_sweep_dir, read_mlflow, read_sweep_dir
 
 __all__ = ["EarlierTrial", "WarmStart", "load_warm_start", "screen"]
 
 KEY = "search.warm_start"
 _OUTSIDE = object()  # a value that is not in the current space
-_TUNE_PARAMS = "params.json"  # Tune's copy of a trial's sampled config, in its trial directory
 
 
 @dataclass(frozen=True)
@@ -81,16 +77,6 @@ class WarmStart:
         """
         skipped = f" (skipped: {_counts(self.skipped)})" if self.skipped else ""
         return f"{len(self.trials)} earlier trials from {self.source}{skipped}"
-
-
-@dataclass(frozen=True)
-class _Found:
-    """A trial as the source holds it: raw params/metrics and how it ended."""
-
-    trial_id: str
-    params: dict[str, Any] | None
-    metrics: dict[str, Any]
-    status: str  # "ended", "failed" or "unfinished"
 
 
 def _counts(skipped: dict[str, int]) -> str:
@@ -183,101 +169,7 @@ def screen(trial_id: str, raw_params: dict[str, Any], raw_metrics: dict[str, Any
     return EarlierTrial(values, metrics, trial_id)
 
 
-def _is_sweep_dir(path: Path) -> bool:
-    layout = SweepLayout(path)
-    return layout.record.is_file() or (layout.state / f"{SCHEDULER_LOG}.jsonl").is_file()
-
-
-def _failed(status: str, tags: dict[str, Any]) -> bool:
-    """A trial run that failed on its own, not one closed because its sweep died (tag
-    ``sweeps.status=aborted``, ``sweeps.tracking.callback``): that one is unfinished."""
-    return status == "FAILED" and tags.get("sweeps.status") != "aborted"
-
-
-def _read_sweep_dir(root: Path) -> list[_Found]:
-    """Every trial the sweep directory knows of, in the order it started (see the module
-    docstring for which file says what)."""
-    layout = SweepLayout(root)
-    order: dict[str, None] = {}  # trial ids, first seen first
-    params: dict[str, dict[str, Any]] = {}
-    metrics: dict[str, dict[str, Any]] = {}
-    logged: dict[str, dict[str, Any]] = {}  # final values in the decision log
-    ended, failed = set(), set()
-    if layout.tracking_journal.is_file():  # Journal() would create tracking/ if absent
-        for r in Journal(layout.tracking).records():
-            trial = r.get("trial")
-            if trial is None:
-                continue
-            order.setdefault(trial)
-            if r.get("op") == "trial_start":
-                params[trial] = dict(r.get("params") or {})
-            elif r.get("op") == "metrics":
-                metrics.setdefault(trial, {}).update(r.get("values") or {})
-            elif r.get("op") == "trial_end" and r.get("status") == "FINISHED":
-                ended.add(trial)
-            elif r.get("op") == "trial_end" and _failed(r["status"], r.get("tags") or {}):
-                failed.add(trial)
-    if (layout.state / f"{SCHEDULER_LOG}.jsonl").is_file():
-        for r in Journal(layout.state, SCHEDULER_LOG).records():
-            trial = r.get("trial")
-            if trial is None:
-                continue
-            order.setdefault(trial)
-            logged.setdefault(trial, {}).update(r.get("metrics") or {})
-            if r.get("error"):
-                failed.add(trial)
-            elif r.get("end") or r.get("action") == "STOP":  # schedulers._ends
-                ended.add(trial)
-    found = []
-    for trial in order:
-        raw = params.get(trial)
-        if raw is None and (layout.trial_dir(trial) / _TUNE_PARAMS).is_file():
-            raw = flatten(json.loads((layout.trial_dir(trial) / _TUNE_PARAMS).read_text()))
-        status = "failed" if trial in failed else "ended" if trial in ended else "unfinished"
-        found.append(_Found(trial, raw, {**metrics.get(trial, {}), **logged.get(trial, {})},
-                            status))
-    return found
-
-
-def _read_mlflow(uri: str, name: str) -> tuple[list[_Found] | None, str]:
-    """(the trial runs of experiment ``name``, in the order they started; or None and what was
-    found instead)."""
-    from sweeps.tracking.masking import mask_text
-    from sweeps.tracking.setup import local_store
-
-    local = local_store(uri)
-    if local is not None and not local.exists():
-        return None, f"no MLflow store at {local}"
-    try:
-        from mlflow import MlflowClient
-
-        client = MlflowClient(uri)
-        experiment = client.get_experiment_by_name(name)
-        if experiment is None:
-            names = [e.name for e in client.search_experiments()]
-            close = difflib.get_close_matches(name, names, n=3, cutoff=0.6)
-            near = f"; close names: {', '.join(repr(c) for c in close)}" if close else ""
-            return None, f"no experiment {name!r} in MLflow at {mask_text(uri)}{near}"
-        runs, token = [], None
-        while True:
-            page = client.search_runs([experiment.experiment_id],
-                                      filter_string="tags.`sweeps.role` = 'trial'",
-                                      order_by=["attributes.start_time ASC"], max_results=1000,
-                                      page_token=token)
-            runs.extend(page)
-            token = page.token
-            if not token:
-                break
-    except Exception as exc:  # an unreachable server, a store MLflow cannot read
-        line = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
-        return None, mask_text(f"MLflow at {uri} could not be read ({line})")
-    return [_Found(r.data.tags.get("sweeps.trial_id", r.info.run_id), dict(r.data.params),
-                   dict(r.data.metrics), "ended" if r.info.status == "FINISHED" else
-                   "failed" if _failed(r.info.status, r.data.tags) else "unfinished")
-            for r in runs], f"MLflow experiment {name!r} at {uri}"
-
-
-def _screened(source: str, where: str, found: list[_Found], params: list[Param],
+def _screened(source: str, where: str, found: list[Found], params: list[Param],
               objectives: dict[str, str]) -> WarmStart:
     trials, skipped = [], {}
     for trial in found:
@@ -323,8 +215,8 @@ def load_warm_start(source: str, params: list[Param], objectives: dict[str, str]
     path = cwd / Path(text).expanduser()
     candidates = [path] if explicit else [path, cwd / "outputs" / text]
     for directory in candidates:
-        if _is_sweep_dir(directory):
-            return _screened(source, f"sweep dir {directory}", _read_sweep_dir(directory),
+        if is_sweep_dir(directory):
+            return _screened(source, f"sweep dir {directory}", read_sweep_dir(directory),
                              params, objectives)
     not_sweep = ("is not a sweep directory (no state/sweep.json, no state/"
                  f"{SCHEDULER_LOG}.jsonl)")
@@ -332,10 +224,10 @@ def load_warm_start(source: str, params: list[Param], objectives: dict[str, str]
         raise ConfigError(KEY, source, f"names {path}, which {not_sweep}",
                           "point it at the sweep.dir of an earlier sweep, e.g. "
                           "outputs/<sweep name>, or at an MLflow experiment name")
-    from sweeps.tracking.target import absolute_uri
+    from sweeps.tracking.target import absolute_uri  # up: the store an earlier sweep tracked to
 
     uri = absolute_uri(tracking_uri or "sqlite:///mlflow.db", cwd)
-    found, where = _read_mlflow(uri, source)
+    found, where = read_mlflow(uri, source)
     if found is not None:
         return _screened(source, where, found, params, objectives)
     tried = [f"{d} ({not_sweep if d.exists() else 'does not exist'})" for d in candidates]

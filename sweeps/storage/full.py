@@ -5,7 +5,7 @@
 
 Such an error is not the trial's fault and not worth a retry: every trial writing to the same
 directory would fail the same way, and each failure would be recorded against a good
-configuration. The sweep stops instead (``sweeps.execution.storage_watch``), keeping what it
+configuration. The sweep stops instead (``sweeps.driver.storage_watch``), keeping what it
 wrote before, and the same command resumes once the directory takes writes again. Found in the
 error itself or anywhere in its chain (``__cause__``, ``__context__``, a Ray task error's
 ``cause``), as an ``OSError`` with one of ``REFUSALS``' errnos, or pyarrow's wording of one

@@ -3,7 +3,7 @@
     python -m sweeps +experiment=digits sweep.dir=s3://bucket/sweeps/digits
     check_store("s3://bucket/sweeps/digits")   # ConfigError naming sweep.dir and the fix
 
-Run by ``sweeps.execution.prepare`` before Ray starts and before anything is written. An object
+Run by ``sweeps.driver.prepare`` before Ray starts and before anything is written. An object
 store answers a read of a missing bucket with "not found", like an empty prefix, so only a
 write tells a missing bucket, a read-only credential or a dead endpoint apart from an empty
 sweep: the probe is written (and deleted) under the sweep directory. Each failure becomes one

@@ -4,7 +4,7 @@
     tuner = Tuner(..., run_config=RunConfig(callbacks=[tracking, ...]))
     tracking.finish(summary)                  # summary CSV, best trial, model, parent status
 
-Every event becomes a record in the sweep's tracking journal (``sweeps.tracking.journal``) first; a
+Every event becomes a record in the sweep's tracking journal (``sweeps.storage.journal``) first; a
 background thread applies records to MLflow in order (``sweeps.tracking.mlflow_sink``). If the
 tracking server goes away, training goes on, records wait on disk, and the thread retries with a
 bounded backoff (0.5 s doubling to 10 s) until the server answers again; what is still unsent when
@@ -21,7 +21,7 @@ trial's run is tagged ``sweeps.best=true``, named ``<trial> best``, and holds th
 A multi-objective sweep's front (``finish(..., pareto=...)``) tags every trial run
 ``sweeps.pareto=true|false`` (a journaled ``trial_tags`` record) and the parent with
 ``sweeps.pareto_size``/``_objectives``/``_trials``; ``pareto.json`` is logged beside the summary.
-Metric steps are the loop's own epoch (or the report count, see ``sweeps.execution.clock``),
+Metric steps are the loop's own epoch (or the report count, see ``sweeps.trial.clock``),
 never Tune's iteration counter.
 """
 
@@ -39,7 +39,7 @@ from sweeps import files
 from sweeps.layout import SweepLayout
 from sweeps.protocol import CLOCK_KEY, NOT_METRICS, STEP_KEY
 from sweeps.search.space import flatten
-from sweeps.tracking.journal import Journal
+from sweeps.storage.journal import Journal
 from sweeps.tracking.masking import mask_params, mask_tree
 from sweeps.tracking.writer import TrackingWriter
 

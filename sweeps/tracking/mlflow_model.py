@@ -4,7 +4,7 @@
     mlflow.pytorch.load_model(model_uri)         # the nn.Module that was trained
 
 Used by ``sweeps.tracking.mlflow_sink`` at the sweep's end, for a ``TrialSession`` checkpoint
-or one an ``experiment.model_loader`` rebuilds (``sweeps.execution.checkpoint.build_model``).
+or one an ``experiment.model_loader`` rebuilds (``sweeps.loop.checkpoint.build_model``).
 The model's code travels with it (``code_paths``: the package that holds the model's factory,
 without venvs, hidden folders and caches, ``model_code``), its requirements are pinned to what
 is installed, and MLflow's notes meant for people calling it by hand stay quiet.
@@ -38,7 +38,7 @@ def log_pytorch_model(uri: str, run_id: str, best: dict[str, Any], model_loader:
     import mlflow
     import mlflow.pytorch
 
-    from sweeps.execution.checkpoint import build_model
+    from sweeps.loop.checkpoint import build_model
 
     model, ref, metadata = build_model(best["checkpoint"], model_loader)
     extra: dict[str, Any] = {}
@@ -63,7 +63,7 @@ def model_code(ref: str) -> Iterator[str]:
     """The path ``log_model(code_paths=[...])`` gets for the model whose factory is ``ref``
     (``pkg.module:fn``): a top-level module's file as it is, or a temporary copy of the
     top-level package named as it is imported, holding what code shipping would send a
-    cluster (``sweeps.execution.code_shipping``: its ``DEFAULT_EXCLUDES`` and ``.rayignore``
+    cluster (``sweeps.driver.code_shipping``: its ``DEFAULT_EXCLUDES`` and ``.rayignore``
     files) less hidden entries, virtual environments (a folder holding ``pyvenv.cfg``),
     ``site-packages``, ``node_modules`` and ``*.pyc``. Everything else is kept (data files a
     module reads at import, compiled extensions): MLflow puts ``code/`` first on ``sys.path``
@@ -78,7 +78,9 @@ def model_code(ref: str) -> Iterator[str]:
         ...     sorted(p.name for p in Path(code).iterdir())
         ['__init__.py', 'digits.py', ...]
     """
-    from sweeps.execution.code_shipping import DEFAULT_EXCLUDES, package_size
+    # Up a layer on purpose: the model's code is packaged by the rules the driver ships code
+    # to a cluster by, so what the model needs is what the trials had.
+    from sweeps.driver.code_shipping import DEFAULT_EXCLUDES, package_size
 
     module_name = ref.split(":", 1)[0]
     package_name = module_name.split(".", 1)[0]

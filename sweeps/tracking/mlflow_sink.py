@@ -26,8 +26,7 @@ from typing import Any
 from sweeps import files
 from sweeps.files import write_atomic
 from sweeps.layout import TRACKING_RUNS
-from sweeps.storage.location import uri_of
-from sweeps.tracking.mlflow_model import log_pytorch_model
+from sweeps.tracking.mlflow_best import log_best_model
 from sweeps.tracking.writer import TransientTrackingError
 
 __all__ = ["MLflowSink", "TransientTrackingError", "PARAM_LIMIT"]
@@ -290,45 +289,13 @@ class MLflowSink:
                                    timestamp=int(r["ts"]), step=best["epoch"])
             if not self.state.get("model_logged"):
                 try:
-                    self._log_best_model(best)
+                    log_best_model(self, best)
                 except Exception as exc:  # a model that cannot be logged must not leave the
                     if _is_transient(exc):  # parent RUNNING; retry only when unreachable
                         raise
                     log.warning("MLflow: best model not logged (%s)", exc)
                     self.client.set_tag(run, "sweeps.model_error", str(exc)[:500])
         self.client.set_terminated(run, r.get("status", "FINISHED"), end_time=int(r["ts"]))
-
-    def _log_best_model(self, best: dict[str, Any]) -> None:
-        """The best checkpoint into the best trial's run, in the form ``best["model_form"]``
-        names (``sweeps.execution.checkpoint.model_form``): a PyTorch model or, for a Hugging
-        Face checkpoint, a Transformers pipeline (``mlflow.transformers``), registered under
-        ``model_name`` when set; or the checkpoint directory's files as artifacts."""
-        if best.get("checkpoint") and files.is_remote(best["checkpoint"]):
-            with files.local_copy(best["checkpoint"]) as local:  # from the object store
-                self._log_best_model({**best, "checkpoint": str(local),
-                                      "checkpoint_uri": uri_of(best["checkpoint"])})
-            return
-        from sweeps.execution.checkpoint import model_form
-
-        form = best.get("model_form") or model_form(best["checkpoint"], self.model_loader)
-        run_id = self.run_id(best["trial_id"])
-        if form == "none":
-            return
-        if form == "files":
-            self.client.log_artifacts(run_id, best["checkpoint"], "best_checkpoint")
-            self.client.set_tag(run_id, "sweeps.best_checkpoint", "best_checkpoint/")
-            self.state["model_logged"] = f"runs:/{run_id}/best_checkpoint"
-            self._save()
-            return
-        if form == "transformers":
-            from sweeps.tracking.mlflow_transformers import log_transformers_model
-
-            self.state["model_logged"] = log_transformers_model(self.uri, run_id, best,
-                                                                self.model_name)
-        else:
-            self.state["model_logged"] = log_pytorch_model(self.uri, run_id, best,
-                                                           self.model_loader, self.model_name)
-        self._save()
 
 
 def _beside_store(uri: str) -> str | None:

@@ -5,7 +5,7 @@
     mlflow.pyfunc.load_model("models:/hf_text/1").predict(["a text"])  # label, score
 
 Used by ``sweeps.tracking.mlflow_sink`` at the sweep's end for a checkpoint in the
-``transformers`` form (``sweeps.execution.checkpoint.hf_checkpoint_dir``). The model and its
+``transformers`` form (``sweeps.loop.checkpoint.hf_checkpoint_dir``). The model and its
 tokenizer or image processor are logged as a pipeline of the head's task
 (``text-classification``, ``image-classification``), so it loads back in one call.
 
@@ -30,7 +30,7 @@ def log_transformers_model(uri: str, run_id: str, best: dict[str, Any],
     """Log ``best["checkpoint"]`` (a Transformers checkpoint) as the model of run ``run_id``,
     registered as ``model_name`` when set; return its model URI. Raises ``ValueError`` for a
     head sweeps does not log (the sink then records why on the parent run)."""
-    from sweeps.execution.checkpoint import hf_checkpoint_dir
+    # Up a layer on purpose: the Hugging Face checkpoint format is inference's (it loads it).
     from sweeps.inference.hf import (
         architecture,
         load_pretrained,
@@ -40,6 +40,7 @@ def log_transformers_model(uri: str, run_id: str, best: dict[str, Any],
         task_of,
         unsupported,
     )
+    from sweeps.loop.checkpoint import hf_checkpoint_dir
     from sweeps.tracking.mlflow_model import model_in_runs_experiment, pinned, quiet_model_logging
     from sweeps.tracking.setup import using_tracking_uri
 

@@ -16,7 +16,7 @@ import threading
 import time
 from typing import Any
 
-from sweeps.tracking.journal import Journal
+from sweeps.storage.journal import Journal
 from sweeps.tracking.masking import mask_text
 
 __all__ = ["TrackingWriter", "TransientTrackingError"]

@@ -23,7 +23,7 @@ class Loop:
     file: str | None = None  # loops/<file>.py, when several entries run one loop
     max_failures: int = 0  # restarts of a failed run (Train's FailureConfig.max_failures)
     dataset: bool = False  # the trainer's "train" dataset is the file's make_dataset()
-    # The loop calls what the inline backend does not serve (sweeps.execution.unserved): under
+    # The loop calls what the inline backend does not serve (sweeps.trial.backends.unserved): under
     # trial.executor=auto its trials run as Ray Train runs, saying so with this call's name.
     routed: str | None = None
     failing_rank: int | None = None  # the rank whose own error fails the run (of several)

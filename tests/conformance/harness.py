@@ -70,7 +70,7 @@ def run_plain(loop: Loop, workers: int, tmp: Path) -> Outcome:
     datasets = None
     if loop.dataset:  # materialized, as sweeps hands datasets to its trials: on 2 CPUs held
         # by 2 Train workers, Ray Data would get no CPU for a lazy dataset's read tasks and
-        # wait forever (sweeps.execution.datasets)
+        # wait forever (sweeps.driver.datasets)
         datasets = {"train": importlib.import_module(loop.module).make_dataset().materialize()}
     trainer = TorchTrainer(
         loop.function(), train_loop_config=config_of(loop, observe_dir), datasets=datasets,

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from sweeps.trial.backends import BACKENDS, DEFAULT, BackendRequest
 from tests.conformance.corpus import LOOPS, Loop
 from tests.conformance.harness import Outcome, run_plain, run_sweeps
 
@@ -41,21 +42,26 @@ def test_every_backend_gives_the_loop_what_plain_ray_train_gives_it(
     assert reference.observed or reference.checkpoints or reference.error, \
         "the reference run observed nothing: the loop is not exercised"
     assert sorted(reference.observed) == list(range(workers)) or reference.error
-    for backend in ("train", "auto"):
-        inline = backend == "auto" and not loop.routed and not (loop.dataset and workers > 1)
-        if backend == "auto" and not inline:  # auto picks the Train run just compared
-            _auto_picks_a_train_run(loop, workers, tmp_path / backend)
+    # Every registered backend (sweeps.trial.backends.BACKENDS), through its interface: a
+    # backend that refuses this loop must leave it to Ray Train under trial.executor=auto; one
+    # that auto picks runs as auto (the default a user gets), any other by its name.
+    request = BackendRequest(num_workers=workers, use_gpu=False, datasets=loop.dataset,
+                             trainable=loop.trainable)
+    for name, backend in BACKENDS.items():
+        if name != DEFAULT and backend.refusal(request) is not None:
+            _auto_picks_a_train_run(loop, workers, tmp_path / name)  # the run just compared
             continue
+        executor = "auto" if name != DEFAULT and backend.chosen_by_auto(request) else name
         capsys.readouterr()
         caplog.clear()
         # MLflow only where the test reads it: a failing trial's run
         tracked = reference.error is not None
-        outcome = run_sweeps(loop, workers, backend, tmp_path / backend, tracked=tracked)
+        outcome = run_sweeps(loop, workers, executor, tmp_path / name, tracked=tracked)
         console = capsys.readouterr().out
         plan = next(line for line in console.splitlines() if line.startswith("sweep "))
-        assert ("inline" in plan) == inline, plan  # which backend ran: the plan says
+        assert ("inline" in plan) == (name == "inline"), plan  # which backend ran: the plan says
         assert outcome.comparable() == reference.comparable(), \
-            f"{backend} backend, {workers} worker(s):\n{_diff(reference, outcome)}"
+            f"{name} backend, {workers} worker(s):\n{_diff(reference, outcome)}"
         if reference.error is not None:
             _the_user_reads_the_failing_ranks_error(reference.error, outcome, console, workers,
                                                     loop)
@@ -66,7 +72,7 @@ def _auto_picks_a_train_run(loop: Loop, workers: int, tmp: Path) -> None:
     just made, not made twice), and tells the user why when the loop calls what inline does
     not serve."""
     from sweeps import compose
-    from sweeps.execution.prepare import prepare
+    from sweeps.driver.prepare import prepare
     from tests.conformance.harness import CONF, sweep_overrides
 
     prep = prepare(compose("conformance", sweep_overrides(loop, workers, "auto", tmp),

@@ -1,5 +1,5 @@
 """Inline trials of 2 workers: rank 0 in the Tune trial process, rank 1 in a peer process the
-trial process keeps (``sweeps.execution.peers``), no Ray Train controller or worker.
+trial process keeps (``sweeps.trial.backends.peers``), no Ray Train controller or worker.
 
 The loop (``ranks_loop.py``) is written as Ray Train's docs write one: DDP, a distributed
 sampler, every rank reporting its part of each checkpoint, ``ray.train.collective``, resume

@@ -1,5 +1,5 @@
 """A trial that runs out of GPU memory ends as an error with its reason, is not run again, and
-the other trials go on (sweeps.execution.gpu_memory). On a CPU the loop raises torch's own
+the other trials go on (sweeps.loop.gpu_memory). On a CPU the loop raises torch's own
 ``OutOfMemoryError`` (tests/integration/memory_loop.py); everything after it is real: Ray, Tune,
 Train, the scheduler, the summary and MLflow. ``test_gpu.py`` allocates 10 TB on a real GPU."""
 

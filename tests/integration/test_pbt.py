@@ -14,11 +14,11 @@ from pathlib import Path
 import pytest
 
 from sweeps import load_checkpoint, run_sweep
-from sweeps.execution import report_log
-from sweeps.execution.exploit import applied_generation, latest_exploit
 from sweeps.protocol import CLOCK_KEY, TRIAL_FILE
 from sweeps.search.schedulers import decision_log
 from sweeps.search.space import flatten
+from sweeps.trial import report_log
+from sweeps.trial.exploit import applied_generation, latest_exploit
 
 pytestmark = pytest.mark.slow
 

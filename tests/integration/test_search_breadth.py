@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from sweeps import compose, run_sweep
-from sweeps.execution.prepare import prepare
+from sweeps.driver.prepare import prepare
 
 pytestmark = pytest.mark.slow
 

@@ -1,6 +1,6 @@
 """A real 12-trial ASHA sweep, one trial at a time, on 2 CPUs: as Ray Train runs of 2 workers
 each, as inline 1-worker trials (``trial.executor=inline``) and as inline 2-worker trials (rank
-1 in a peer process, ``sweeps.execution.peers``), every test on all three.
+1 in a peer process, ``sweeps.trial.backends.peers``), every test on all three.
 
 Tracked in MLflow on the default kind of store (SQLite, here in the test's directory).
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from sweeps.execution.checkpoint import (
+from sweeps.loop.checkpoint import (
     CHECKPOINT_FILE,
     load_checkpoint,
     load_model,

@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from sweeps import ConfigError
-from sweeps.config.validate import import_trainable
+from sweeps.config.usercode import import_trainable
 from tests.conftest import ROOT
 
 LOOP = "trainables.digits_lightning:train_func"

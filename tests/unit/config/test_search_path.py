@@ -10,7 +10,8 @@ import pytest
 from sweeps import ConfigError, compose
 from sweeps.config.overrides import add_builtin_searchpath, searchpath_override
 from sweeps.config.paths import CONF_DIR, find_conf_dir
-from sweeps.config.search_path import Entry, SearchPath, builtin, for_compose, from_argv
+from sweeps.config.search_path import Entry, SearchPath, builtin
+from sweeps.config.search_path_args import for_compose, from_argv
 
 BUILTIN = f"file://{CONF_DIR}"
 SP = "hydra.searchpath"

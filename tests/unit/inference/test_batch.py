@@ -12,10 +12,10 @@ import pytest
 import torch
 
 from sweeps import SweepError, load_best, predict
-from sweeps.execution.checkpoint import save_checkpoint
 from sweeps.inference.batch import _root_cause, actor_cpus
 from sweeps.inference.bundle import resolve_source
 from sweeps.inference.predictor import Predictor
+from sweeps.loop.checkpoint import save_checkpoint
 from tests.unit.inference.hf_files import TEXTS, quiet, text_checkpoint, vit_checkpoint
 from trainables.digits import build_mlp
 

@@ -44,7 +44,7 @@ def test_help_is_the_predict_commands_and_imports_neither_ray_nor_torch(tmp_path
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(tmp_path: Path, args: list[str], message: str) -> None:
-    from sweeps.execution.checkpoint import save_checkpoint
+    from sweeps.loop.checkpoint import save_checkpoint
 
     (tmp_path / "ckpt").mkdir()
     save_checkpoint(tmp_path / "ckpt", {"model_state": {}, "model_factory": "m:f",

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from sweeps.execution.checkpoint import hf_checkpoint_dir, model_form, save_checkpoint
 from sweeps.inference.hf import processor_kind, task_of
+from sweeps.loop.checkpoint import hf_checkpoint_dir, model_form, save_checkpoint
 from tests.unit.inference.hf_files import quiet, text_checkpoint, vit_checkpoint
 
 

@@ -40,7 +40,7 @@ def _sink_ends_with(tmp_path: Path, checkpoint: Path, model_name: str | None) ->
     """A sweep of one trial whose best checkpoint is ``checkpoint``, replayed into the sink."""
     import mlflow
 
-    from sweeps.execution.checkpoint import model_form
+    from sweeps.loop.checkpoint import model_form
 
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     sink = MLflowSink(uri, "hf", tmp_path / "tracking", model_name=model_name)
@@ -128,7 +128,7 @@ def test_a_head_sweeps_does_not_log_is_recorded_not_raised(tmp_path: Path) -> No
 
 def test_a_trialsession_best_model_loads_from_its_runs_uri(tmp_path: Path) -> None:
     """The logged model lives in the sweep's experiment, so runs:/<best run>/model finds it."""
-    from sweeps.execution.checkpoint import save_checkpoint
+    from sweeps.loop.checkpoint import save_checkpoint
     from trainables.digits import build_mlp
 
     checkpoint = tmp_path / "checkpoint_epoch_0001"

@@ -188,7 +188,7 @@ def test_a_driver_that_lost_its_claim_exits_at_once_and_writes_nothing_more(tmp_
     """Interrupt.lost, as run_sweep wires it: no save, its children killed, exit status 4."""
     script = (
         "import subprocess, sys, time\n"
-        "from sweeps.execution.interrupt import Interrupt\n"
+        "from sweeps.driver.interrupt import Interrupt\n"
         "from sweeps.lease import claim_store, hold, this_driver\n"
         "child = subprocess.Popen(['sleep', '60'])\n"
         "print(child.pid, flush=True)\n"

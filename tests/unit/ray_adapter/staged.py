@@ -3,7 +3,7 @@ tests: ``save_to_dir`` writes into a staging dir as Tune's does (state files at 
 trial's result file below, touched only when its content changes; ``get_trials`` for the
 trials' status), and ``_storage`` has a
 real pyarrow filesystem and Tune's real background syncer, so
-``sweeps._ray.tune.save_experiment_state`` runs unchanged on it."""
+``sweeps._ray.tune_state.save_experiment_state`` runs unchanged on it."""
 
 from __future__ import annotations
 

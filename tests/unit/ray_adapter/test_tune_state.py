@@ -1,4 +1,4 @@
-"""``sweeps._ray.tune.save_experiment_state``: Tune's state and the trials' result files on
+"""``sweeps._ray.tune_state.save_experiment_state``: Tune's state and the trials' result files on
 storage before a new trial starts, copying only what changed since the last save."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from sweeps._ray.tune import save_experiment_state
+from sweeps._ray.tune_state import save_experiment_state
 from tests.unit.ray_adapter.staged import SEARCHER_FILE, STATE_FILE, StagedController, Storage
 
 
@@ -53,7 +53,7 @@ def test_a_failed_sync_of_tunes_own_does_not_stop_the_save(tmp_path, caplog) -> 
     syncer = controller._storage.syncer
     syncer.sync_up(str(tmp_path / "no-such-dir"), str(tmp_path / "elsewhere"))  # fails, later
     controller.n = 3
-    with caplog.at_level(logging.WARNING, logger="sweeps._ray.tune"):
+    with caplog.at_level(logging.WARNING, logger="sweeps._ray.tune_state"):
         save_experiment_state(controller)
     assert controller.stored() == {"trial_data": [0, 1, 2]}
     assert "Tune's last sync of the experiment state failed" in caplog.text
@@ -194,7 +194,7 @@ def _tune_entry(i: int, text: str = "") -> tuple[str, str]:
 def test_the_state_file_reuses_each_unchanged_trials_encoded_text(monkeypatch) -> None:
     from ray.tune.utils.serialization import TuneFunctionEncoder
 
-    from sweeps._ray.tune import _CachedTrialsJson
+    from sweeps._ray.tune_state_file import _CachedTrialsJson
 
     coder = _CachedTrialsJson()
     encoded: list[Any] = []
@@ -259,7 +259,7 @@ def test_a_failed_periodic_save_is_logged_and_tried_again_not_raised(
     controller = _flaky(tmp_path, monkeypatch, period=60)
     controller.failing, controller.n = True, 2
     controller.clock[0] += 61
-    with caplog.at_level(logging.WARNING, logger="sweeps._ray.tune"):
+    with caplog.at_level(logging.WARNING, logger="sweeps._ray.tune_state"):
         controller.checkpoint()  # Tune's loop would re-raise: the sweep would end
         controller.checkpoint()
         controller.checkpoint()
@@ -345,7 +345,7 @@ def test_a_failed_upload_raises_keeps_the_stored_state_and_is_sent_again(
 def test_a_fixed_period_stretches_to_nineteen_saves_and_back_never_below_it(tmp_path) -> None:
     """On an object store a save waits for a few requests a changed file; the period grows
     so that periodic saves hold Tune's loop at most 1/20 of the time."""
-    from sweeps._ray.tune import _saved
+    from sweeps._ray.tune_state import _saved
 
     controller = _Managed(tmp_path, period=1)
     manager = controller._checkpoint_manager

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from sweeps import SweepError, load_best
-from sweeps.execution.checkpoint import save_checkpoint
+from sweeps.loop.checkpoint import save_checkpoint
 from trainables.digits import build_mlp
 
 

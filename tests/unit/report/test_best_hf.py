@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from sweeps import Pretrained, SweepError, load_best
-from sweeps.execution.checkpoint import save_checkpoint
+from sweeps.loop.checkpoint import save_checkpoint
 from tests.unit.inference.hf_files import TEXTS, quiet, text_checkpoint, vit_checkpoint
 from trainables.digits import build_mlp
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from sweeps import compose, prepare
-from sweeps.report.dry_run import asha_rungs, epoch_budget, expected_epochs, format_plan
+from sweeps.driver.dry_run import asha_rungs, epoch_budget, expected_epochs, format_plan
 
 ROOT = Path(__file__).resolve().parents[3]
 

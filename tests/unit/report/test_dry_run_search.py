@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from sweeps import compose, prepare
-from sweeps.report.dry_run import format_plan
+from sweeps.driver.dry_run import format_plan
 
 SMALL_GRID = ["search=grid", "experiment.search_space.lr='choice(0.01, 0.1)'",
               "experiment.search_space.dropout='range(0.0, 0.2, 0.1)'",

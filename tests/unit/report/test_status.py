@@ -23,7 +23,6 @@ import pytest
 from omegaconf import OmegaConf
 
 from sweeps import compose, files
-from sweeps.execution import report_log
 from sweeps.layout import SweepLayout
 from sweeps.lease import Holder, LocalClaims, claim_store, hold, this_driver
 from sweeps.lease.holder import boot_id, pid_namespace
@@ -35,6 +34,7 @@ from sweeps.search.outcome import Objective
 from sweeps.search.schedulers import ResumableASHA, ended_trials
 from sweeps.search.space import parse_space
 from sweeps.storage import stand_in, uri_of
+from sweeps.trial import report_log
 
 ROOT = Path(__file__).resolve().parents[3]
 COMMAND = "sweeps +experiment=digits search.num_samples=4 scheduler.max_t=3 sweep.dir=rel/s"

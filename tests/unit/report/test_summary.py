@@ -142,8 +142,8 @@ def test_zero_or_one_objective_changes_nothing(tmp_path, metrics) -> None:
 
 def test_console_prints_the_pareto_section(tmp_path, capsys) -> None:
     from sweeps import compose
-    from sweeps.execution.runner import SweepResult
     from sweeps.report.console import print_result
+    from sweeps.report.result import SweepResult
 
     cfg = compose("digits_multiobjective")
     summary = summarize(_multi(tmp_path), Objective("val_acc", "max", 3), ["lr"], None, MULTI)
@@ -162,8 +162,8 @@ def test_console_prints_the_pareto_section(tmp_path, capsys) -> None:
                          [(True, "true", True), (False, "true", False), (True, "false", False)])
 def test_console_says_how_to_open_tensorboard(tmp_path, capsys, written, switch, shown) -> None:
     from sweeps import compose
-    from sweeps.execution.runner import SweepResult
     from sweeps.report.console import print_result
+    from sweeps.report.result import SweepResult
 
     if written:
         (tmp_path / "tensorboard" / "t1").mkdir(parents=True)

@@ -6,6 +6,8 @@ import pickle
 import subprocess
 import sys
 
+import pytest
+
 from sweeps.search.outcome import Objective
 from sweeps.search.schedulers import ResumableFIFO
 
@@ -48,3 +50,19 @@ def test_old_tracking_callback_names_resolve_on_the_package() -> None:
     from sweeps.tracking.callback import MLflowTracking
 
     assert sweeps.tracking.MLflowTracking is MLflowTracking
+
+
+@pytest.mark.parametrize("old", ["sweeps.execution.trial_driver", "sweeps.trial"])
+def test_a_plan_pickled_before_the_driver_trial_loop_split_loads(tmp_path, old: str) -> None:
+    """Sweeps before the split pickled TrialPlan as sweeps.execution.trial_driver.TrialPlan
+    (and before packages, sweeps.trial.TrialPlan): both load, as the new class."""
+    from sweeps.trial.plan import _EXAMPLE, TrialPlan
+
+    path = tmp_path / "plan.pkl"
+    path.write_bytes(_old_pickle(TrialPlan(**_EXAMPLE), "sweeps.trial.plan", old))
+    if old.startswith("sweeps.execution"):
+        plain = _load(path, "plain")
+        assert plain.returncode != 0 and "No module named 'sweeps.execution" in plain.stderr
+    aliased = _load(path, "alias")
+    assert aliased.returncode == 0, aliased.stderr
+    assert aliased.stdout.split() == ["sweeps.trial.plan", "TrialPlan"]

@@ -6,7 +6,7 @@ import json
 
 import torch
 
-from sweeps.execution.checkpoint import CHECKPOINT_FILE, save_checkpoint
+from sweeps.loop.checkpoint import CHECKPOINT_FILE, save_checkpoint
 from sweeps.resume.train_runs import SNAPSHOT, checkpoint_epochs, claim_run, repair_run
 
 
@@ -91,10 +91,10 @@ def test_run_of_another_trial_with_the_same_id_is_moved_aside(tmp_path) -> None:
 
 
 def test_reports_tune_never_saw_are_found_up_to_the_checkpoint(tmp_path) -> None:
-    from sweeps.execution import report_log
-    from sweeps.execution.trial_driver import unseen_reports
     from sweeps.protocol import CLOCK_KEY, REPORTS_FILE
     from sweeps.search.schedulers import decision_log
+    from sweeps.trial import report_log
+    from sweeps.trial.driver import unseen_reports
 
     sweep = tmp_path
     run = _run(tmp_path, epochs=(1, 2, 3))
@@ -115,9 +115,9 @@ def test_reports_tune_never_saw_are_found_up_to_the_checkpoint(tmp_path) -> None
 
 
 def test_a_report_made_again_after_a_restore_replaces_the_first(tmp_path) -> None:
-    from sweeps.execution import report_log
-    from sweeps.execution.trial_driver import unseen_reports
     from sweeps.protocol import CLOCK_KEY
+    from sweeps.trial import report_log
+    from sweeps.trial.driver import unseen_reports
 
     run = _run(tmp_path, epochs=(1, 2))
     ckpt = {e: str(run / f"checkpoint_epoch_{e:04d}") for e in (1, 2)}

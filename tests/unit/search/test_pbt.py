@@ -1,5 +1,5 @@
 """PBT without a cluster: explore, the quantiles, the decision log and its replay, and the
-exploit hand-over to the trial driver (``sweeps.execution.exploit``).
+exploit hand-over to the trial driver (``sweeps.trial.exploit``).
 
 Results are fed to ``on_trial_result`` the way the Tune controller does; trials' run directories
 are written the way Train and the report bridge write them (snapshot, report log, clock).
@@ -20,14 +20,14 @@ import pytest
 from sweeps._ray import train_snapshot
 from sweeps.config.schema import SchedulerSection
 from sweeps.errors import ConfigError
-from sweeps.execution import exploit as hand_over
-from sweeps.execution import report_log
 from sweeps.protocol import CHECKPOINT_PATH_KEY, CLOCK_FILE, CLOCK_KEY, checkpoint_dir_name
 from sweeps.resume.train_runs import latest_checkpoint
 from sweeps.search.outcome import Objective
 from sweeps.search.pbt import ResumablePBT, decision_rng, explore, quantiles
 from sweeps.search.schedulers import decision_log, ended_trials, verdicts
 from sweeps.search.space import Param, parse_space
+from sweeps.trial import exploit as hand_over
+from sweeps.trial import report_log
 
 # ----------------------------------------------------------------------------------- explore
 

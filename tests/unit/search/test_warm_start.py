@@ -26,7 +26,7 @@ from sweeps.resume.state import SweepRecord, save_record
 from sweeps.search.outcome import WORST
 from sweeps.search.space import Param, flatten
 from sweeps.search.warm_start import EarlierTrial, WarmStart, load_warm_start, screen
-from sweeps.tracking.journal import Journal
+from sweeps.storage.journal import Journal
 from sweeps.tracking.masking import mask_params
 from sweeps.tracking.mlflow_sink import MLflowSink
 

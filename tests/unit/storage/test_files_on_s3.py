@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 
 from sweeps import files
-from sweeps.execution import report_log
 from sweeps.storage import objects, stand_in, uri_of
-from sweeps.tracking.journal import Journal
+from sweeps.storage.journal import Journal
+from sweeps.trial import report_log
 
 
 @pytest.fixture
@@ -111,7 +111,7 @@ def test_a_local_path_is_untouched_by_the_store(tmp_path) -> None:
 
 def test_out_of_memory_notes_on_s3(root) -> None:
     """A Train worker on any node notes its OOM where the trial driver reads it."""
-    from sweeps.execution import gpu_memory
+    from sweeps.loop import gpu_memory
 
     run = root / "train" / "t4"
     assert gpu_memory.noted(run) is None

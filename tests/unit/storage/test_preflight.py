@@ -57,7 +57,7 @@ def test_bad_stores_fail_in_one_line(moto_s3, monkeypatch, uri, env, message) ->
 def test_the_dry_run_of_an_s3_sweep_names_its_uri(moto_s3) -> None:
     """The plan shows where the sweep lives as the user wrote it, not sweeps' stand-in path."""
     from sweeps import compose, prepare
-    from sweeps.report.dry_run import format_plan
+    from sweeps.driver.dry_run import format_plan
 
     uri = f"s3://{moto_s3.BUCKET}/sweeps/planned"
     plan = format_plan(prepare(compose("digits", [f"sweep.dir={uri}", "ray.num_cpus=2"])))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sweeps.tracking.journal import Journal
+from sweeps.storage.journal import Journal
 
 
 def test_append_pending_and_mark_applied(tmp_path) -> None:

@@ -13,7 +13,7 @@ import pytest
 from ray.tune.logger import TBXLoggerCallback
 
 from sweeps.protocol import CLOCK_KEY, SCHEDULER_LOG, STEP_KEY
-from sweeps.tracking.journal import Journal
+from sweeps.storage.journal import Journal
 from sweeps.tracking.tensorboard import TensorBoardEvents, TensorBoardSettings
 
 pytest.importorskip("tensorboard")

@@ -6,8 +6,8 @@ from dataclasses import dataclass, field
 
 from mlflow import MlflowClient
 
+from sweeps.driver.tracking_run import abort_tracking
 from sweeps.tracking.callback import MLflowTracking, TrackingSettings
-from sweeps.tracking.setup import abort_tracking
 
 
 @dataclass

@@ -1,0 +1,60 @@
+"""Ray Datasets a sweep builds once, on the driver, and hands to every trial's TorchTrainer.
+
+    experiment:
+      datasets:
+        train: {function: trainables.digits_data:digits, split: train}   # fn(**kwargs)
+        val: mypkg.data:val_set                                          # fn()
+        test: /data/digits/test.parquet                                  # read with ray.data
+
+``sweeps.config.datasets.check_datasets`` (no Ray: at validation) imports each function and binds
+its arguments, and checks that a local path exists and has a type ray.data reads. ``build_datasets``
+(Ray up, before Tune starts) calls or reads each, checks it is a ``ray.data.Dataset`` with rows, and
+materializes it: the pipeline runs once per sweep (not once per trial) and its blocks stay in the
+object store, so a trial's workers read their ``streaming_split`` shard with no Ray Data tasks and
+so no CPUs beyond the trial's own workers. That is how Ray Data's CPU use is accounted for: on 2
+CPUs with two trials at once, data tasks could otherwise get a budget of 0 (Ray Data shares only
+what Train's workers leave free) and wait forever. A dataset larger than the object store spills to
+disk.
+
+The workers read them the way Ray Train's docs write it:
+``ray.train.get_dataset_shard("train").iter_torch_batches(batch_size=...)``. Every dataset is
+split across a trial's workers (Ray Train's default ``DataConfig``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sweeps.config.datasets import check_datasets, reader_of
+from sweeps.errors import ConfigError, SweepError
+
+__all__ = ["build_datasets"]
+
+
+def build_datasets(entries: dict[str, Any]) -> dict[str, Any]:
+    """Each dataset built and materialized once (Ray must be up), by name; {} without any."""
+    if not entries:
+        return {}
+    import ray.data
+
+    out = {}
+    for src, fn in check_datasets(entries).values():
+        try:
+            if fn is not None:
+                ds = fn(**src.kwargs)
+            else:
+                ds = getattr(ray.data, reader_of(src.path or ""))(src.path)
+        except Exception as exc:
+            raise SweepError(f"{src.key}: {src.describe()} raised {type(exc).__name__}: "
+                             f"{exc}") from exc
+        if not isinstance(ds, ray.data.Dataset):
+            raise ConfigError(src.key, src.describe(), f"returned a {type(ds).__name__}, "
+                              "not a ray.data.Dataset",
+                              "return one, e.g. ray.data.from_items(rows) or "
+                              "ray.data.read_parquet(path)")
+        ds = ds.materialize()
+        if ds.count() == 0:
+            raise ConfigError(src.key, src.describe(), "has no rows",
+                              "check the files or the function's filter")
+        out[src.name] = ds
+    return out

@@ -1,0 +1,255 @@
+"""One start of a prepared sweep on a running Ray: Tune's run, then the sweep's end.
+
+    with ray_session(cfg, prepared, interrupt):    # in run_sweep
+        return fit(prepared, interrupt)
+
+Before Tune: the sweep's record (one more start), this start's config file, the opening lines
+(and, resuming, what was recovered). Tune runs with the sweep's callbacks: the placement-group
+reaper, the live progress, the unread-keys check, on a cluster the cluster watch (nodes that
+join or leave, trials at once following its size), MLflow tracking and the TensorBoard events
+(which also keep Tune's own TBX logger out, ``sweeps.tracking.tensorboard``). After Tune,
+whatever it ended with: every placement group of the sweep is released. A run that Tune
+returned from early (Ctrl-C, SIGTERM) raises ``SweepInterrupted``; a finished one is summarized
+(``summary.csv``, ``best.json``), plotted and closed in MLflow.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from sweeps.driver.interrupt import Interrupt
+from sweeps.driver.prepare import Prepared
+from sweeps.errors import SweepInterrupted
+from sweeps.report.result import SweepResult
+from sweeps.resume.state import SweepRecord
+from sweeps.search.outcome import Objective
+from sweeps.storage.location import display
+
+if TYPE_CHECKING:  # Ray, pandas and MLflow are imported once a sweep really runs
+    from ray.tune import Callback, ResultGrid
+
+    from sweeps.driver.cluster_watch import ClusterWatch
+    from sweeps.driver.unread import UnreadKeysCheck
+    from sweeps.placement.reaper import PlacementGroupReaper
+    from sweeps.report.progress import ProgressLines
+    from sweeps.report.summary import Summary
+    from sweeps.tracking.callback import MLflowTracking
+    from sweeps.tracking.tensorboard import TensorBoardEvents
+
+__all__ = ["fit"]
+
+log = logging.getLogger(__name__)
+
+
+def fit(prep: Prepared, interrupt: Interrupt | None = None) -> SweepResult:
+    """Run Tune for the prepared sweep (Ray already up) and return its result; raises
+    ``SweepInterrupted`` when Tune returned before every trial ended (``interrupt``: which
+    signal stopped it).
+
+    Example:
+        >>> fit(prepare(cfg)).summary.best["trial_id"]  # doctest: +SKIP
+        '9a6685fe'
+    """
+    from sweeps.driver.datasets import build_datasets
+    from sweeps.driver.storage_watch import StorageWatch
+    from sweeps.driver.tracking_run import abort_tracking, start_tracking
+    from sweeps.driver.tuner import build_tuner, objective_of, restore_tuner, trial_plan
+    from sweeps.driver.unread import UnreadKeysCheck
+    from sweeps.placement.reaper import PlacementGroupReaper, job_groups
+    from sweeps.report.progress import ProgressLines
+
+    cfg, layout, objective = prep.cfg, prep.layout, objective_of(prep.cfg)
+    datasets = build_datasets(dict(cfg.experiment.datasets))  # before anything is recorded
+    record, ended = _start(prep)
+    sweep_id = record.sweep_uid
+    tracking: MLflowTracking | None = (start_tracking(prep, sweep_id, record.starts)
+                                       if prep.tracking_uri else None)
+    reaper = PlacementGroupReaper(sweep_id)
+    progress = ProgressLines(objective, prep.trials, sweep_dir=str(prep.sweep_dir))
+    unread = UnreadKeysCheck([p.path for p in prep.params], layout.train)
+    trial = trial_plan(cfg, prep.constants, prep.resources, prep.sweep_dir, sweep_id, ended,
+                       datasets)
+    watch = _cluster_watch(prep, sweep_id, progress)
+    events = _tensorboard(prep)
+    storage = StorageWatch(prep.sweep_dir, interrupt)
+    callbacks: list[Callback] = ([storage, reaper, progress, unread] + ([watch] if watch else [])
+                                 + ([tracking] if tracking else []) + ([events] if events else []))
+    groups_before = job_groups()
+    try:
+        if prep.resuming:
+            tuner = restore_tuner(cfg, prep.params, trial, prep.sweep_dir, callbacks)
+        else:
+            tuner = build_tuner(cfg, prep.params, trial, prep.resources, prep.sweep_dir,
+                                callbacks, prep.warm_start,
+                                resizable=watch is not None and watch.follow)
+        if watch:
+            from sweeps._ray.tune import concurrency_limit
+
+            watch.attach(concurrency_limit(tuner))
+        if interrupt is not None:
+            interrupt.tune_running = True  # a SIGTERM now stops Tune as Ctrl-C does
+        try:
+            results: ResultGrid = tuner.fit()
+        except KeyboardInterrupt:  # our SIGINT came before Tune's handler did (or after)
+            if interrupt is None or not interrupt.stopping:
+                raise
+            raise _interrupted(prep, interrupt) from None
+        finally:
+            if interrupt is not None:
+                interrupt.tune_running = False
+        if storage.refused is not None:  # the sweep directory refused a trial's write
+            raise storage.refused
+        ended_now = results.num_terminated + results.num_errors
+        if ended_now != prep.trials:  # Tune returned early on Ctrl-C/SIGTERM
+            raise _interrupted(prep, interrupt)
+    except BaseException as exc:
+        if tracking:
+            abort_tracking(tracking, exc)
+        raise
+    finally:
+        _release(sweep_id, reaper, groups_before)
+    return _finish(prep, objective, results, reaper, unread, tracking)
+
+
+def _cluster_watch(prep: Prepared, sweep_id: str,
+                   progress: ProgressLines) -> ClusterWatch | None:
+    """On a cluster (``ray.address``, or a connected Ray with more than one node): the callback
+    that says when nodes join or leave and, unless ``search.max_concurrent_trials`` is set,
+    makes the trials run at once follow the cluster's size."""
+    from sweeps.driver.cluster_watch import ClusterWatch, alive_nodes
+
+    if prep.cfg.ray.address is None and len(alive_nodes()) < 2:
+        return None
+    return ClusterWatch(sweep_id, prep.resources, progress.note,
+                        follow=prep.cfg.search.max_concurrent_trials is None)
+
+
+def _tensorboard(prep: Prepared) -> TensorBoardEvents | None:
+    """The TensorBoard callback (with ``tracking.tensorboard=false``, one that writes nothing,
+    so that Tune adds no event files of its own either); None without tensorboardX."""
+    from sweeps.tracking.tensorboard import TensorBoardEvents, TensorBoardSettings
+
+    cfg = prep.cfg
+    objectives = dict(cfg.experiment.metrics) or {cfg.experiment.metric: cfg.experiment.mode}
+    settings = TensorBoardSettings(
+        str(prep.sweep_dir), tuple(objectives.items()), tuple(p.path for p in prep.params),
+        cfg.scheduler.name, float(cfg.scheduler.max_t)) if cfg.tracking.tensorboard else None
+    try:
+        return TensorBoardEvents(settings)
+    except ImportError as exc:  # tensorboardX ships with ray[tune]; a trimmed install may not
+        log.warning("tensorboard: no event files (%s; pip install tensorboardX)", exc)
+        return None
+
+
+def _start(prep: Prepared) -> tuple[SweepRecord, dict[str, dict[str, Any]]]:
+    """The sweep's record, counting this start, and this start's config file; the opening
+    lines. Returns the record and the trials that had ended (resuming; else none)."""
+    from omegaconf import OmegaConf
+
+    from sweeps.files import write_atomic
+    from sweeps.placement.reaper import release_all
+    from sweeps.resume.notes import resume_notes
+    from sweeps.resume.state import new_record, save_record
+    from sweeps.search.schedulers import ended_trials
+
+    cfg = prep.cfg
+    record = prep.resume.record if prep.resume else new_record(cfg, prep.params, prep.tracking)
+    record.starts += 1
+    if prep.tracking:  # a sweep started with tracking off records where it logs from now on
+        record.tracking_uri = record.tracking_uri or prep.tracking.uri
+        record.tracking_experiment = record.tracking_experiment or prep.tracking.experiment
+    save_record(prep.sweep_dir, record)
+    write_atomic(prep.layout.config(record.starts), OmegaConf.to_yaml(OmegaConf.structured(cfg)))
+    ended = ended_trials(prep.sweep_dir) if prep.resuming else {}
+    print(f"sweep {cfg.sweep.name}: {prep.trials} trials "
+          f"({cfg.search.algorithm}, scheduler {cfg.scheduler.name}, max {cfg.scheduler.max_t} "
+          f"epochs); {prep.resources.describe()}\n  dir {display(prep.sweep_dir)}", flush=True)
+    if prep.warm_start is not None:
+        print(f"  warm start: {prep.warm_start.describe()}", flush=True)
+    if prep.resuming:
+        release_all(record.sweep_uid)  # flags and groups a driver that died left on a cluster
+        line, notes = resume_notes(prep.layout, prep.trials, ended)
+        for note in notes:
+            log.warning(note)
+        print(f"  {line} (start {record.starts})", flush=True)
+    elif prep.resume:
+        print(f"  the previous start (of {record.starts - 1}) saved no trial state; starting "
+              "the trials anew", flush=True)
+    return record, ended
+
+
+def _interrupted(prep: Prepared, interrupt: Interrupt | None) -> SweepInterrupted:
+    """The error for a sweep Tune returned from before every trial ended. Its trials that
+    ended are counted as the resume counts them (the decision log): Tune calls a trial it
+    stopped on the interrupt terminated, and the same command continues it."""
+    from sweeps.search.decisions import ended_trials
+
+    cfg = prep.cfg
+    ended = len(ended_trials(prep.sweep_dir))
+    signum = interrupt.signum if interrupt else 2
+    why = (interrupt.reason if interrupt and interrupt.reason
+           else f"interrupted ({'SIGTERM' if signum == 15 else 'SIGINT'})")
+    return SweepInterrupted(
+        f"sweep {cfg.sweep.name} {why}: {ended} of {prep.trials} trials ended; its state is "
+        f"saved in {display(prep.sweep_dir)}; run the same command again to resume it", signum)
+
+
+def _release(sweep_id: str, reaper: PlacementGroupReaper, groups_before: set[str]) -> None:
+    """Every placement group of the sweep released, whatever Tune ended with."""
+    from sweeps.placement.reaper import release_all, release_new_groups
+
+    reaper.join()
+    leftover = release_all(sweep_id, keep_stop_flags=True)
+    release_new_groups(groups_before)  # Tune's own, removed asynchronously: no warning
+    if reaper.released:
+        log.info("released the workers of %d ended trial(s), at most %.2f s after each "
+                 "ended", len(reaper.released), max(reaper.released.values()))
+    if leftover:
+        log.warning("released %d placement group(s) still held at sweep end", leftover)
+
+
+def _finish(prep: Prepared, objective: Objective, results: ResultGrid,
+            reaper: PlacementGroupReaper, unread: UnreadKeysCheck,
+            tracking: MLflowTracking | None) -> SweepResult:
+    """Summary, best model's form, plots and MLflow's end of a sweep whose trials all ended."""
+    from sweeps.driver.tracking_run import finish_tracking
+    from sweeps.loop.checkpoint import model_form
+    from sweeps.report.summary import summarize, write_summary
+    from sweeps.search.schedulers import verdicts
+
+    summary = summarize(results, objective, [p.path for p in prep.params],
+                        verdicts(prep.sweep_dir), prep.cfg.experiment.metrics)
+    if summary.best:
+        loader = prep.cfg.experiment.model_loader
+        summary.best.update(model_form=model_form(summary.best["checkpoint"], loader),
+                            model_loader=loader)
+    write_summary(summary, prep.sweep_dir)
+    plots, note = _plots(prep, objective, summary, results)
+    unsent = 0
+    if tracking:
+        if plots:
+            tracking.log_artifacts([str(p) for p in plots], "plots")
+        unsent = finish_tracking(tracking, prep, summary)
+    return SweepResult(prep.sweep_dir, summary, results, dict(reaper.released), unsent,
+                       prep.tracking, plots, note, unread.unread)
+
+
+def _plots(prep: Prepared, objective: Objective, summary: Summary,
+           results: ResultGrid) -> tuple[list[Path] | None, str | None]:
+    """The end-of-sweep PNGs, or why there are none (never fails the sweep)."""
+    from sweeps.files import publish
+    from sweeps.report.plots import NotEnoughTrials, histories_of, plot_sweep
+
+    best_id = summary.best["trial_id"] if summary.best else None
+    try:
+        plots = plot_sweep(summary.table, histories_of(results), prep.params, objective.metric,
+                           best_id, prep.layout.plots, summary.pareto)
+        publish(prep.layout.plots)  # to the object store of a URI sweep directory
+        return plots, None
+    except NotEnoughTrials as exc:
+        return None, str(exc)
+    except Exception as exc:  # a plotting bug must not hide a finished sweep
+        log.warning("plots failed: %s", exc)
+        return None, f"plots failed: {exc}"

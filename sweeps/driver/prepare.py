@@ -1,0 +1,220 @@
+"""Every input check of a sweep, before Ray starts and before anything is written.
+
+    prepared = prepare(cfg)          # ConfigError / StateError: nothing started, nothing written
+    print(prepared.resources.describe(), prepared.layout.root)
+
+``python -m sweeps`` runs it first (exit code 2 on a bad input; ``sweep.dry_run`` prints the
+plan from it), then hands the result to ``run_sweep``. Only ``ray.address`` makes it touch Ray:
+it joins that cluster to read its size (and leaves it again if a check fails). Ray is not even
+imported otherwise, so dry runs stay fast.
+"""
+
+from __future__ import annotations
+
+import sys
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from sweeps.config.schema import SweepConfig
+from sweeps.config.validate import validate
+from sweeps.driver.cluster_address import check_reachable, join_error
+from sweeps.driver.code_shipping import check_shipping, runtime_env
+from sweeps.driver.resources import ResourcePlan, local_cluster_totals, plan_resources
+from sweeps.errors import ConfigError
+from sweeps.layout import SweepLayout
+from sweeps.resume.state import ResumeInfo, check_same_tracking, check_tune_state, decide_resume
+from sweeps.search.checks import check_search, objectives_of, trial_count
+from sweeps.search.space import Param, parse_space
+from sweeps.storage.location import remote_of, sweep_root, uri_of
+from sweeps.storage.preflight import check_store
+from sweeps.trial.backends import check_executor
+
+if TYPE_CHECKING:
+    from sweeps.search.warm_start import WarmStart
+    from sweeps.tracking.target import TrackingTarget
+
+__all__ = ["Prepared", "prepare", "sweep_dir_of", "check_writable"]
+
+
+@dataclass
+class Prepared:
+    """A config that passed every check, with what was derived from it."""
+
+    cfg: SweepConfig
+    params: list[Param]
+    constants: dict[str, Any]  # the search space's fixed entries (any config value)
+    resources: ResourcePlan
+    sweep_dir: Path
+    tracking: TrackingTarget | None = None  # None: tracking.enabled=false
+    resume: ResumeInfo | None = None  # the sweep in sweep_dir this run continues
+    warnings: list[str] = field(default_factory=list)  # logged before the sweep starts
+    warm_start: WarmStart | None = None  # earlier trials that seed the searcher
+    # the newest claim on sweep_dir before it was read, -1 if a driver held it (run_sweep
+    # reuses this plan only if the claim it takes is the next one)
+    claim_gen: int = -1
+
+    @property
+    def layout(self) -> SweepLayout:
+        return SweepLayout(self.sweep_dir)
+
+    @property
+    def trials(self) -> int:
+        """How many trials the sweep runs (``search.num_samples``, x the grid for a grid)."""
+        return trial_count(self.cfg, self.params)
+
+    @property
+    def tracking_uri(self) -> str | None:
+        """Where the sweep's MLflow runs go; None when tracking is off."""
+        return self.tracking.uri if self.tracking else None
+
+    @property
+    def resuming(self) -> bool:
+        """Whether Tune's saved state is restored (not only the sweep's record found)."""
+        return self.resume is not None and self.resume.has_tune_state
+
+
+def sweep_dir_of(cfg: SweepConfig) -> Path:
+    """Absolute sweep directory (relative paths are taken from the current directory;
+    ``file:///abs/path`` is that path). Any other URI (``s3://bucket/prefix``, anything
+    ``pyarrow.fs.FileSystem.from_uri`` knows) is an object-store sweep directory, returned as
+    its stand-in path (``sweeps.storage.location``): every file of it lives in the store.
+
+    Example:
+        >>> sweep_dir_of(compose("digits", ["sweep.dir=outputs/d"])) == Path.cwd() / "outputs/d"
+        True
+        >>> from sweeps.storage import uri_of
+        >>> uri_of(sweep_dir_of(compose("digits", ["sweep.dir=s3://bucket/sweeps/d/"])))
+        's3://bucket/sweeps/d'
+    """
+    return sweep_root(cfg.sweep.dir)
+
+
+def check_writable(sweep_dir: Path) -> None:
+    """Fail unless ``sweep_dir`` can be created and written, leaving nothing behind (on an
+    object store: a probe object written, read back and deleted, ``sweeps.storage.preflight``)."""
+    if remote_of(sweep_dir) is not None:
+        check_store(uri_of(sweep_dir))
+        return
+    existing = sweep_dir
+    while not existing.exists():
+        existing = existing.parent
+    fix = "set sweep.dir to a directory you can write, e.g. sweep.dir=outputs/my_sweep"
+    if not existing.is_dir():
+        raise ConfigError("sweep.dir", str(sweep_dir), f"is inside {existing}, which is a file",
+                          fix)
+    probe = existing / f".sweeps-write-probe-{uuid.uuid4().hex[:8]}"
+    try:
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as exc:
+        raise ConfigError("sweep.dir", str(sweep_dir),
+                          f"is not writable ({exc.strerror or exc})", fix) from exc
+
+
+def _ray_connected() -> bool:
+    """True when this process is connected to Ray (without importing Ray to find out)."""
+    return "ray" in sys.modules and sys.modules["ray"].is_initialized()
+
+
+def _cluster_totals(cfg: SweepConfig) -> tuple[float, float]:
+    """(CPUs, GPUs) of the cluster the sweep will use, joining it if it already runs.
+
+    Joining ships the user's code (``ray.working_dir``, ``ray.py_modules``) with the job's
+    runtime env, which every worker of the sweep inherits (``sweeps.driver.code_shipping``).
+    """
+    if _ray_connected() or cfg.ray.address:
+        import ray
+
+        if not ray.is_initialized():
+            address = cfg.ray.address
+            try:
+                ray.init(address=address, log_to_driver=cfg.sweep.verbose,
+                         runtime_env=runtime_env(cfg))
+            except ConnectionError as exc:
+                raise join_error(address, exc) from exc
+        totals = ray.cluster_resources()
+        return float(totals.get("CPU", 0)), float(totals.get("GPU", 0))
+    return local_cluster_totals(cfg.ray)
+
+
+def prepare(cfg: SweepConfig) -> Prepared:
+    """Every input check, in order; raises ``ConfigError`` or, for a sweep directory that
+    cannot be resumed, ``StateError`` (nothing started, nothing written).
+
+    Example:
+        >>> prepare(compose("digits", ["sweep.dir=outputs/d"])).sweep_dir  # doctest: +SKIP
+        PosixPath('/.../outputs/d')
+    """
+    validate(cfg)
+    check_executor(cfg.trial.executor)  # the backend's own refusals: in plan_resources
+    if cfg.ray.address and not _ray_connected():
+        check_reachable(cfg.ray.address)  # ray.init would wait minutes on a dead address
+    check_shipping(cfg)  # code to ship exists and fits Ray's upload limit (before Ray starts)
+    params, constants = parse_space(cfg.experiment.search_space)
+    warnings = check_search(cfg, params)
+    sweep_dir = sweep_dir_of(cfg)
+    check_writable(sweep_dir)
+    claim_gen = _free_claim(sweep_dir)  # before the directory is read
+    resume = decide_resume(cfg, params, sweep_dir)
+    target = None
+    if cfg.tracking.enabled:
+        from sweeps.tracking.setup import check_tracking, quiet_http_retries
+        from sweeps.tracking.target import tracking_target
+
+        quiet_http_retries()
+        record = resume.record if resume else None
+        target = tracking_target(cfg, record.tracking_uri if record else None,
+                                 record.tracking_experiment if record else None)
+        if record is not None:
+            check_same_tracking(record, target)
+        check_tracking(cfg, target)
+    uri = target.uri if target else None
+    if resume and resume.has_tune_state:
+        check_tune_state(sweep_dir)
+    warm = None
+    if cfg.search.warm_start and not (resume and resume.has_tune_state):
+        from sweeps.search.warm_start import load_warm_start
+        from sweeps.tracking.target import tracking_target
+
+        # MLflow's store even with tracking off: the earlier sweep's runs may be there
+        store = uri or tracking_target(cfg).uri
+        warm = load_warm_start(cfg.search.warm_start, params, objectives_of(cfg), store)
+    joined = not _ray_connected() and bool(cfg.ray.address)
+    try:
+        cpus, gpus = _cluster_totals(cfg)
+        resources = plan_resources(cfg.scaling, cpus, gpus, cfg.search.max_concurrent_trials,
+                                   cfg.trial.executor, datasets=bool(cfg.experiment.datasets),
+                                   cluster=cfg.ray.address is not None,
+                                   trainable=cfg.experiment.trainable)
+    except Exception:
+        if joined:
+            import ray
+
+            ray.shutdown()
+        raise
+    warnings.extend(resources.notes)
+    at_once = min(resources.trials_that_fit, resources.max_concurrent_trials)
+    trials = trial_count(cfg, params)
+    if cfg.scheduler.name == "pbt" and at_once < trials:
+        warnings.append(f"scheduler=pbt: {at_once} of {trials} trials run at once here, and PBT "
+                        "ranks the trials that run together: trials that finish before the "
+                        "next start are never compared (with 1 at once, nothing is exploited); "
+                        "lower scaling.num_workers or scaling.cpus_per_worker, or "
+                        "search.num_samples, so the population runs together")
+    return Prepared(cfg, params, constants, resources, sweep_dir, target, resume, warnings,
+                    warm, claim_gen)
+
+
+def _free_claim(sweep_dir: Path) -> int:
+    """The newest claim's generation if no driver holds the directory (none, or released),
+    else -1."""
+    from sweeps.lease import claim_store, read_holder
+
+    store = claim_store(sweep_dir)
+    gen = store.latest()
+    if gen == 0:
+        return 0
+    holder = read_holder(store.read(gen))
+    return gen if holder is not None and holder.released else -1

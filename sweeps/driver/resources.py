@@ -1,0 +1,237 @@
+"""Per-trial resource plan: GPU or CPU, what each worker reserves, how many trials fit at once.
+
+    python -m sweeps +experiment=digits scaling.num_workers=2 scaling.use_gpu=false
+
+A trial is one Ray Train run: ``num_workers`` workers, each reserving ``cpus_per_worker`` CPUs (and
+``gpus_per_worker`` GPUs when ``use_gpu``), plus the Tune trial driver that waits on the run; an
+inline trial (``trial.executor``) is the trial driver alone, reserving the worker's share, and for
+more workers a peer process per other rank (``sweeps.trial.backends.peers``), each in its own bundle
+of the trial's placement group (each backend's ``trial_resources``). Deliberate divergence from
+Tune's default of 1 CPU per trial: the driver only blocks on ``trainer.fit()``, so it reserves no
+CPU, just 1 MiB of Ray's ``memory`` resource (a trial with no resource at all is rejected by Tune).
+Reserving a core for an idle process would halve the trials a 2-core machine runs. On a cluster that
+driver (and the Train controller Ray places beside it) runs on the head node
+(``sweeps.driver.tuner.trial_plan``), so losing a worker node costs only the trials whose workers
+ran there.
+
+GPUs shared by trials (``scaling.gpus_per_worker`` below 1): Ray gives a fractional request a
+share of one GPU, never parts of two, and divides the GPU's count, not its memory (each process
+must stay within its share; Ray's "Accelerator Support" docs). So ``floor(1 / share)`` workers
+fit on a GPU: at 0.25, four 1-worker trials per GPU, CPUs permitting. An inline trial's process
+holds the share itself (Tune's placement-group bundle; Ray sets its ``CUDA_VISIBLE_DEVICES``
+to the GPU it got), a Train trial's worker holds it in a Train run.
+
+The ranks of one multi-worker trial at a share below 1 may land on one GPU (Train packs its
+workers; ray#48012), and nccl refuses two ranks on one device ("Duplicate GPU detected") after
+every worker has started. So that trial is refused here, before anything starts, unless
+``scaling.backend=gloo``, which runs any number of ranks on one device (slower than nccl, so
+not the default).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass
+
+from sweeps.config.schema import RaySection, ScalingSection
+from sweeps.errors import ClusterFitError, ConfigError
+from sweeps.trial.backends import BackendRequest, backend_for, choose_backend
+
+__all__ = ["ResourcePlan", "plan_resources", "local_cluster_totals"]
+
+
+@dataclass(frozen=True)
+class ResourcePlan:
+    """What one trial reserves and how many trials run at once."""
+
+    use_gpu: bool
+    num_workers: int
+    cpus_per_worker: float
+    gpus_per_worker: float
+    max_concurrent_trials: int
+    trials_that_fit: int
+    cluster_cpus: float
+    cluster_gpus: float
+    executor: str = "train"  # trial.executor resolved: the trial backend (sweeps.trial.backends)
+    backend: str = "gloo"  # scaling.backend resolved: the ranks' torch.distributed backend
+    notes: tuple[str, ...] = ()  # what the plan says about the backend chosen for auto
+
+    @property
+    def inline(self) -> bool:
+        """Whether the trials' loops run in their trial processes (no Train run)."""
+        return self.executor == "inline"
+
+    @property
+    def worker_resources(self) -> dict[str, float]:
+        """``ScalingConfig.resources_per_worker`` for each Train worker."""
+        res = {"CPU": self.cpus_per_worker}
+        if self.use_gpu:
+            res["GPU"] = self.gpus_per_worker
+        return res
+
+    @property
+    def workers_per_gpu(self) -> int:
+        """How many workers (inline trials: trials) share one GPU; 1 for whole GPUs or CPU.
+
+        Example:
+            >>> plan_resources(ScalingSection(num_workers=1, gpus_per_worker=0.3), 8, 1
+            ...                ).workers_per_gpu
+            3
+        """
+        if not self.use_gpu or self.gpus_per_worker >= 1:
+            return 1
+        return math.floor(1 / self.gpus_per_worker + 1e-9)
+
+    def fits_in(self, cpus: float, gpus: float) -> int:
+        """How many of these trials fit at once in ``cpus``/``gpus`` (0 when none does): what
+        a cluster that gained or lost nodes since the sweep started holds now.
+
+        Example:
+            >>> plan_resources(ScalingSection(num_workers=2), cpus=4, gpus=0).fits_in(6, 0)
+            3
+        """
+        fits = math.floor(cpus / (self.num_workers * self.cpus_per_worker) + 1e-9)
+        if self.use_gpu and self.gpus_per_worker > 0:  # the same packing as plan_resources
+            fits = min(fits, _gpu_slots(self.gpus_per_worker, gpus) // self.num_workers)
+        return max(0, fits)
+
+    def describe(self) -> str:
+        """One line: each worker's share, the executor or DDP backend, trials at once, and
+        how a shared GPU is divided.
+
+        Example:
+            >>> print(plan_resources(ScalingSection(num_workers=1, gpus_per_worker=0.25), 16, 1,
+            ...                      executor="train").describe())
+            1 worker(s) x (0.25 GPU + 1 CPU), nccl; up to 4 trial(s) at once on 16 CPU / 1 GPU;
+            4 trials share each GPU (0.25 GPU each; Ray does not divide its memory: each must
+            fit in 25% of it)
+        """
+        device = f"{self.gpus_per_worker:g} GPU + " if self.use_gpu else ""
+        how = backend_for(self.executor).describe(self.num_workers, self.backend)
+        if how is None:  # the DDP backend, and whether the user chose it
+            how = (self.backend if self.backend == ("nccl" if self.use_gpu else "gloo")
+                   else f"{self.backend} (scaling.backend={self.backend})")
+        text = (f"{self.num_workers} worker(s) x ({device}{self.cpus_per_worker:g} CPU), "
+                f"{how}; up to {self.max_concurrent_trials} "
+                f"trial(s) at once on {self.cluster_cpus:g} CPU / {self.cluster_gpus:g} GPU")
+        share = self.workers_per_gpu
+        if share < 2:
+            return text
+        who = "trials" if self.num_workers == 1 else f"workers (DDP ranks, {self.backend})"
+        each = (f"({self.gpus_per_worker:g} GPU each; Ray does not divide its memory: each must "
+                f"fit in {self.gpus_per_worker:.0%} of it)")
+        by_gpu = _gpu_slots(self.gpus_per_worker, self.cluster_gpus) // self.num_workers
+        if self.trials_that_fit < by_gpu:  # the CPUs are the limit
+            return (f"{text}; a GPU takes {share} {who} {each}, but the CPUs run "
+                    f"{self.trials_that_fit} trial(s) at once")
+        return f"{text}; {share} {who} share each GPU {each}"
+
+
+def _visible_gpus() -> int:
+    """GPUs this process can see, without starting Ray (honours CUDA_VISIBLE_DEVICES)."""
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is not None and visible.strip() in ("", "-1"):
+        return 0
+    try:
+        import torch
+
+        return torch.cuda.device_count()
+    except Exception:  # a CPU-only or broken torch build sees no GPU
+        return 0
+
+
+def local_cluster_totals(ray_cfg: RaySection) -> tuple[float, float]:
+    """(CPUs, GPUs) the private local Ray instance will be started with."""
+    cpus = ray_cfg.num_cpus if ray_cfg.num_cpus is not None else (os.cpu_count() or 1)
+    gpus = ray_cfg.num_gpus if ray_cfg.num_gpus is not None else _visible_gpus()
+    return float(cpus), float(gpus)
+
+
+def _gpu_slots(gpw: float, gpus: float) -> int:
+    """Workers of ``gpw`` GPUs each that ``gpus`` GPUs hold: a share below 1 never spans two
+    GPUs, so 0.4 puts 2 on each (not 2.5).
+
+    Example:
+        >>> _gpu_slots(0.4, 2), _gpu_slots(0.25, 1), _gpu_slots(1, 3), _gpu_slots(2, 5)
+        (4, 4, 3, 2)
+    """
+    if gpw < 1:
+        return math.floor(gpus + 1e-9) * math.floor(1 / gpw + 1e-9)
+    return math.floor(gpus / gpw + 1e-9)
+
+
+def _check_backend(scaling: ScalingSection, use_gpu: bool, backend: str, gpw: float) -> None:
+    """nccl needs GPUs, and a GPU per rank: refuse a trial it cannot train, before it starts
+    (two ranks of one trial can share a GPU when two shares fit in one: ``gpus_per_worker``
+    at most 0.5)."""
+    n = scaling.num_workers
+    if backend == "nccl" and not use_gpu:
+        why = ("scaling.use_gpu=false" if scaling.use_gpu is False
+               else "the cluster has no GPU")
+        raise ConfigError("scaling.backend", "nccl", f"needs GPUs, but the trials train on CPUs "
+                          f"({why})", "set scaling.backend=gloo (or leave it null), or "
+                          "scaling.use_gpu=true on a cluster with GPUs")
+    together = min(n, math.floor(1 / gpw + 1e-9)) if use_gpu and gpw < 1 else 1
+    if backend == "nccl" and together > 1:
+        raise ConfigError(
+            "scaling.gpus_per_worker", gpw,
+            f"lets Ray put {together} DDP ranks of one trial (scaling.num_workers={n}) on one "
+            "GPU, and nccl refuses that (\"Duplicate GPU detected\", after the workers started)",
+            "set scaling.gpus_per_worker=1, or scaling.backend=gloo to train those ranks with "
+            "gloo")
+
+
+def plan_resources(scaling: ScalingSection, cpus: float, gpus: float,
+                   max_concurrent: int | None = None, executor: str = "auto",
+                   datasets: bool = False, cluster: bool = False,
+                   trainable: str | None = None) -> ResourcePlan:
+    """Fit one trial into ``cpus``/``gpus``; raise ``ClusterFitError`` if it can never fit, and
+    ``ConfigError`` for a DDP backend that cannot train it (see the module docstring) or a
+    trial backend (``executor``, ``sweeps.trial.backends``) that refuses it.
+
+    Example:
+        >>> plan_resources(ScalingSection(num_workers=2), cpus=2, gpus=0).max_concurrent_trials
+        1
+        >>> plan_resources(ScalingSection(num_workers=1, gpus_per_worker=0.25), 16, 1
+        ...                ).max_concurrent_trials
+        4
+    """
+    n = scaling.num_workers
+    use_gpu = scaling.use_gpu if scaling.use_gpu is not None else gpus > 0
+    gpw = scaling.gpus_per_worker if use_gpu else 0.0
+    backend = scaling.backend or ("nccl" if use_gpu else "gloo")
+    executor, notes = choose_backend(executor, BackendRequest(
+        num_workers=n, use_gpu=use_gpu, datasets=datasets, cluster=cluster, trainable=trainable))
+    _check_backend(scaling, use_gpu, backend, gpw)
+    if use_gpu and _gpu_slots(gpw, gpus) < n:
+        raise ClusterFitError(
+            "scaling.num_workers", n,
+            f"needs {n * gpw:g} GPUs ({gpw:g} per worker, use_gpu=true) but the cluster has "
+            f"{gpus:g}" + (f" (a GPU holds {math.floor(1 / gpw + 1e-9)} such workers)"
+                           if gpw < 1 and gpus >= 1 else ""),
+            f"set scaling.num_workers={max(1, _gpu_slots(gpw, gpus))}"
+            if _gpu_slots(gpw, gpus) >= 1 else "set scaling.use_gpu=false to train on CPUs")
+    cpw = scaling.cpus_per_worker
+    if cpw is None:  # 1 CPU each, or an equal share so that one trial fits on this cluster
+        cpw = 1.0 if n <= cpus else math.floor(100 * cpus / n) / 100
+        if cpw < 0.1:
+            raise ClusterFitError(
+                "scaling.num_workers", n, f"leaves each worker {cpus / n:.2f} of the cluster's "
+                f"{cpus:g} CPUs (under 0.1 each, too slow to be useful)",
+                f"set scaling.num_workers={max(1, int(cpus))} or fewer")
+    if n * cpw > cpus + 1e-9:
+        raise ClusterFitError(
+            "scaling.num_workers", n,
+            f"needs {n * cpw:g} CPUs ({cpw:g} per worker) but the cluster has {cpus:g}",
+            f"set scaling.num_workers={max(1, int(cpus // cpw))}, or lower "
+            "scaling.cpus_per_worker")
+    fits = math.floor(cpus / (n * cpw) + 1e-9)
+    if use_gpu:
+        fits = min(fits, _gpu_slots(gpw, gpus) // n)
+    # An explicit search.max_concurrent_trials wins (an autoscaling cluster grows to fit it);
+    # the runner warns when it exceeds what fits now, since the surplus trials wait.
+    return ResourcePlan(use_gpu=use_gpu, num_workers=n, cpus_per_worker=cpw,
+                        gpus_per_worker=gpw, max_concurrent_trials=max_concurrent or fits,
+                        trials_that_fit=fits, cluster_cpus=cpus, cluster_gpus=gpus,
+                        executor=executor, backend=backend, notes=tuple(notes))

@@ -1,0 +1,140 @@
+"""Run a sweep from a validated config: plan, start (or join) Ray, fit, summarize, release.
+
+    from sweeps import compose, run_sweep
+    result = run_sweep(compose("digits", ["search.num_samples=4"]))
+    result.best["checkpoint"]
+
+Every check that can fail on user input runs before Ray starts (``prepare``). A Ray instance
+this function starts is shut down by it; a running one (``ray.init`` done by the caller, or
+``ray.address``) is left running, with every placement group of the sweep released.
+
+The steps live in their own modules: ``prepare`` (input checks, Ray-free), ``ray_session``
+(Ray, its log file, SIGTERM), ``fit`` (Tune's run and the sweep's end),
+``sweeps.report.console`` (the printout of ``python -m sweeps``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from pathlib import Path
+from typing import Any
+
+from sweeps.config.schema import SweepConfig
+from sweeps.driver.interrupt import Interrupt
+from sweeps.driver.prepare import Prepared, prepare, sweep_dir_of
+from sweeps.driver.ray_session import ray_session
+from sweeps.errors import StorageFull, SweepError, SweepInterrupted
+from sweeps.report.result import SweepResult
+from sweeps.storage.location import display
+
+__all__ = ["Prepared", "SweepResult", "SweepInterrupted", "prepare", "run_sweep",
+           "sweep_dir_of"]
+
+log = logging.getLogger(__name__)
+
+
+def run_sweep(cfg: SweepConfig, prepared: Prepared | None = None) -> SweepResult:
+    """Run the sweep ``cfg`` describes to the end (resuming the one in ``sweep.dir`` if
+    ``sweep.resume`` says so) and return its summary; ``SweepInterrupted`` on Ctrl-C/SIGTERM.
+
+    Example:
+        >>> result = run_sweep(compose("digits", ["search.num_samples=4"]))  # doctest: +SKIP
+        >>> result.best["trial_id"]  # doctest: +SKIP
+        '9a6685fe'
+    """
+    from sweeps import files
+    from sweeps.config.validate import validate
+    from sweeps.driver.fit import fit
+    from sweeps.driver.prepare import check_writable
+    from sweeps.lease import claim_store, hold, this_driver
+
+    validate(cfg)  # bad input is refused before the claim, the first thing written there
+    sweep_dir = sweep_dir_of(cfg)
+    check_writable(sweep_dir)
+    made = _first_missing(sweep_dir)  # what the claim creates, removed if prepare refuses
+    interrupt = Interrupt(cfg.sweep.name, cfg.sweep.stop_grace_s)
+    me = this_driver(cfg.sweep.name, cfg.sweep.lease_heartbeat_s, cfg.sweep.lease_expiry_s)
+    try:
+        with interrupt.handling_sigterm(), \
+                hold(claim_store(sweep_dir), me, on_lost=interrupt.lost) as lease:
+            interrupt.release = lease.release
+            if lease.taken_over:
+                print(f"sweeps: {lease.taken_over}", flush=True)
+            try:
+                prep = _current(prepared, cfg, lease.gen)
+            except BaseException:
+                interrupt.closing = True
+                if made is not None:  # refused before anything ran: leave no directory
+                    lease.withdraw()
+                    _remove_empty(sweep_dir, made)
+                raise
+            try:
+                return _run(cfg, prep, interrupt, fit)
+            finally:
+                interrupt.closing = True  # a SIGTERM from here on lets the release finish
+    except (SweepError, KeyboardInterrupt):
+        raise
+    except Exception as exc:  # the driver's own write refused: one line, not a traceback
+        from sweeps.storage.full import storage_refusal
+
+        found = storage_refusal(exc, within=None if files.is_remote(sweep_dir) else sweep_dir)
+        if found is None:
+            raise
+        raise StorageFull(found.line(display(sweep_dir))) from exc
+
+
+def _first_missing(sweep_dir: Path) -> Path | None:
+    """The outermost directory of ``sweep_dir`` that does not exist yet (None: it exists)."""
+    from sweeps import files
+
+    if files.exists(sweep_dir):
+        return None
+    if files.is_remote(sweep_dir):
+        return sweep_dir
+    missing = sweep_dir
+    while not missing.parent.exists():
+        missing = missing.parent
+    return missing
+
+
+def _remove_empty(sweep_dir: Path, made: Path) -> None:
+    """The directories the claim created, from ``sweep_dir`` up to ``made``, each only if
+    empty (another sweep's files, or a racing driver's, are never touched)."""
+    from sweeps import files
+
+    if files.is_remote(sweep_dir):
+        return  # an object store has no directories: the claim's objects are withdrawn
+    for directory in (sweep_dir / "state" / "claims", sweep_dir / "state", sweep_dir):
+        with contextlib.suppress(OSError):
+            directory.rmdir()
+    path = sweep_dir.parent
+    while path != made.parent and path.is_relative_to(made):
+        try:
+            path.rmdir()
+        except OSError:
+            return
+        path = path.parent
+
+
+def _current(prepared: Prepared | None, cfg: SweepConfig, gen: int) -> Prepared:
+    """``prepared``, if it was made while no driver held the sweep directory and no driver
+    claimed it since (the claim taken is the next generation); else it is prepared again."""
+    if prepared is None or prepared.claim_gen < 0 or prepared.claim_gen + 1 != gen:
+        return prepare(cfg)
+    return prepared
+
+
+def _run(cfg: SweepConfig, prep: Prepared, interrupt: Interrupt, fit: Any) -> SweepResult:
+    from sweeps._ray import compat
+
+    compat.check()  # a Ray whose internals changed fails here, in one line, before anything starts
+    for warning in prep.warnings:
+        log.warning(warning)
+    res = prep.resources
+    if res.max_concurrent_trials > res.trials_that_fit:
+        log.warning("search.max_concurrent_trials=%d but only %d trial(s) fit at once; the "
+                    "rest wait for resources", res.max_concurrent_trials, res.trials_that_fit)
+    prep.sweep_dir.mkdir(parents=True, exist_ok=True)
+    with ray_session(cfg, prep, interrupt):
+        return fit(prep, interrupt)

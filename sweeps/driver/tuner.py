@@ -1,0 +1,182 @@
+"""Build the Ray Tune ``Tuner`` for a validated sweep config.
+
+    tuner = build_tuner(cfg, space, plan, sweep_dir, callbacks)
+    results = tuner.fit()
+
+Search: ``sweeps.search.searchers`` (Optuna through Ray's ``OptunaSearch``, or Tune's seeded
+``BasicVariantGenerator`` for random and grid search). Scheduler: ASHA (``sweeps.search.asha``)
+on the trial's clock (``sweeps_epoch``, see ``sweeps.trial.clock``; never Tune's
+``training_iteration``, which restarts at 1 after a restore), PBT (``sweeps.search.pbt``) or
+FIFO; all stop a trial at the budget ``scheduler.max_t``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from sweeps.config.schema import SweepConfig
+from sweeps.driver.resources import ResourcePlan
+from sweeps.layout import SweepLayout
+from sweeps.search.outcome import Objective
+from sweeps.search.searchers import make_search_alg, tune_param_space
+from sweeps.search.space import Param
+from sweeps.storage.location import storage_of, uri_of
+from sweeps.trial.backends import backend_for
+from sweeps.trial.driver import run_trial
+from sweeps.trial.plan import TrialPlan
+
+if TYPE_CHECKING:  # Ray stays off the --help and dry-run path
+    from ray.tune import Callback, Tuner
+
+    from sweeps.search.schedulers import ResumableASHA, ResumableFIFO
+    from sweeps.search.warm_start import WarmStart
+
+__all__ = ["build_tuner", "restore_tuner", "make_search_alg", "make_scheduler", "trial_plan",
+           "objective_of", "reuses_process"]
+
+
+def make_scheduler(cfg: SweepConfig, sweep_dir: Path) -> ResumableASHA | ResumableFIFO | Any:
+    """ASHA over reported epochs, or FIFO (every trial runs ``scheduler.max_t`` epochs); both
+    log their decisions under ``sweep_dir`` so a resumed sweep keeps them."""
+    from sweeps.search.schedulers import ResumableASHA, ResumableFIFO
+
+    s = cfg.scheduler
+    if s.name == "pbt":
+        from sweeps.search.pbt import ResumablePBT
+        from sweeps.search.space import parse_space
+
+        return ResumablePBT(sweep_dir, objective_of(cfg),
+                            parse_space(cfg.experiment.search_space)[0], s, cfg.sweep.seed)
+    if s.name == "none":
+        return ResumableFIFO(sweep_dir, objective_of(cfg))
+    return ResumableASHA(sweep_dir, objective_of(cfg), grace_period=s.grace_period,
+                         reduction_factor=s.reduction_factor)
+
+
+def objective_of(cfg: SweepConfig) -> Objective:
+    """The sweep's metric, mode and per-trial epoch budget."""
+    return Objective(cfg.experiment.metric, cfg.experiment.mode, cfg.scheduler.max_t)
+
+
+def trial_plan(cfg: SweepConfig, constants: dict[str, Any], plan: ResourcePlan,
+               sweep_dir: Path, sweep_id: str,
+               ended: dict[str, dict[str, Any]] | None = None,
+               datasets: dict[str, Any] | None = None) -> TrialPlan:
+    """The per-sweep context every trial driver receives (``ended``: trials a resumed sweep
+    knows have ended, with their final metrics; ``datasets``: the built Ray Datasets)."""
+    e = cfg.experiment
+    on_cluster = cfg.ray.address is not None or _alive_nodes() > 1
+    return TrialPlan(
+        sweep_id=sweep_id, trainable=e.trainable, params=dict(e.params), constants=constants,
+        train_storage=str(SweepLayout(sweep_dir).train), worker_resources=plan.worker_resources,
+        num_workers=plan.num_workers, use_gpu=plan.use_gpu, objective=objective_of(cfg),
+        time_attr=e.time_attr,
+        checkpoint_every=cfg.checkpoint.every, checkpoint_keep=cfg.checkpoint.keep,
+        max_failures=cfg.trial.max_failures,
+        poll_interval_s=cfg.trial.poll_interval_s,
+        start_timeout_s=cfg.trial.start_timeout_s, seed=cfg.sweep.seed, ended=ended or {},
+        preemption_watcher=on_cluster,
+        driver_pin=(_head_node_pin() if on_cluster and backend_for(plan.executor).pins_driver()
+                    else {}),
+        datasets=datasets or {},
+        datasets_to_split=None if e.datasets_to_split is None else list(e.datasets_to_split),
+        executor=plan.executor, backend=plan.backend,
+    )
+
+
+def _alive_nodes() -> int:
+    import ray
+
+    return sum(1 for node in ray.nodes() if node.get("Alive"))
+
+
+def _head_node_pin() -> dict[str, float]:
+    """On a cluster, a Train trial's driver runs on the head node, and with it the trial's
+    Train controller (Ray places it beside its caller). Divergence from Tune, which places a
+    trial wherever its resources fit: a driver that reserves no CPU could land on any worker
+    node, and losing that node then restarted the trial (a Tune retry, ``trial.max_retries``)
+    even when all its workers were elsewhere; measured on a 3-node test cluster, one node's
+    loss retried all 3 running trials. On the head, a lost worker node costs only the trials
+    whose workers ran there, which Train restarts from their checkpoints
+    (``trial.max_failures``). Cost: the head holds both processes of every running trial
+    (about 0.4 GB RSS each, measured with a small torch loop)."""
+    from sweeps._ray.placement import head_node_pin
+
+    return head_node_pin()
+
+
+def reuses_process(cfg: SweepConfig, executor: str) -> bool:
+    """Whether a trial's process runs the next trial too (Tune's ``reuse_actors``): with
+    ``trial.reuse_process``, as the trial backend allows (a Train trial not under PBT:
+    ``sweeps.trial.backends.train.TrainBackend.reuses_process`` says why)."""
+    return backend_for(executor).reuses_process(cfg.trial.reuse_process, cfg.scheduler.name)
+
+
+def _trainable(trial: TrialPlan) -> Any:
+    """``run_trial`` with the plan bound, reserving what the trial's backend costs
+    (``TrialBackend.trial_resources``)."""
+    from ray import tune
+
+    resources = backend_for(trial.executor).trial_resources(trial)
+    return tune.with_resources(tune.with_parameters(run_trial, plan=trial), resources)
+
+
+def build_tuner(cfg: SweepConfig, params: list[Param], trial: TrialPlan, plan: ResourcePlan,
+                sweep_dir: Path, callbacks: list[Callback], warm: WarmStart | None = None,
+                resizable: bool = False) -> Tuner:
+    """A ``tune.Tuner`` whose experiment directory is ``sweep_dir`` itself.
+
+    ``resizable``: the trial limit is held by a search algorithm the Tuner keeps (an Optuna
+    search wrapped in a ``ConcurrencyLimiter`` here, not by Tune inside ``fit``), so that
+    ``sweeps.driver.cluster_watch`` can change it while Tune runs."""
+    from ray import tune
+
+    generator = cfg.search.algorithm in ("random", "grid")  # limits its own concurrency
+    search_alg = make_search_alg(cfg, plan.max_concurrent_trials, params, warm)
+    limit: int | None = None if generator else plan.max_concurrent_trials
+    if resizable and not generator:
+        from ray.tune.search import ConcurrencyLimiter
+
+        search_alg, limit = ConcurrencyLimiter(search_alg, plan.max_concurrent_trials), None
+    return tune.Tuner(
+        _trainable(trial),
+        param_space=tune_param_space(cfg, params),
+        tune_config=tune.TuneConfig(
+            metric=cfg.experiment.metric, mode=cfg.experiment.mode,
+            search_alg=search_alg,
+            scheduler=make_scheduler(cfg, sweep_dir),
+            num_samples=1 if cfg.search.algorithm == "grid" else cfg.search.num_samples,
+            max_concurrent_trials=limit,
+            trial_dirname_creator=lambda t: t.trial_id,
+            reuse_actors=reuses_process(cfg, trial.executor),
+        ),
+        run_config=tune.RunConfig(
+            name=storage_of(sweep_dir)[1], storage_path=storage_of(sweep_dir)[0],
+            callbacks=callbacks,
+            verbose=1 if cfg.sweep.verbose else 0,
+            failure_config=tune.FailureConfig(max_failures=cfg.trial.max_retries),
+        ),
+    )
+
+
+def restore_tuner(cfg: SweepConfig, params: list[Param], trial: TrialPlan, sweep_dir: Path,
+                  callbacks: list[Callback]) -> Tuner:
+    """``Tuner.restore`` of the sweep in ``sweep_dir``: finished trials stay finished,
+    unfinished and errored ones continue from their checkpoints, the searcher's state is
+    reloaded. This run's callbacks, scheduler and retry limit replace the pickled ones (the
+    scheduler rebuilds its rungs from its log, see ``sweeps.search.schedulers``)."""
+    from ray import tune
+
+    from sweeps._ray.tune import replace_restored_config
+    from sweeps.resume.legacy import alias_old_modules
+
+    alias_old_modules()  # a sweep pickled before the package layout
+
+    tuner = tune.Tuner.restore(uri_of(sweep_dir), _trainable(trial), resume_unfinished=True,
+                               resume_errored=True,
+                               param_space=tune_param_space(cfg, params, restoring=True))
+    replace_restored_config(tuner, make_scheduler(cfg, sweep_dir), callbacks,
+                            verbose=1 if cfg.sweep.verbose else 0,
+                            failure_config=tune.FailureConfig(max_failures=cfg.trial.max_retries))
+    return tuner

@@ -1,0 +1,67 @@
+"""The trial's Train -> Tune bridge: Ray's ``TuneReportCallback`` plus the trial's clock.
+
+    callbacks=[SweepReportCallback(TrialClock.load(run_dir, "epoch",
+                                                   report_log.reports_before(run_dir)),
+                                   partial(trial_stopped, sweep_id, trial_id))]
+
+Runs in the trial's Ray Train controller and sees every report of the trial, in order, before Tune
+does (right after Train registered its checkpoint). It adds ``sweeps_epoch`` and ``sweeps_step``
+(``sweeps.trial.clock``) to rank 0's metrics, appends the report to the trial's durable report
+log (``sweeps.trial.report_log``: what a resumed trial hands Tune again), and forwards it to the
+trial's Tune session exactly as Ray's callback does (the checkpoint path as ``checkpoint_path``).
+Nothing else in the loop's metrics changes.
+
+One divergence from Ray's callback: a report of a trial the sweep has stopped is dropped (it is
+in the report log) instead of waiting forever for a Tune session that no longer reads it. Tune
+keeps a stopped trial's process for the next trial (``reuse_actors``) without ending its Train
+run; until the sweep releases the run's workers, the loop goes on reporting, and Ray's callback
+would block the controller's only event loop on the one-slot queue for good. The "stopped" flag
+is the one the sweep's placement-group reaper sets (``sweeps.placement``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from ray.tune.integration.ray_train import TuneReportCallback
+
+from sweeps._ray.train import stop_aware_report_queue
+from sweeps.files import is_remote
+from sweeps.trial import report_log
+from sweeps.trial.clock import TrialClock
+
+__all__ = ["SweepReportCallback", "RECHECK_S"]
+
+RECHECK_S = 0.5  # how often a report waiting for Tune checks whether its trial was stopped
+
+
+class SweepReportCallback(TuneReportCallback):
+    """``TuneReportCallback`` that stamps the trial's clock on every result and drops the
+    reports of a trial the sweep has stopped (``stopped()``: the sweep's flag for it)."""
+
+    def __init__(self, clock: TrialClock, stopped: Callable[[], bool]) -> None:
+        super().__init__()
+        self.clock = clock
+        stop_aware_report_queue(self, stopped, RECHECK_S)
+
+    def after_report(self, run_context: Any, metrics: list[dict[str, Any]],
+                     checkpoint: Any) -> None:
+        if checkpoint is not None and self.clock.run_dir and is_remote(self.clock.run_dir):
+            # On an object store Train's checkpoint.path is the bucket's object path: the sweep
+            # names it by its path under the run directory, as every other file of the sweep.
+            checkpoint = _Located(str(Path(self.clock.run_dir) /
+                                      PurePosixPath(checkpoint.path).name))
+        if metrics:
+            metrics = [report_log.record(self.clock, metrics[0],
+                                         checkpoint.path if checkpoint else None), *metrics[1:]]
+        super().after_report(run_context, metrics, checkpoint)
+
+
+@dataclass(frozen=True)
+class _Located:
+    """What ``TuneReportCallback.after_report`` reads of a checkpoint: its ``path``."""
+
+    path: str

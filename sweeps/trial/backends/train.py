@@ -1,0 +1,161 @@
+"""The Train backend: a trial is one Ray Train ``TorchTrainer`` run, named by the trial id.
+
+    python -m sweeps +experiment=digits trial.executor=train
+    TrainBackend().run(attempt)              # from sweeps.trial.driver.run_trial
+
+The reference backend (``sweeps.trial.backends.DEFAULT``): every guarantee of Ray Train holds
+because it is Ray Train. The run is stored under ``<sweep dir>/train/<trial id>`` and its
+workers run the user's loop through ``sweeps.loop.worker`` (which sets ``trial_context()`` and
+notes the config keys read), with the report bridge (metrics, checkpoint path and the trial's
+clock back to Tune: ``sweeps.trial.backends.report_bridge``) and the placement-group ledger
+(``sweeps.placement``). A Train run resumes from its latest checkpoint when started again with
+the same (storage path, name), so a retried or resumed trial picks up where it stopped; Train
+restarts its worker group up to ``trial.max_failures`` times.
+
+What it costs: the Tune trial process reserves next to nothing (the run's workers reserve the
+trial's resources), and on a cluster it is pinned to the head node
+(``sweeps.driver.tuner``); per trial, a Train controller and its workers are started.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from functools import partial
+from typing import TYPE_CHECKING, Any
+
+from sweeps.trial.backends.base import BackendRequest, Refusal, TrialAttempt, TrialBackend
+
+if TYPE_CHECKING:
+    from sweeps.trial.plan import TrialPlan
+
+__all__ = ["TRIAL_DRIVER_RESOURCES", "TrainBackend", "data_config", "start_limits"]
+
+START_ATTEMPT_S = 60.0  # Ray Train's own wait per worker-group start attempt
+# What a Train trial's Tune process reserves: it only waits on trainer.fit(), so no CPU (a
+# deliberate divergence from Tune's 1 CPU per trial; sweeps.driver.resources says why), just
+# 1 MiB of Ray's memory resource (a trial with no resource at all is rejected by Tune).
+TRIAL_DRIVER_RESOURCES = {"CPU": 0.0, "memory": float(1 << 20)}
+
+
+class TrainBackend(TrialBackend):
+    """A Ray Train ``TorchTrainer`` run per trial (see the module docstring)."""
+
+    name = "train"
+
+    def __init__(self) -> None:
+        from sweeps._ray.train import count_handovers
+
+        # Before the trial re-hands its unseen reports: they count as handed over too.
+        self.counting = count_handovers()
+
+    @classmethod
+    def refusal(cls, request: BackendRequest) -> Refusal | None:
+        return None
+
+    @classmethod
+    def chosen_by_auto(cls, request: BackendRequest) -> bool:
+        return True
+
+    @classmethod
+    def trial_resources(cls, plan: TrialPlan) -> Any:
+        return {**TRIAL_DRIVER_RESOURCES, **plan.driver_pin}
+
+    @classmethod
+    def describe(cls, num_workers: int, ddp_backend: str) -> str | None:
+        return None
+
+    @classmethod
+    def reuses_process(cls, reuse_process: bool, scheduler: str) -> bool:
+        """Not under PBT: a trial PBT pauses is not stopped, so its Train run would go on in
+        the cached process; PBT's Train trials get a new process each (their run ends with the
+        old one). Otherwise a stopped trial's workers are released and its late reports
+        dropped (``sweeps.trial.backends.report_bridge``), so the process may be reused."""
+        return reuse_process and scheduler != "pbt"
+
+    @classmethod
+    def pins_driver(cls) -> bool:
+        return True
+
+    def run(self, attempt: TrialAttempt) -> None:
+        """``trainer.fit()``; then every report the bridge forwarded has reached Tune. A run
+        whose worker ran out of GPU memory returns (its note is in the run directory)."""
+        from ray.train import CheckpointConfig, FailureConfig, RunConfig, ScalingConfig
+        from ray.train.torch import TorchConfig
+
+        from sweeps._ray.train import controller_env, trainer_class, wait_for_handover
+        from sweeps.config.usercode import import_trainable
+        from sweeps.loop import gpu_memory
+        from sweeps.loop.worker import loop_entry
+        from sweeps.placement.ledger import PlacementGroupLedger, trial_stopped
+        from sweeps.storage.location import uri_of
+        from sweeps.trial import report_log
+        from sweeps.trial.backends.report_bridge import SweepReportCallback
+
+        plan, trial_id, run_dir = attempt.plan, attempt.trial_id, attempt.run_dir
+        logged_before = len(report_log.records(run_dir))
+        # Read by the Train controller this process starts (Ray propagates RAY_TRAIN_* vars).
+        attempt_s, start_failures = start_limits(plan.start_timeout_s)
+        os.environ.update(controller_env(plan.poll_interval_s, attempt_s,
+                                         plan.preemption_watcher))
+        trainer = trainer_class()(
+            train_loop_per_worker=loop_entry(import_trainable(plan.trainable),
+                                             plan.context(trial_id)),
+            train_loop_config=attempt.config,
+            torch_config=TorchConfig(backend=plan.backend),
+            datasets=dict(plan.datasets) or None,
+            dataset_config=data_config(plan.datasets_to_split),
+            scaling_config=ScalingConfig(num_workers=plan.num_workers, use_gpu=plan.use_gpu,
+                                         resources_per_worker=dict(plan.worker_resources)),
+            run_config=RunConfig(
+                name=trial_id,
+                storage_path=uri_of(plan.train_storage),  # the URI itself on an object store
+                checkpoint_config=CheckpointConfig(
+                    num_to_keep=plan.checkpoint_keep,
+                    checkpoint_score_attribute=plan.objective.metric,
+                    checkpoint_score_order=plan.objective.mode),
+                failure_config=FailureConfig(max_failures=plan.max_failures,
+                                             controller_failure_limit=start_failures),
+                callbacks=[SweepReportCallback(attempt.clock,
+                                               partial(trial_stopped, plan.sweep_id, trial_id)),
+                           PlacementGroupLedger(plan.sweep_id, trial_id)],
+            ),
+        )
+        try:
+            trainer.fit()
+        except Exception as exc:
+            if gpu_memory.noted(run_dir) is None:
+                from sweeps.trial.backends.rank_error import from_train_run
+
+                own = from_train_run(exc, plan.num_workers)
+                if own is exc:
+                    raise
+                raise own from None  # the failing rank's error; the others' in its notes
+            # a worker ran out of GPU memory: the trial ends (run_trial), it does not raise
+        # Every report the bridge forwarded (one log line each) must reach Tune before
+        # returning; a trial the sweep stopped had its late reports dropped (report_bridge).
+        if not trial_stopped(plan.sweep_id, trial_id):
+            wait_for_handover(self.counting, attempt.unseen
+                              + len(report_log.records(run_dir)) - logged_before)
+
+
+def data_config(datasets_to_split: list[str] | None) -> Any:
+    """Ray Train's ``DataConfig`` splitting the named datasets (None: its default, all)."""
+    from ray.train import DataConfig
+
+    return DataConfig(datasets_to_split="all" if datasets_to_split is None
+                      else list(datasets_to_split))
+
+
+def start_limits(start_timeout_s: float) -> tuple[float, int]:
+    """(seconds per worker-group start attempt, start failures tolerated) for a trial whose
+    workers may wait ``start_timeout_s`` for resources (-1: forever, Ray Train's default).
+
+    Example:
+        >>> start_limits(600), start_limits(20), start_limits(-1)
+        ((60.0, 9), (20.0, 0), (60.0, -1))
+    """
+    if start_timeout_s == -1:
+        return START_ATTEMPT_S, -1
+    attempt_s = min(START_ATTEMPT_S, float(start_timeout_s))
+    return attempt_s, max(0, math.ceil(start_timeout_s / attempt_s) - 1)
