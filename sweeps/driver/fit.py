@@ -233,7 +233,8 @@ def _finish(prep: Prepared, objective: Objective, results: ResultGrid,
             tracking.log_artifacts([str(p) for p in plots], "plots")
         unsent = finish_tracking(tracking, prep, summary)
     return SweepResult(prep.sweep_dir, summary, results, dict(reaper.released), unsent,
-                       prep.tracking, plots, note, unread.unread)
+                       prep.tracking, plots, note, unread.unread,
+                       release_polls=dict(reaper.release_polls))
 
 
 def _plots(prep: Prepared, objective: Objective, summary: Summary,

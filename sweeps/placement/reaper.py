@@ -39,11 +39,15 @@ class PlacementGroupReaper(Callback):
     def __init__(self, sweep_id: str, watch_s: float = 10.0, poll_s: float = 0.25) -> None:
         self.sweep_id, self.watch_s, self.poll_s = sweep_id, watch_s, poll_s
         self.released: dict[str, float] = {}  # trial id -> seconds from trial end to release
+        # trial id -> how many of the watcher's polls read its recorded group before one
+        # removed it (1: the first poll after the trial ended, no failed call in between)
+        self.release_polls: dict[str, int] = {}
         self._init_watch()
 
     def _init_watch(self) -> None:
         self._watched: dict[str, float] = {}  # trial id -> when it ended (monotonic)
         self._removed: dict[str, str] = {}  # trial id -> the last group this reaper removed
+        self._reads: dict[str, int] = {}  # trial id -> polls that read its key since it ended
         self._lock = threading.Lock()
         self._wake = threading.Event()
         self._done = threading.Event()
@@ -52,9 +56,10 @@ class PlacementGroupReaper(Callback):
     def __getstate__(self) -> dict[str, Any]:
         """Tune pickles callbacks with the experiment; the watch (thread, lock) stays behind."""
         return {"sweep_id": self.sweep_id, "watch_s": self.watch_s, "poll_s": self.poll_s,
-                "released": dict(self.released)}
+                "released": dict(self.released), "release_polls": dict(self.release_polls)}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
+        self.release_polls = {}  # a reaper pickled before it counted its polls
         self.__dict__.update(state)
         self._init_watch()
 
@@ -126,8 +131,10 @@ class PlacementGroupReaper(Callback):
                 value = kv.get(key)
                 if not value or value == self._removed.get(trial_id):
                     continue
+                self._reads[trial_id] = self._reads.get(trial_id, 0) + 1
                 if remove_group(value):
                     self.released[trial_id] = time.monotonic() - ended
+                    self.release_polls[trial_id] = self._reads.pop(trial_id)
                     log.debug("released placement group of trial %s", trial_id)
                 self._removed[trial_id] = value
             except Exception as exc:

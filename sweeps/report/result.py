@@ -6,7 +6,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -34,6 +34,9 @@ class SweepResult:
     plots: list[Path] | None = None  # PNGs under <sweep dir>/plots (None: too few trials)
     plots_note: str | None = None  # why there are no plots
     unread_keys: list[str] | None = None  # searched keys the loop never read (first trial)
+    # trial id -> how many polls of the reaper read its workers' group before one removed it
+    # (1: the first poll after the trial ended)
+    release_polls: dict[str, int] = field(default_factory=dict)
 
     @property
     def layout(self) -> SweepLayout:

@@ -146,7 +146,7 @@ def test_an_ended_trial_is_flagged_and_its_group_released(fake: FakeRay, event: 
     assert fake.store["stop/s/t1"] == "1"
     assert _until(lambda: fake.groups["g1"] == "REMOVED")
     assert _until(lambda: "t1" in reaper.released)
-    assert 0 <= reaper.released["t1"] < 2.0
+    assert reaper.release_polls == {"t1": 1}  # the first poll after the end released it
     # A restart that slipped in before the flag was read: the watcher releases its group too.
     fake.store["pg/s/t1"] = "g2"
     assert _until(lambda: fake.groups["g2"] == "REMOVED")
@@ -155,13 +155,20 @@ def test_an_ended_trial_is_flagged_and_its_group_released(fake: FakeRay, event: 
     assert not thread.is_alive() and reaper._thread is None
 
 
-def test_the_watcher_gives_up_after_watch_s(fake: FakeRay) -> None:
+def test_the_watcher_gives_up_after_watch_s(fake: FakeRay, monkeypatch: pytest.MonkeyPatch
+                                            ) -> None:
+    listings: list[str] = []
+    monkeypatch.setattr(kv, "keys", lambda prefix: listings.append(prefix) or fake.keys(prefix))
     reaper = PlacementGroupReaper("s", watch_s=0.05, poll_s=0.01)
     reaper.on_trial_complete(0, [], _trial("t1"))
     assert _until(lambda: reaper.watching() == [])
+    # Idle: the watcher waits for the next end, with no timeout (it lists nothing more).
+    assert _until(lambda: not reaper._wake.is_set() and reaper._thread is not None)
+    polled = len(listings)
     fake.store["pg/s/t1"] = "late"
     fake.groups["late"] = "CREATED"
-    time.sleep(0.05)
+    reaper.on_trial_complete(0, [], _trial("t2"))  # a later end wakes it: t1 is not read again
+    assert _until(lambda: len(listings) > polled)
     assert fake.groups["late"] == "CREATED" and reaper.released == {}
     reaper.join(timeout=1.0)
 
@@ -186,11 +193,12 @@ def test_one_watcher_serves_every_ended_trial_and_asks_once_per_group(
         reaper.on_trial_complete(0, [], _trial(f"t{i}"))
     assert threading.active_count() == before + 1
     assert _until(lambda: fake.groups["g0"] == fake.groups["g1"] == "REMOVED")
-    time.sleep(0.1)  # about ten polls more
+    assert _until(lambda: calls.count("keys pg/s/") >= 10)  # ten polls or more since
+    snapshot = list(calls)
     assert fake.removed == ["g0", "g1"]  # a removed group is not asked about again
-    assert {c for c in calls if c.startswith("get")} == {"get pg/s/t0", "get pg/s/t1"}
-    polls = calls.count("keys pg/s/")
-    assert polls >= 5 and len(calls) <= 3 * polls  # a listing and the two recorded keys
+    assert {c for c in snapshot if c.startswith("get")} == {"get pg/s/t0", "get pg/s/t1"}
+    polls = snapshot.count("keys pg/s/")
+    assert len(snapshot) <= 3 * polls  # per poll, a listing and at most the two recorded keys
     assert sorted(reaper.released) == ["t0", "t1"] and len(reaper.watching()) == 20
     thread = reaper._thread
     reaper.join(timeout=1.0)
@@ -263,33 +271,53 @@ def test_a_retried_trial_loses_its_old_group_but_gets_no_stop_flag(fake: FakeRay
     assert fake.removed == ["g1"]
 
 
-def test_join_returns_at_once_when_no_controller_is_alive(fake: FakeRay) -> None:
+def _counting_states(fake: FakeRay, monkeypatch: pytest.MonkeyPatch,
+                     then: dict[int, tuple[str, str]] | None = None) -> list[str]:
+    """Every actor-state read of the reaper, in order; ``then`` {n: (actor, state)} sets an
+    actor's state right after the n-th read."""
+    reads: list[str] = []
+
+    def state(actor_id: str) -> str | None:
+        reads.append(actor_id)
+        answer = fake.actor_state(actor_id)
+        if then and len(reads) in then:
+            fake.actors.__setitem__(*then[len(reads)])
+        return answer
+
+    monkeypatch.setattr(reaper_mod, "actor_state", state)
+    return reads
+
+
+def test_join_returns_at_once_when_no_controller_is_alive(
+        fake: FakeRay, monkeypatch: pytest.MonkeyPatch) -> None:
     fake.store.update({"ctl/s/t1": "a1", "ctl/s/t2": "", "ctl/other/t3": "a3"})
     fake.actors.update({"a1": "DEAD", "a3": "ALIVE"})  # another sweep's controller: ignored
+    reads = _counting_states(fake, monkeypatch)
     reaper = PlacementGroupReaper("s", watch_s=5.0, poll_s=0.01)
-    start = time.monotonic()
     reaper.join()
-    assert time.monotonic() - start < 0.5
+    assert reads == ["a1"]  # one look at the sweep's one controller, no wait
     assert reaper._done.is_set()
 
 
-def test_join_waits_bounded_while_a_controller_is_alive(fake: FakeRay) -> None:
+def test_join_waits_bounded_while_a_controller_is_alive(
+        fake: FakeRay, monkeypatch: pytest.MonkeyPatch) -> None:
     fake.store["ctl/s/t1"] = "a1"
     fake.actors["a1"] = "ALIVE"
+    reads = _counting_states(fake, monkeypatch)
     reaper = PlacementGroupReaper("s", watch_s=5.0, poll_s=0.01)
     start = time.monotonic()
-    reaper.join(timeout=0.2)
-    assert 0.2 <= time.monotonic() - start < 1.0
+    reaper.join(timeout=0.2)  # returns although the controller lives on
+    assert time.monotonic() - start >= 0.2  # waited its whole bound (a lower bound: no race)
+    assert len(reads) >= 2 and set(reads) == {"a1"} and fake.actors["a1"] == "ALIVE"
 
 
-def test_join_returns_once_the_last_controller_dies(fake: FakeRay) -> None:
+def test_join_returns_once_the_last_controller_dies(
+        fake: FakeRay, monkeypatch: pytest.MonkeyPatch) -> None:
     fake.store["ctl/s/t1"] = "a1"
     fake.actors["a1"] = "ALIVE"
-    timer = threading.Timer(0.15, fake.actors.__setitem__, ("a1", "DEAD"))
-    timer.start()
-    start = time.monotonic()
+    reads = _counting_states(fake, monkeypatch, then={3: ("a1", "DEAD")})
     PlacementGroupReaper("s", watch_s=5.0, poll_s=0.01).join()
-    assert 0.1 <= time.monotonic() - start < 1.0
+    assert reads == ["a1"] * 4  # alive three times, then dead: returns at that read
 
 
 def test_a_controller_whose_state_cannot_be_read_counts_as_alive(fake: FakeRay) -> None:
