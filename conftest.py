@@ -8,6 +8,9 @@ from pathlib import Path
 
 import pytest
 
+# The ``pytester`` fixture: tests of the suite's own rules (tests/unit/test_layout.py).
+pytest_plugins = ["pytester"]
+
 
 def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
     """Doctest collection imports only the modules of ``sweeps/`` that have examples, so a Ray

@@ -19,17 +19,32 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Skip the ``gpu`` tests on a machine without a CUDA GPU. A torch that does not import
+    (a broken CUDA build, a missing library) is no such machine: each ``gpu`` test then fails
+    with torch's own error, instead of skipping as if there were simply no GPU."""
+    gpu_items = [item for item in items if "gpu" in item.keywords]
+    if not gpu_items:
+        return
     try:
         import torch
-
-        has_gpu = torch.cuda.is_available()
-    except Exception:
-        has_gpu = False
-    if not has_gpu:
+    except Exception as exc:  # noqa: BLE001 - any import failure is the finding
+        _TORCH_IMPORT_ERROR.append(exc)  # pytest_runtest_setup fails each gpu test with it
+        return
+    if not torch.cuda.is_available():
         skip = pytest.mark.skip(reason="needs a CUDA GPU (run on a GPU machine: pytest -m gpu)")
-        for item in items:
-            if "gpu" in item.keywords:
-                item.add_marker(skip)
+        for item in gpu_items:
+            item.add_marker(skip)
+
+
+_TORCH_IMPORT_ERROR: list[BaseException] = []
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """Fails a ``gpu`` test at set-up with the error ``import torch`` raised at collection."""
+    if _TORCH_IMPORT_ERROR and "gpu" in item.keywords:
+        error = _TORCH_IMPORT_ERROR[0]
+        raise RuntimeError(f"torch does not import, so the gpu tests cannot run: "
+                           f"{type(error).__name__}: {error}") from error
 
 
 @pytest.fixture(autouse=True)
