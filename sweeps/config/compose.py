@@ -93,7 +93,12 @@ def compose(experiment: str | None, overrides: list[str] | None = None,
     Example:
         >>> compose("digits", ["search.num_samples=2"]).search.num_samples
         2
-        >>> compose("mine", config_dir="my_project/conf")  # doctest: +SKIP
+        >>> conf = Path(tempfile.mkdtemp()) / "conf"; (conf / "experiment").mkdir(parents=True)
+        >>> _ = (conf / "experiment" / "mine.yaml").write_text(
+        ...     "# @package _global_\\nexperiment:\\n  name: mine\\n"
+        ...     "  trainable: trainables.digits:train_func\\n  metric: val_acc\\n  mode: max\\n")
+        >>> compose("mine", config_dir=str(conf)).experiment.name
+        'mine'
     """
     args = ([f"+experiment={experiment}"] if experiment else []) + list(overrides or [])
     cfg = to_config(compose_raw(experiment, overrides, config_dir))

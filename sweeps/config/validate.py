@@ -39,7 +39,11 @@ def validate(cfg: SweepConfig) -> None:
     ``sweeps.driver.resources.plan_resources``.
 
     Example:
-        >>> validate(to_config(compose("digits")))  # doctest: +SKIP
+        >>> validate(compose("digits"))  # the built-in experiment passes
+        >>> validate(compose("digits", ["experiment.mode=maximize"]))
+        Traceback (most recent call last):
+        ...
+        sweeps.errors.ConfigError: experiment.mode: 'maximize' must be 'min' or 'max'; ...
     """
     e, s, sc, sk = cfg.experiment, cfg.search, cfg.scheduler, cfg.scaling
     _require(bool(cfg.sweep.name) and "/" not in cfg.sweep.name, "sweep.name", cfg.sweep.name,

@@ -102,8 +102,13 @@ def package_size(root: Path, excludes: list[str], gitignore: bool = True,
     to its own directory; an excluded directory is not entered, nor one ``skip`` names.
 
     Example:
-        >>> package_size(Path("."), ["outputs/"]).total  # doctest: +SKIP
-        48213
+        >>> project = Path(tempfile.mkdtemp())
+        >>> _ = (project / "train.py").write_text("x" * 1000)
+        >>> (project / "outputs").mkdir()
+        >>> _ = (project / "outputs" / "big.bin").write_bytes(b"0" * 10**6)
+        >>> size = package_size(project, ["outputs/"])
+        >>> sorted(size.files), size.total > 1000
+        (['train.py'], True)
     """
     root = root.absolute()
     size = PackageSize()
@@ -181,8 +186,10 @@ def runtime_env(cfg: SweepConfig) -> dict[str, Any] | None:
     py_modules, those are left to the job.
 
     Example:
-        >>> runtime_env(to_config(compose("digits", ["ray.address=auto"])))  # doctest: +SKIP
-        {'working_dir': '/home/me/proj', 'excludes': ['.git', ...]}
+        >>> env = runtime_env(compose("digits", ["ray.address=auto",
+        ...                                      "ray.working_dir=/home/me/proj"]))
+        >>> env["working_dir"], env["excludes"][:1]
+        ('/home/me/proj', ['.git'])
     """
     env: dict[str, Any] = {}
     wd = _working_dir(cfg)
@@ -247,7 +254,13 @@ def check_shipping(cfg: SweepConfig) -> dict[str, Any] | None:
     fixed by whoever called ``ray.init``).
 
     Example:
-        >>> check_shipping(to_config(compose("digits", ["ray.address=auto"])))  # doctest: +SKIP
+        >>> project = tempfile.mkdtemp()
+        >>> check_shipping(compose("digits", ["ray.address=auto", f"ray.working_dir={project}"]))
+        {'working_dir': '...', 'excludes': [...]}
+        >>> check_shipping(compose("digits", ["ray.address=auto", "ray.working_dir=/no/such/dir"]))
+        Traceback (most recent call last):
+        ...
+        sweeps.errors.ConfigError: ray.working_dir: '/no/such/dir' ...
     """
     if "ray" in sys.modules and sys.modules["ray"].is_initialized():
         return None

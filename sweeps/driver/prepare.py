@@ -144,8 +144,10 @@ def prepare(cfg: SweepConfig) -> Prepared:
     cannot be resumed, ``StateError`` (nothing started, nothing written).
 
     Example:
-        >>> prepare(compose("digits", ["sweep.dir=outputs/d"])).sweep_dir  # doctest: +SKIP
-        PosixPath('/.../outputs/d')
+        >>> root = tempfile.mkdtemp()
+        >>> prep = prepare(compose("digits", [f"sweep.dir={root}/d", "search.num_samples=4"]))
+        >>> prep.sweep_dir.name, prep.trials
+        ('d', 4)
     """
     validate(cfg)
     check_executor(cfg.trial.executor)  # the backend's own refusals: in plan_resources

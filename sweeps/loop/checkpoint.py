@@ -51,7 +51,12 @@ def load_checkpoint(directory: str | Path) -> dict[str, Any]:
     """Read the payload of a checkpoint directory (or of the ``checkpoint.pt`` file itself).
 
     Example:
-        >>> load_checkpoint(ckpt_dir)["epoch"]  # doctest: +SKIP
+        >>> from trainables.digits_data import build_model
+        >>> ckpt_dir = tempfile.mkdtemp()
+        >>> _ = save_checkpoint(ckpt_dir, {
+        ...     "epoch": 7, "model_factory": "trainables.digits_data:build_model",
+        ...     "model_kwargs": {"hidden": 32}, "model_state": build_model(32).state_dict()})
+        >>> load_checkpoint(ckpt_dir)["epoch"]
         7
     """
     import torch
@@ -71,9 +76,15 @@ def load_model(directory: str | Path) -> Any:
     """Rebuild the model a checkpoint was saved from, load its weights, return it in eval mode.
 
     Example:
-        >>> model = load_model(best_checkpoint_dir)  # doctest: +SKIP
-        >>> model(torch.zeros(1, 64)).shape  # doctest: +SKIP
-        torch.Size([1, 10])
+        >>> import torch
+        >>> from trainables.digits_data import build_model
+        >>> ckpt_dir = tempfile.mkdtemp()
+        >>> _ = save_checkpoint(ckpt_dir, {
+        ...     "epoch": 7, "model_factory": "trainables.digits_data:build_model",
+        ...     "model_kwargs": {"hidden": 32}, "model_state": build_model(32).state_dict()})
+        >>> model = load_model(ckpt_dir)
+        >>> model(torch.zeros(1, 64)).shape, model.training
+        (torch.Size([1, 10]), False)
     """
     payload = load_checkpoint(directory)
     module_name, _, attr = payload["model_factory"].partition(":")

@@ -49,8 +49,12 @@ def trial_context() -> TrialContext:
     """The running trial's context; ``RuntimeError`` outside a sweep's Train worker.
 
     Example:
-        >>> trial_context().max_epochs  # doctest: +SKIP
+        >>> trial_context().max_epochs  # in a trial's loop  # doctest: +SKIP
         9
+        >>> trial_context()  # anywhere else
+        Traceback (most recent call last):
+        ...
+        RuntimeError: sweeps.trial_context() is only available inside a training loop that ...
     """
     if _current is None:
         raise RuntimeError("sweeps.trial_context() is only available inside a training loop that "

@@ -74,9 +74,9 @@ def model_code(ref: str) -> Iterator[str]:
     logged with a warning that names it.
 
     Example:
-        >>> with model_code("trainables.digits:build_model") as code:  # doctest: +SKIP
-        ...     sorted(p.name for p in Path(code).iterdir())
-        ['__init__.py', 'digits.py', ...]
+        >>> with model_code("trainables.digits_data:build_model") as code:
+        ...     print(Path(code).name, sorted(p.name for p in Path(code).iterdir())[:3])
+        trainables ['__init__.py', 'contract.py', 'digits.py']
     """
     # Up a layer on purpose: the model's code is packaged by the rules the driver ships code
     # to a cluster by, so what the model needs is what the trials had.
