@@ -59,6 +59,7 @@ def fit(prep: Prepared, interrupt: Interrupt | None = None) -> SweepResult:
     from sweeps.driver.unread import UnreadKeysCheck
     from sweeps.placement.reaper import PlacementGroupReaper, job_groups
     from sweeps.report.progress import ProgressLines
+    from sweeps.search.decisions import decision_log
 
     cfg, layout, objective = prep.cfg, prep.layout, objective_of(prep.cfg)
     datasets = build_datasets(dict(cfg.experiment.datasets))  # before anything is recorded
@@ -68,6 +69,8 @@ def fit(prep: Prepared, interrupt: Interrupt | None = None) -> SweepResult:
                                        if prep.tracking_uri else None)
     reaper = PlacementGroupReaper(sweep_id)
     progress = ProgressLines(objective, prep.trials, sweep_dir=str(prep.sweep_dir))
+    if ended:  # the trials a resumed sweep keeps count as done, their best as the best so far
+        progress.kept(decision_log(prep.sweep_dir).records())
     unread = UnreadKeysCheck([p.path for p in prep.params], layout.train)
     trial = trial_plan(cfg, prep.constants, prep.resources, prep.sweep_dir, sweep_id, ended,
                        datasets)

@@ -23,7 +23,8 @@ from ray.tune import Callback
 from sweeps.layout import SweepLayout
 from sweeps.protocol import CLOCK_KEY
 from sweeps.report.failure import failed_rank, failure_reason
-from sweeps.search.outcome import Objective
+from sweeps.search.decisions import ends
+from sweeps.search.outcome import Objective, read_verdicts
 from sweeps.storage.location import display
 from sweeps.trial.clock import numeric  # up a layer on purpose: the clock's rule for a number
 
@@ -52,11 +53,51 @@ class ProgressLines(Callback):
         self.done = self.stopped = 0
         self.running: dict[str, str] = {}  # trial id -> its latest progress text
         self.best: tuple[float, str] | None = None
+        self._kept: set[str] = set()  # ended in an earlier run of the sweep: counted already
         self._drawn = 0  # lines of the live block currently on the terminal
 
     def __getstate__(self) -> dict[str, Any]:
         """Tune pickles callbacks with the experiment; an open stream cannot be pickled."""
         return {**self.__dict__, "stream": None}
+
+    def kept(self, records: list[dict[str, Any]]) -> None:
+        """A resumed sweep: count the trials its earlier runs ended, and the best value they
+        reported, from the scheduler's decision log (``records``). Tune restores those trials
+        ended and calls no end hook for them, so the lines would otherwise start at "0/N done"
+        with a best that ignores them. A trial that failed has no end in the log (a resume
+        runs it again) and is not counted.
+
+        Example:
+            >>> lines = ProgressLines(Objective("acc", "max", 3), total=4)
+            >>> lines.kept([{"trial": "a", "epoch": 1, "metrics": {"acc": 0.5}},
+            ...             {"trial": "a", "epoch": 3, "metrics": {"acc": 0.7}, "end": True},
+            ...             {"trial": "b", "epoch": 1, "metrics": {"acc": 0.2}, "action": "STOP"},
+            ...             {"trial": "c", "epoch": 1, "metrics": {"acc": 0.9}}])  # running
+            >>> lines.done, lines.stopped, lines.best
+            (2, 1, (0.7, 'a'))
+        """
+        ended = {r["trial"] for r in records if ends(r) and "trial" in r}
+        verdicts = read_verdicts(records)
+        clocks: dict[str, float] = {}
+        for r in records:
+            trial, metrics = r.get("trial"), r.get("metrics") or {}
+            if trial not in ended:
+                continue
+            if numeric(r.get("epoch")):  # the trial's clock at this judgement
+                clocks[trial] = max(clocks.get(trial, 0.0), float(r["epoch"]))
+            self._consider(metrics.get(self.objective.metric), trial)
+        self._kept = ended
+        self.done = len(ended)
+        self.stopped = sum(self.objective.outcome(clocks.get(t, 0.0), verdicts.get(t), False)
+                           == "stopped" for t in ended)
+
+    def _consider(self, value: Any, trial_id: str) -> None:
+        """Take ``value`` as the best if it is a number better than the best so far."""
+        if not numeric(value):
+            return
+        if self.best is None or (value > self.best[0] if self.objective.mode == "max"
+                                 else value < self.best[0]):
+            self.best = (float(value), trial_id)
 
     @property
     def _out(self) -> TextIO:
@@ -119,10 +160,7 @@ class ProgressLines(Callback):
         value = result.get(self.objective.metric)
         if not numeric(value):
             return
-        better = self.best is None or (value > self.best[0] if self.objective.mode == "max"
-                                       else value < self.best[0])
-        if better:
-            self.best = (float(value), trial.trial_id)
+        self._consider(value, trial.trial_id)
         progress = (f"epoch {result.get(CLOCK_KEY, '?'):g}/{self.objective.budget} "
                     f"{self.objective.metric}={value:.4g}")
         if trial.trial_id in self.running:
@@ -130,7 +168,9 @@ class ProgressLines(Callback):
         self._say(f"trial {trial.trial_id} {progress}", permanent=False)
 
     def on_trial_complete(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
-        self.done += 1
+        counted = trial.trial_id in self._kept  # one Tune's saved state had not seen end
+        self._kept.discard(trial.trial_id)
+        self.done += not counted
         self.running.pop(trial.trial_id, None)
         clock = (trial.last_result or {}).get(CLOCK_KEY, 0)
         verdict = None
@@ -138,10 +178,9 @@ class ProgressLines(Callback):
             from sweeps.search.schedulers import verdicts
 
             verdict = verdicts(self.sweep_dir).get(trial.trial_id)
-        outcome = self.objective.outcome(clock, verdict,
-                                                                            False)
+        outcome = self.objective.outcome(clock, verdict, False)
         if outcome == "stopped":
-            self.stopped += 1
+            self.stopped += not counted
             how = f"stopped early at epoch {clock:g}"
         elif outcome == "error":
             how = f"FAILED: {verdict.error if verdict else 'error'}"

@@ -191,6 +191,9 @@ def test_sweep_driver_killed_at_seeded_moments_resumes_to_the_same_sweep(tmp_pat
         text = (tmp_path / f"run{run}.txt").read_text()
         assert "taking over the sweep from host" in text and "that process is gone" in text
     assert "resuming:" in out and f"of {num_samples} trials had ended and are kept" in out
+    kept = int(re.search(r"resuming: (\d+) of", out).group(1))
+    first = re.search(rf"\] (\d+)/{num_samples} done \|", out.split("resuming:", 1)[1])
+    assert first is not None and int(first.group(1)) >= kept, out  # the live lines count them
 
     summary = pd.read_csv(tmp_path / "sweep" / "summary.csv", dtype={"trial_id": str})
     final_ids = set(summary["trial_id"])

@@ -115,6 +115,31 @@ def test_terminal_gets_a_line_per_running_trial_and_a_bar_redrawn_in_place(tmp_p
     assert "epoch 1/9 val_acc=0.5 | best" not in text
 
 
+def test_a_resumed_sweep_counts_the_trials_it_kept_and_their_best(tmp_path) -> None:
+    """Tune restores the trials an earlier run ended without an end hook: the lines start
+    from them (done, stopped, best), and one whose end Tune's saved state missed (it reports
+    its end again) is not counted twice."""
+    log = decision_log(tmp_path)
+    for record in ({"trial": "a", "epoch": 1, "metrics": {"val_acc": 0.9}, "action": "STOP"},
+                   {"trial": "b", "epoch": 9, "metrics": {"val_acc": 0.7}, "end": True},
+                   {"trial": "c", "epoch": 1, "metrics": {"val_acc": 0.95}},  # in flight
+                   {"trial": "d", "epoch": 2, "error": "no val_acc"}):  # failed: runs again
+        log.append(record)
+    out = io.StringIO()
+    view = ProgressLines(Objective("val_acc", "max", 9), 5, stream=out, sweep_dir=str(tmp_path))
+    view.kept(log.records())
+    assert (view.done, view.stopped, view.best) == (2, 1, (0.9, "a"))
+    view.on_trial_start(0, [], TrialRecord("c"))
+    view.on_trial_complete(0, [], TrialRecord("b", {CLOCK_KEY: 9}))  # b's end, again
+    view.on_trial_result(0, [], TrialRecord("c"), {"val_acc": 0.96, CLOCK_KEY: 2})
+    view.on_trial_complete(0, [], TrialRecord("c", {CLOCK_KEY: 9}))
+    lines = out.getvalue().splitlines()
+    assert lines[0].endswith("] 2/5 done | trial c started | best 0.9 (a)"), lines
+    assert lines[1].endswith("] 2/5 done | trial b completed (9 epochs) | best 0.9 (a)"), lines
+    assert lines[-1].endswith("] 3/5 done | trial c completed (9 epochs) | best 0.96 (c)")
+    assert view.stopped == 1
+
+
 @dataclass
 class FailedTrial:
     """What Tune hands ``on_trial_recover``: the trial, its last result, its error so far."""
