@@ -6,7 +6,7 @@
 The plan travels to each Tune trial process (pickled into Ray's object store) and tells
 ``sweeps.trial.driver.run_trial`` and its backend everything besides the trial's sampled
 values: the loop to run, its fixed params, the storage, the scaling, the objective, the
-checkpoint and failure policy, and which backend runs the trial (``backend_name``).
+checkpoint and failure policy, and which backend runs the trial (``executor``).
 """
 
 from __future__ import annotations
@@ -62,6 +62,11 @@ class TrialPlan:
     # What the Tune trial process reserves besides its backend's own (a Train trial's: on a
     # cluster, a pin to the head node; sweeps.driver.tuner.trial_plan)
     driver_pin: dict[str, float] = field(default_factory=dict)
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        from sweeps.resume.legacy import executor_state  # a plan pickled by an older sweeps
+
+        self.__dict__.update(executor_state(state))
 
     def worker_config(self, sampled: dict[str, Any]) -> dict[str, Any]:
         """The ``config`` every Train worker receives: the experiment's params, its constants
