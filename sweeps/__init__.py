@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from sweeps.config.compose import compose
 from sweeps.config.schema import SweepConfig
-from sweeps.config.validate import validate
+from sweeps.driver.prepare import check_config as validate  # the keys, and trial.executor
 from sweeps.driver.prepare import prepare
 from sweeps.driver.runner import SweepResult, run_sweep
 from sweeps.errors import (

@@ -29,13 +29,13 @@ from sweeps.search.checks import check_search, objectives_of, trial_count
 from sweeps.search.space import Param, parse_space
 from sweeps.storage.location import remote_of, sweep_root, uri_of
 from sweeps.storage.preflight import check_store
-from sweeps.trial.backends import check_executor
+from sweeps.trial.backends import BackendRequest, choose_backend
 
 if TYPE_CHECKING:
     from sweeps.search.warm_start import WarmStart
     from sweeps.tracking.target import TrackingTarget
 
-__all__ = ["Prepared", "prepare", "sweep_dir_of", "check_writable"]
+__all__ = ["Prepared", "check_config", "prepare", "sweep_dir_of", "check_writable"]
 
 
 @dataclass
@@ -139,6 +139,26 @@ def _cluster_totals(cfg: SweepConfig) -> tuple[float, float]:
     return local_cluster_totals(cfg.ray)
 
 
+def check_config(cfg: SweepConfig) -> None:
+    """Every check the config alone answers, with no Ray, no cluster and nothing written:
+    each key's (``sweeps.config.validate``), then ``trial.executor``: it names a backend, and a
+    named backend does not refuse what the config states (``scaling.use_gpu`` counts only when
+    set true: the cluster's GPUs are judged in ``plan_resources``). ``sweeps.validate`` is this.
+
+    Example:
+        >>> check_config(compose("digits", ["trial.executor=local"]))
+        Traceback (most recent call last):
+        ...
+        sweeps.errors.ConfigError: trial.executor: 'local' must be one of auto, train, inline; ...
+    """
+    validate(cfg)
+    s = cfg.scaling
+    choose_backend(cfg.trial.executor, BackendRequest(
+        num_workers=s.num_workers, use_gpu=s.use_gpu is True,
+        datasets=bool(cfg.experiment.datasets), cluster=cfg.ray.address is not None,
+        trainable=cfg.experiment.trainable))
+
+
 def prepare(cfg: SweepConfig) -> Prepared:
     """Every input check, in order; raises ``ConfigError`` or, for a sweep directory that
     cannot be resumed, ``StateError`` (nothing started, nothing written).
@@ -149,8 +169,7 @@ def prepare(cfg: SweepConfig) -> Prepared:
         >>> prep.sweep_dir.name, prep.trials
         ('d', 4)
     """
-    validate(cfg)
-    check_executor(cfg.trial.executor)  # the backend's own refusals: in plan_resources
+    check_config(cfg)
     if cfg.ray.address and not _ray_connected():
         check_reachable(cfg.ray.address)  # ray.init would wait minutes on a dead address
     check_shipping(cfg)  # code to ship exists and fits Ray's upload limit (before Ray starts)

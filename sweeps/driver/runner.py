@@ -44,12 +44,11 @@ def run_sweep(cfg: SweepConfig, prepared: Prepared | None = None) -> SweepResult
         '9a6685fe'
     """
     from sweeps import files
-    from sweeps.config.validate import validate
     from sweeps.driver.fit import fit
-    from sweeps.driver.prepare import check_writable
+    from sweeps.driver.prepare import check_config, check_writable
     from sweeps.lease import claim_store, hold, this_driver
 
-    validate(cfg)  # bad input is refused before the claim, the first thing written there
+    check_config(cfg)  # bad input is refused before the claim, the first thing written there
     sweep_dir = sweep_dir_of(cfg)
     check_writable(sweep_dir)
     made = _first_missing(sweep_dir)  # what the claim creates, removed if prepare refuses

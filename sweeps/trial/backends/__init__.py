@@ -34,8 +34,16 @@ def backend_for(name: str) -> type[TrialBackend]:
     Example:
         >>> backend_for("inline").name
         'inline'
+        >>> backend_for("auto")
+        Traceback (most recent call last):
+        ...
+        sweeps.errors.ConfigError: trial.executor: 'auto' must be resolved to one of train, ...
     """
     check_executor(name)
+    if name == AUTO:  # choose_backend resolves it before any plan is made
+        raise ConfigError("trial.executor", name,
+                          f"must be resolved to one of {', '.join(BACKENDS)} (choose_backend)",
+                          "pass the plan's resolved executor")
     return BACKENDS[name]
 
 

@@ -61,17 +61,14 @@ class InlineBackend(TrialBackend):
 
     @classmethod
     def refusal(cls, request: BackendRequest) -> Refusal | None:
+        """Datasets split over several ranks, a Train API call it does not serve, GPU ranks
+        of several workers: checked in that order."""
         n = request.num_workers
         if n > 1 and request.datasets:
             return Refusal(f"runs ranks 1.. of a {n}-worker trial in peer processes, which do "
                            "not split experiment.datasets (Ray Train's DataConfig does)",
                            "set trial.executor=auto (a Train run for a trial with datasets "
                            "and more workers)")
-        if n > 1 and request.use_gpu:
-            return Refusal(f"runs the {n} ranks of a trial in the trial's own processes on "
-                           "CPUs only (GPU ranks are not tested there in this release)",
-                           "set trial.executor=auto (a Ray Train run for GPU trials of "
-                           "several workers), or scaling.use_gpu=false")
         from sweeps.trial.backends.unserved import unserved_calls
 
         calls = ", ".join(unserved_calls(request.trainable) if request.trainable else [])
@@ -81,6 +78,11 @@ class InlineBackend(TrialBackend):
                            "set trial.executor=auto or trial.executor=train",
                            f"the loop calls {calls}, which the inline backend does not serve: "
                            "its trials run as Ray Train runs (trial.executor=train)")
+        if n > 1 and request.use_gpu:
+            return Refusal(f"runs the {n} ranks of a trial in the trial's own processes on "
+                           "CPUs only (GPU ranks are not tested there in this release)",
+                           "set trial.executor=auto (a Ray Train run for GPU trials of "
+                           "several workers), or scaling.use_gpu=false")
         return None
 
     @classmethod

@@ -3,7 +3,7 @@ loop's source before any trial runs.
 
     unserved_calls("mypkg.train:train_func")    # ['ray.train.get_context().get_storage()']
 
-``trial.executor=auto`` runs such a loop's trials as Ray Train runs (``sweeps.execution.
+``trial.executor=auto`` runs such a loop's trials as Ray Train runs (``sweeps.driver.
 prepare`` says so in the plan); ``trial.executor=inline`` is refused before Ray starts. The
 scan reads the source of the module that defines the loop (where Ray's guides put every call),
 not the modules it imports: a call made there still fails at once inline, in one line naming

@@ -163,6 +163,23 @@ def test_bad_input_is_rejected_before_ray_starts(overrides, key, fragment) -> No
     assert not ray.is_initialized()
 
 
+@pytest.mark.parametrize("overrides", [o for o, key, _ in BAD if key == "trial.executor"])
+def test_a_refused_trial_executor_is_refused_by_validate_and_before_the_claim(
+        overrides: list[str], tmp_path) -> None:
+    import ray
+
+    import sweeps
+
+    cfg = compose("digits", [*overrides, f"sweep.dir={tmp_path / 'sweep'}"])
+    with pytest.raises(ConfigError, match="^trial.executor: "):
+        sweeps.validate(cfg)
+    (tmp_path / "sweep").mkdir()  # an existing sweep directory: nothing is written in it
+    with pytest.raises(ConfigError, match="^trial.executor: "):
+        sweeps.run_sweep(cfg)
+    assert list((tmp_path / "sweep").iterdir()) == []
+    assert not ray.is_initialized()
+
+
 def test_missing_experiment_lists_the_choices() -> None:
     from sweeps.config.compose import compose_raw
 
