@@ -37,6 +37,12 @@ TINY = ("experiment.params.n_train=4000", "experiment.params.n_eval=300",
         "experiment.search_space.per_device_train_batch_size=16")  # a constant
 
 
+# Its best reaches 0.523 to 0.797 over seeds 0-4 (bench/results/accuracy_bars.json, hf_text;
+# chance is 0.25): the bar stands 0.07 below the lowest seed, over twice the standard error of
+# an accuracy on 300 reviews (0.03).
+ACCURACY_BAR = 0.45
+
+
 @pytest.fixture(autouse=True)
 def _offline(monkeypatch: pytest.MonkeyPatch) -> None:
     for key, value in OFFLINE.items():  # any Hub call fails instead of downloading
@@ -70,7 +76,7 @@ def test_two_trial_sweep_reports_eval_accuracy_and_its_best_reloads_offline(
     assert "eval_accuracy" in table.columns
     best = result.best
     assert best is not None and best["value"] == table["eval_accuracy"].max()
-    assert best["value"] > 0.4, table  # chance is 0.25
+    assert best["value"] > ACCURACY_BAR, table
     hf_dir = Path(best["checkpoint"]) / "checkpoint"  # RayTrainReportCallback.CHECKPOINT_NAME
     names = set(os.listdir(hf_dir))
     assert {"config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json",

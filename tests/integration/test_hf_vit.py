@@ -21,7 +21,15 @@ from sweeps import run_sweep
 
 pytestmark = pytest.mark.slow
 
-TINY = ("scheduler.max_t=3", "experiment.params.batch_size=64")
+# Three epochs in batches of 64, with 4x4 patches and a learning rate where three epochs learn
+# (2x2 patches stay near chance for 2 epochs; over the experiment's whole space the 2-trial
+# sweep reached 0.38 and 0.20 on two seeds of three).
+TINY = ("scheduler.max_t=3", "experiment.params.batch_size=64",
+        "experiment.search_space.patch_size=4",  # a constant
+        "experiment.search_space.lr='tag(log, interval(1e-3, 1e-2))'")
+# Its best reaches 0.769 to 0.875 over seeds 0-4 (bench/results/accuracy_bars.json, hf_vit;
+# chance is 0.1): the bar stands 0.12 below the lowest seed.
+ACCURACY_BAR = 0.65
 
 
 def _accuracy_of_checkpoint(checkpoint: str) -> float:
@@ -47,7 +55,7 @@ def _check_sweep(result, workers: int) -> None:
     table = result.summary.table
     assert len(table) == 2 and set(table["status"]) <= {"completed", "stopped"}, table
     best = result.best
-    assert best is not None and best["value"] > 0.2, table  # chance is 0.1
+    assert best is not None and best["value"] > ACCURACY_BAR, table
     names = sorted(os.listdir(best["checkpoint"]))
     for name in ("config.json", "model.safetensors", "preprocessor_config.json",
                  "training_state.pt"):

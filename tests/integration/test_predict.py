@@ -24,6 +24,13 @@ import sweeps
 from trainables.digits import load_split
 
 pytestmark = pytest.mark.slow
+# The small sweep, its learning rate kept where two epochs learn (the experiment's whole range,
+# 1e-4 to 0.5, left a 2-trial sweep at chance on one seed of three): predictions are checked
+# against a model that learned.
+SWEEP = ("experiment.search_space.lr='tag(log, interval(0.02, 0.2))'",)
+# Its best reaches 0.524 to 0.864 over seeds 0-4 (bench/results/accuracy_bars.json, digits;
+# chance is 0.1): the bar stands 0.12 below the lowest seed.
+ACCURACY_BAR = 0.4
 
 
 @pytest.fixture
@@ -58,7 +65,7 @@ def test_digits_best_checkpoint_predicts_on_ray_data_and_from_the_cli(small_conf
                                                                       tmp_path: Path) -> None:
     import ray
 
-    result = sweeps.run_sweep(small_config())
+    result = sweeps.run_sweep(small_config(*SWEEP))
     best = result.best
     assert best is not None and best["model_form"] == "sweeps"
     x_val, y_val = _validation()
@@ -71,8 +78,8 @@ def test_digits_best_checkpoint_predicts_on_ray_data_and_from_the_cli(small_conf
         wall = time.perf_counter() - start
         assert list(out.columns) == ["x", "y", "prediction", "score"]
         accuracy = float((out["prediction"] == out["y"]).mean())
-        # Above chance (0.1), and exactly what the sweep measured for this checkpoint.
-        assert accuracy > 0.2, accuracy
+        # What the small sweep reaches, and exactly what it measured for this checkpoint.
+        assert accuracy > ACCURACY_BAR, accuracy
         assert accuracy == pytest.approx(best["value"], abs=1e-6)
         assert ((out["score"] > 0) & (out["score"] <= 1)).all()
         print(f"\npredict: {len(out)} rows in {wall:.2f} s ({len(out) / wall:.0f} rows/s, "

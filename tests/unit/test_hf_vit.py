@@ -23,6 +23,10 @@ from trainables.hf_vit import (
     train_func,
 )
 
+# One epoch in batches of 64 reaches 0.657 to 0.777 over seeds 0-9 (seed 0: 0.774;
+# bench/results/accuracy_bars.json, hf_vit_local): the bar stands 0.1 below the lowest seed.
+ACCURACY_BAR = 0.55
+
 
 def test_split_matches_the_digits_trainables_split() -> None:
     from trainables.digits import load_split as flat_split
@@ -156,7 +160,7 @@ def test_the_loop_trains_one_epoch_and_reports_its_metrics(tmp_path: Path) -> No
     metrics = result.metrics
     assert {"val_accuracy", "val_loss", "train_loss", "epoch", "world_size"} <= set(metrics)
     assert metrics["epoch"] == 1 and metrics["world_size"] == 1
-    assert metrics["val_accuracy"] > 0.2  # chance is 0.1
+    assert metrics["val_accuracy"] > ACCURACY_BAR  # chance is 0.1
 
 
 @pytest.mark.parametrize(("config", "message"), [
