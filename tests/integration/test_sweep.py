@@ -86,7 +86,7 @@ def test_every_trial_ran_and_asha_stopped_at_least_half(sweep) -> None:
                                               == 9).all()
 
 
-def test_no_placement_group_left_and_stopped_trials_released_within_seconds(sweep) -> None:
+def test_no_placement_group_left_and_stopped_trials_released_at_the_first_poll(sweep) -> None:
     result, pg_table = sweep
     states = [pg["state"] for pg in pg_table.values()]
     assert "CREATED" not in states and "PENDING" not in states, pg_table
@@ -96,7 +96,8 @@ def test_no_placement_group_left_and_stopped_trials_released_within_seconds(swee
     stopped = set(result.summary.table.query("status == 'stopped'")["trial_id"])
     # Released by the sweep's reaper while it watched the ended trial (not by the release at
     # sweep end), and by the first of its polls that read the trial's group: no failed or
-    # repeated call in between. (Seconds are logged, not asserted: this VM's timing varies.)
+    # repeated call in between. (The seconds go to the driver's log, "released the workers of
+    # N ended trial(s), at most S s after each ended", and are not asserted: timing varies.)
     assert stopped <= set(result.released), (stopped, result.released)
     assert {result.release_polls[t] for t in stopped} == {1}, result.release_polls
 

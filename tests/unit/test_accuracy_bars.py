@@ -1,5 +1,5 @@
-"""``bench.accuracy_bars`` runs and reads each test's bar: its one Ray-free row, one seed (the
-sweeps rows are the benchmark's, not the suite's)."""
+"""``bench.accuracy_bars`` reads each test's bar and reports every seed against it (its
+sweeps are the benchmark's to run, not the suite's: the row's runner is replaced here)."""
 
 from __future__ import annotations
 
@@ -8,14 +8,18 @@ import os
 import pytest
 
 
-def test_the_local_vit_row_measures_a_seed_against_the_unit_tests_bar(
+def test_a_row_reports_every_seed_against_the_bar_its_test_states(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    from bench.accuracy_bars import ROWS, measure
+    import bench.accuracy_bars as bars
     from tests.unit.test_hf_vit import ACCURACY_BAR
 
     monkeypatch.setenv("PYTHONPATH", os.environ.get("PYTHONPATH", ""))  # measure() extends it
-    assert sorted(ROWS) == ["digits", "digits_data", "hf_text", "hf_vit", "hf_vit_local"]
-    row = measure(["hf_vit_local"], [0])["hf_vit_local"]
-    assert row["bar"] == ACCURACY_BAR and row["test"] == "tests.unit.test_hf_vit"
-    assert row["lowest"] == row["values"][0] > ACCURACY_BAR
-    assert row["margin_below_lowest"] == pytest.approx(row["lowest"] - ACCURACY_BAR, abs=1e-4)
+    _, chance, test = bars.ROWS["hf_vit_local"]
+    monkeypatch.setitem(bars.ROWS, "hf_vit_local", (lambda seed, root: 0.7 + seed / 100,
+                                                    chance, test))
+    assert sorted(bars.ROWS) == ["digits", "digits_data", "hf_text", "hf_vit", "hf_vit_local"]
+    row = bars.measure(["hf_vit_local"], [2, 0])["hf_vit_local"]
+    assert (row["test"], row["bar"], row["chance"]) == ("tests.unit.test_hf_vit", ACCURACY_BAR,
+                                                        0.1)
+    assert row["values"] == {2: 0.72, 0: 0.7} and row["lowest"] == 0.7
+    assert row["margin_below_lowest"] == pytest.approx(0.7 - ACCURACY_BAR, abs=1e-4)

@@ -169,8 +169,8 @@ def test_the_watcher_gives_up_after_watch_s(fake: FakeRay, monkeypatch: pytest.M
     fake.groups["late"] = "CREATED"
     reaper.on_trial_complete(0, [], _trial("t2"))  # a later end wakes it: t1 is not read again
     assert _until(lambda: len(listings) > polled)
+    reaper.join(timeout=1.0)  # that poll, and any after it, has ended
     assert fake.groups["late"] == "CREATED" and reaper.released == {}
-    reaper.join(timeout=1.0)
 
 
 def test_one_watcher_serves_every_ended_trial_and_asks_once_per_group(

@@ -118,26 +118,33 @@ def test_terminal_gets_a_line_per_running_trial_and_a_bar_redrawn_in_place(tmp_p
 def test_a_resumed_sweep_counts_the_trials_it_kept_and_their_best(tmp_path) -> None:
     """Tune restores the trials an earlier run ended without an end hook: the lines start
     from them (done, stopped, best), and one whose end Tune's saved state missed (it reports
-    its end again) is not counted twice."""
+    its end again) is not counted twice. A trial the scheduler failed ended (STOP with its
+    error); one whose loop raised has no end in the log and runs again."""
     log = decision_log(tmp_path)
     for record in ({"trial": "a", "epoch": 1, "metrics": {"val_acc": 0.9}, "action": "STOP"},
                    {"trial": "b", "epoch": 9, "metrics": {"val_acc": 0.7}, "end": True},
                    {"trial": "c", "epoch": 1, "metrics": {"val_acc": 0.95}},  # in flight
-                   {"trial": "d", "epoch": 2, "error": "no val_acc"}):  # failed: runs again
+                   {"trial": "d", "epoch": 2, "value": None, "action": "STOP",  # as _fail logs
+                    "error": "never reported val_acc", "metrics": {"loss": 0.3}},
+                   {"trial": "e", "epoch": 1, "action": "STOP",  # NaN, screened as the worst
+                    "metrics": {"val_acc": Objective("val_acc", "max", 9).worst()}}):
         log.append(record)
-    out = io.StringIO()
-    view = ProgressLines(Objective("val_acc", "max", 9), 5, stream=out, sweep_dir=str(tmp_path))
+    out = FakeTTY()
+    view = ProgressLines(Objective("val_acc", "max", 9), 6, stream=out, sweep_dir=str(tmp_path))
     view.kept(log.records())
-    assert (view.done, view.stopped, view.best) == (2, 1, (0.9, "a"))
+    assert (view.done, view.stopped, view.best) == (4, 2, (0.9, "a"))
+    assert "ETA" not in view.status_bar()  # nothing has ended in this run yet
+    view.stream = io.StringIO()  # plain lines from here
     view.on_trial_start(0, [], TrialRecord("c"))
     view.on_trial_complete(0, [], TrialRecord("b", {CLOCK_KEY: 9}))  # b's end, again
+    view.on_trial_error(0, [], TrialRecord("a"))  # a kept trial that errors when rerun
     view.on_trial_result(0, [], TrialRecord("c"), {"val_acc": 0.96, CLOCK_KEY: 2})
     view.on_trial_complete(0, [], TrialRecord("c", {CLOCK_KEY: 9}))
-    lines = out.getvalue().splitlines()
-    assert lines[0].endswith("] 2/5 done | trial c started | best 0.9 (a)"), lines
-    assert lines[1].endswith("] 2/5 done | trial b completed (9 epochs) | best 0.9 (a)"), lines
-    assert lines[-1].endswith("] 3/5 done | trial c completed (9 epochs) | best 0.96 (c)")
-    assert view.stopped == 1
+    lines = view.stream.getvalue().splitlines()
+    assert lines[0].endswith("] 4/6 done | trial c started | best 0.9 (a)"), lines
+    assert lines[1].endswith("] 4/6 done | trial b completed (9 epochs) | best 0.9 (a)"), lines
+    assert lines[-1].endswith("] 5/6 done | trial c completed (9 epochs) | best 0.96 (c)")
+    assert view.stopped == 2 and "ETA" in view.status_bar()  # c ended here: a pace to go by
 
 
 @dataclass

@@ -119,7 +119,6 @@ class ResourcePlan:  # its fields as the last layout with sweeps.execution had t
     cluster_gpus: float = 0.0
     inline: bool = False
     backend: str = "gloo"
-    notes: tuple = ()
 
 ResourcePlan.__module__ = module.__name__
 module.ResourcePlan = ResourcePlan
