@@ -33,7 +33,6 @@ from __future__ import annotations
 import math
 import os
 from dataclasses import dataclass
-from typing import Any
 
 from sweeps.config.schema import RaySection, ScalingSection
 from sweeps.errors import ClusterFitError, ConfigError
@@ -57,11 +56,6 @@ class ResourcePlan:
     executor: str = "train"  # trial.executor resolved: the trial backend (sweeps.trial.backends)
     backend: str = "gloo"  # scaling.backend resolved: the ranks' torch.distributed backend
     notes: tuple[str, ...] = ()  # what the plan says about the backend chosen for auto
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        from sweeps.resume.legacy import executor_state  # a plan pickled by an older sweeps
-
-        self.__dict__.update(executor_state(state))
 
     @property
     def inline(self) -> bool:

@@ -9,7 +9,8 @@ path, and the objects they hold with them (the cluster watch holds the sweep's
 split in ``sweeps.execution``; without these aliases, ``Tuner.restore`` of such a sweep would
 fail with ``ModuleNotFoundError`` although every trial's state is on disk. The restored
 objects are replaced by this run's right after (``sweeps._ray.tune.replace_restored_config``);
-they only need to load.
+they only need to load (a field an old object has and this version lacks, like the plan's
+``inline``, is carried along unread).
 
 Every module of ``sweeps.execution`` is aliased, not only those known to be pickled: an old
 path then resolves each name its module defined, wherever the split put it.
@@ -22,7 +23,7 @@ import sys
 import types
 from typing import Any
 
-__all__ = ["EXECUTION_MODULES", "OLD_MODULES", "alias_old_modules", "executor_state"]
+__all__ = ["EXECUTION_MODULES", "OLD_MODULES", "alias_old_modules"]
 
 # Flat modules before the package layout (``sweeps.tracking`` is a package now; its
 # ``__getattr__`` serves the old callback names, and ``sweeps.trial``, a flat module once,
@@ -115,19 +116,3 @@ def alias_old_modules() -> None:
         if name not in sys.modules:
             sys.modules[name] = _Moved(name, tuple(f"sweeps.{n}" for n in news))
 
-
-def executor_state(state: dict[str, Any]) -> dict[str, Any]:
-    """The pickled state of a ``ResourcePlan`` or ``TrialPlan``, as this version reads it: one
-    pickled before the backend interface held ``inline: bool`` where it now holds the backend's
-    name (``executor``); any other state unchanged.
-
-    Example:
-        >>> executor_state({"num_workers": 2, "inline": True})
-        {'num_workers': 2, 'executor': 'inline'}
-    """
-    if "inline" not in state:
-        return state
-    state = dict(state)
-    inline = state.pop("inline")
-    state.setdefault("executor", "inline" if inline else "train")
-    return state

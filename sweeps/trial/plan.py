@@ -63,11 +63,6 @@ class TrialPlan:
     # cluster, a pin to the head node; sweeps.driver.tuner.trial_plan)
     driver_pin: dict[str, float] = field(default_factory=dict)
 
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        from sweeps.resume.legacy import executor_state  # a plan pickled by an older sweeps
-
-        self.__dict__.update(executor_state(state))
-
     def worker_config(self, sampled: dict[str, Any]) -> dict[str, Any]:
         """The ``config`` every Train worker receives: the experiment's params, its constants
         and this trial's sampled values, merged; dotted keys nested. Nothing else.
