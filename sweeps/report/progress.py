@@ -23,7 +23,7 @@ from ray.tune import Callback
 from sweeps.layout import SweepLayout
 from sweeps.protocol import CLOCK_KEY
 from sweeps.report.failure import failed_rank, failure_reason
-from sweeps.search.decisions import ends
+from sweeps.search.decisions import ended_ids
 from sweeps.search.outcome import WORST, Objective, read_verdicts
 from sweeps.storage.location import display
 from sweeps.trial.clock import numeric  # up a layer on purpose: the clock's rule for a number
@@ -79,7 +79,7 @@ class ProgressLines(Callback):
             >>> lines.done, lines.stopped, lines.best
             (2, 1, (0.7, 'a'))
         """
-        ended = {r["trial"] for r in records if ends(r) and "trial" in r}
+        ended = ended_ids(records)
         verdicts = read_verdicts(records)
         clocks: dict[str, float] = {}
         for r in records:

@@ -38,7 +38,7 @@ from sweeps.layout import SweepLayout
 from sweeps.lease import Holder, claim_store, describe, inspect, this_driver
 from sweeps.protocol import CLOCK_KEY
 from sweeps.resume.notes import continues_from, unended_runs
-from sweeps.search.decisions import decision_log, ends
+from sweeps.search.decisions import decision_log, ended_ids
 from sweeps.search.outcome import Objective, read_verdicts
 from sweeps.storage.location import display, is_uri, sweep_root, uri_of
 from sweeps.trial import report_log  # up a layer on purpose: reads the file trials write
@@ -146,7 +146,7 @@ def status_lines(root: Path) -> list[str]:
                                                     sched.get("max_t") or math.inf))
     log = decision_log(root).records()
     verdicts, tune = read_verdicts(log), _tune_trials(root)
-    ended = {r["trial"] for r in log if ends(r) and "trial" in r}
+    ended = ended_ids(log)
     runs = {p.name for p in unended_runs(layout, ended)}
     counts = dict.fromkeys(("completed", "stopped early", "failed", "running"), 0)
     moving: list[str] = []

@@ -18,7 +18,7 @@ from sweeps.protocol import SCHEDULER_LOG, TUNE_STOP
 from sweeps.search.outcome import Verdict, read_verdicts
 from sweeps.storage.journal import Journal
 
-__all__ = ["LOG_NAME", "STOP", "decision_log", "verdicts", "ended_trials", "ends"]
+__all__ = ["LOG_NAME", "STOP", "decision_log", "verdicts", "ended_ids", "ended_trials", "ends"]
 
 LOG_NAME = SCHEDULER_LOG  # the file name, shared with the trial drivers
 STOP = TUNE_STOP  # Tune's decision to stop a trial (sweeps._ray.compat checks the value)
@@ -37,7 +37,18 @@ def verdicts(sweep_dir: str | Path) -> dict[str, Verdict]:
 def ended_trials(sweep_dir: str | Path) -> dict[str, dict[str, Any]]:
     """Trial id -> final metrics of every trial the log says ended (stopped or completed)."""
     return {r["trial"]: r.get("metrics", {}) for r in decision_log(sweep_dir).records()
-            if ends(r)}
+            if ends(r) and "trial" in r}
+
+
+def ended_ids(records: list[dict[str, Any]]) -> set[str]:
+    """The trials that ``records`` (the log's) say ended.
+
+    Example:
+        >>> sorted(ended_ids([{"trial": "a", "end": True}, {"trial": "b", "action": "STOP"},
+        ...                   {"trial": "c", "action": "CONTINUE"}]))
+        ['a', 'b']
+    """
+    return {r["trial"] for r in records if ends(r) and "trial" in r}
 
 
 def ends(record: dict[str, Any]) -> bool:
