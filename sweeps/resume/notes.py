@@ -58,14 +58,21 @@ def unended_runs(layout: SweepLayout, ended: Collection[str]) -> list[Path]:
 
 
 def continues_from(run_dir: Path) -> str:
-    """``<trial id> after epoch E`` (its newest valid checkpoint) or ``<trial id> from epoch 1``.
-    Reads only (``resume_notes`` repairs the run first, so this is what Train restores).
+    """``<trial id> after epoch E`` (the checkpoint Train restores: its newest valid
+    ``TrialSession`` checkpoint, else the epoch the trial's report log has for the checkpoint
+    a loop of its own saved) or ``<trial id> from epoch 1``. Reads only (``resume_notes``
+    repairs the run first, so this is what Train restores).
 
     Example:
         >>> continues_from(Path(tempfile.mkdtemp()) / "a1b2")
         'a1b2 from epoch 1'
     """
+    # Up a layer on purpose (report_log): the report log a trial writes is where a loop's own
+    # checkpoint names meet the trial's epochs (as sweeps.report.status reads it).
     from sweeps.resume.train_runs import checkpoint_epochs
+    from sweeps.trial.report_log import restored_clock
 
     epochs = checkpoint_epochs(run_dir)
-    return f"{run_dir.name} after epoch {epochs[-1]}" if epochs else f"{run_dir.name} from epoch 1"
+    clock = epochs[-1] if epochs else restored_clock(run_dir)
+    return (f"{run_dir.name} after epoch {clock:g}" if clock
+            else f"{run_dir.name} from epoch 1")

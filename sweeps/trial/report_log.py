@@ -80,6 +80,15 @@ def restored_count(run_dir: str | Path) -> int | None:
     return int(lines[-1]["n"]) if lines else None
 
 
+def restored_clock(run_dir: str | Path) -> float | None:
+    """The trial's clock (``sweeps.trial.clock``) when it wrote the checkpoint it resumes from
+    (None: no checkpoint, or one the log does not know): what any loop's checkpoints resume
+    from, whatever they are named."""
+    lines = _upto_restored(run_dir)
+    clock = lines[-1].get(CLOCK_KEY) if lines else None
+    return float(clock) if isinstance(clock, int | float) else None
+
+
 def reports_before(run_dir: str | Path) -> int:
     """How many reports the trial had made when it wrote the checkpoint it resumes from: the
     log's count, else Train's snapshot's (a log that does not know that checkpoint), else 0."""

@@ -125,3 +125,27 @@ def test_a_report_made_again_after_a_restore_replaces_the_first(tmp_path) -> Non
     report_log.append(run, {CLOCK_KEY: 2, "v": "lost"}, n=2, checkpoint=None)  # crashed here
     report_log.append(run, {CLOCK_KEY: 2, "v": "again"}, n=2, checkpoint=ckpt[2])
     assert [m["v"] for m in unseen_reports(run, tmp_path, run.name)] == ["first", "again"]
+
+
+def test_a_loops_own_checkpoints_resume_after_the_epoch_the_report_log_has(tmp_path) -> None:
+    """A loop written as Ray's guides write it names its checkpoints as Train does
+    (checkpoint_<timestamp>, no checkpoint.pt): the resume line names the epoch the trial's
+    report log has for the checkpoint Train restores, not "from epoch 1"."""
+    from sweeps.protocol import CLOCK_KEY
+    from sweeps.resume.notes import continues_from
+    from sweeps.trial import report_log
+
+    run = _run(tmp_path, epochs=(1, 2, 3))
+    snapshot = json.loads((run / SNAPSHOT).read_text())
+    for epoch, result in enumerate(snapshot["checkpoint_results"], start=1):
+        own = run / f"checkpoint_2026-11-27_06-37-0{epoch}.000000"
+        (run / result["checkpoint_dir_name"]).rename(own)
+        (own / CHECKPOINT_FILE).rename(own / "model.pt")
+        result["checkpoint_dir_name"] = own.name
+        report_log.append(run, {"epoch": epoch - 1, CLOCK_KEY: epoch}, n=epoch,
+                          checkpoint=str(own))  # a 0-based loop: the clock is epoch + 1
+    snapshot["latest_checkpoint_result"] = snapshot["checkpoint_results"][-1]
+    (run / SNAPSHOT).write_text(json.dumps(snapshot))
+    report_log.append(run, {"epoch": 3, CLOCK_KEY: 4}, n=4, checkpoint=None)  # not restored
+    assert checkpoint_epochs(run) == []
+    assert continues_from(run) == "abc123 after epoch 3"
