@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from sweeps._ray import compat
+from sweeps._ray import compat, compat_probes
 
 SWEEPS = Path(__file__).resolve().parents[3] / "sweeps"
 PRIVATE = re.compile(r"_private|_internal|_raylet|_local_tuner|_experiment_analysis")
@@ -38,7 +38,7 @@ def test_every_probe_fails_when_its_internal_is_gone(monkeypatch) -> None:
 
     monkeypatch.delattr(internal_kv, "_internal_kv_list")
     source = "class _TrainSession:\n    def __init__(self):\n        self.queue = None\n"
-    monkeypatch.setattr(compat.inspect, "getsource", lambda obj: source)
+    monkeypatch.setattr(compat_probes.inspect, "getsource", lambda obj: source)
     found = compat.problems()
     assert any(p.startswith("internal_kv list: AttributeError") for p in found), found
     # An internal whose adapter function has a fallback is reported, not refused.
