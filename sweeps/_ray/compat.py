@@ -15,10 +15,20 @@ from __future__ import annotations
 import functools
 import importlib
 import importlib.metadata
-import inspect
 import logging
 from collections.abc import Callable
 
+from sweeps._ray.compat_probes import (
+    _attrs,
+    _calls,
+    _equals,
+    _fields,
+    _file_mentions,
+    _params,
+    _proto_fields,
+    _source_mentions,
+    _source_sets,
+)
 from sweeps.errors import RayIncompatible
 
 __all__ = ["check", "problems", "degraded", "RayIncompatible", "SOFT", "TESTED"]
@@ -27,78 +37,12 @@ log = logging.getLogger(__name__)
 TESTED = ">=2.57.1,<2.61"  # the Ray releases the suite ran on: docs/development.md#ray-versions
 
 
-def _symbol(path: str) -> object:
-    """The object at ``module:Attr.attr`` (or the module itself)."""
-    module, _, dotted = path.partition(":")
-    obj: object = importlib.import_module(module)
-    for part in dotted.split(".") if dotted else []:
-        obj = getattr(obj, part)
-    return obj
-
-
-def _params(path: str, *names: str) -> Callable[[], None]:
-    def probe() -> None:
-        params = inspect.signature(_symbol(path)).parameters
-        missing = [n for n in names if n not in params]
-        if missing:
-            raise AssertionError(f"{path} takes no {', '.join(missing)}")
-    return probe
-
-
-def _attrs(path: str, *names: str) -> Callable[[], None]:
-    def probe() -> None:
-        obj = _symbol(path)
-        missing = [n for n in names if not hasattr(obj, n)]
-        if missing:
-            raise AssertionError(f"{path} has no {', '.join(missing)}")
-    return probe
-
-
-def _source_sets(path: str, *attributes: str) -> Callable[[], None]:
-    """The class at ``path`` assigns each of ``self.<attribute> =`` in its own methods."""
-    def probe() -> None:
-        source = inspect.getsource(_symbol(path))
-        missing = [a for a in attributes if f"self.{a} =" not in source
-                   and f"self.{a}: " not in source]
-        if missing:
-            raise AssertionError(f"{path} no longer sets self.{', self.'.join(missing)}")
-    return probe
-
-
-def _source_mentions(path: str, text: str) -> Callable[[], None]:
-    """The function at ``path`` still contains ``text`` (the rule the adapter works with)."""
-    def probe() -> None:
-        if text not in inspect.getsource(_symbol(path)):
-            raise AssertionError(f"{path} no longer contains {text!r}")
-    return probe
-
-
-def _fields(path: str, *names: str) -> Callable[[], None]:
-    """A dataclass or pydantic model at ``path`` has each of the fields ``names``."""
-    def probe() -> None:
-        cls = _symbol(path)
-        known = set(getattr(cls, "model_fields", None) or getattr(cls, "__fields__", None)
-                    or getattr(cls, "__dataclass_fields__", None) or {})
-        missing = [n for n in names if n not in known]
-        if missing:
-            raise AssertionError(f"{path} has no field {', '.join(missing)}")
-    return probe
-
-
-def _equals(path: str, expected: object) -> Callable[[], None]:
-    """The constant at ``path`` still has the value the adapter copied."""
-    def probe() -> None:
-        value = _symbol(path)
-        if value != expected:
-            raise AssertionError(f"{path} is {value!r}, sweeps uses {expected!r}")
-    return probe
-
-
 def _probes() -> dict[str, Callable[[], None]]:
     from sweeps import protocol
     from sweeps._ray import (
         logs,
         placement,
+        prestart,
         shipping,
         train,
         train_fn,
@@ -160,6 +104,23 @@ def _probes() -> dict[str, Callable[[], None]]:
         "Tune's report callback puts into its queue": _source_mentions(
             "ray.tune.integration.ray_train:TuneReportCallback.after_report",
             f"self.{train.REPORT_QUEUE_ATTR}.put("),
+        # prestart.py
+        "the setup-hook env var": _equals(
+            "ray._private.ray_constants:WORKER_PROCESS_SETUP_HOOK_ENV_VAR", prestart.HOOK_ENV),
+        "default_worker runs the setup hook": _file_mentions(
+            "ray._private.workers.default_worker", "WORKER_PROCESS_SETUP_HOOK_ENV_VAR"),
+        "Train's propagated env vars": _attrs(prestart.PROPAGATED_MODULE,
+                                              "ENV_VARS_TO_PROPAGATE", "get_env_vars_to_propagate"),
+        "the raylet's PrestartWorkers": _attrs(
+            "ray.core.generated.node_manager_pb2_grpc:NodeManagerServiceServicer",
+            "PrestartWorkers"),
+        "PrestartWorkersRequest": _proto_fields(
+            "ray.core.generated.node_manager_pb2:PrestartWorkersRequest", "language", "job_id",
+            "runtime_env_info", "keep_alive_duration_secs", "num_workers"),
+        "RuntimeEnvInfo": _proto_fields(
+            "ray.core.generated.runtime_environment_pb2:RuntimeEnvInfo",
+            "serialized_runtime_env"),
+        "the setup hook is a public name": _calls(":".join(prestart.HOOK.rsplit(".", 1))),
         # train_fn.py
         "Train's local-mode worker API": _params(
             f"{train_fn.TRAIN_FN_UTILS_MODULE}:LocalTrainFnUtils.__init__", "experiment_name",
@@ -257,7 +218,11 @@ SOFT = frozenset({"trial session queues", "Train's cleaner callback",
                   "resizable ConcurrencyLimiter", "the head node's resource",
                   "Tune's state file written with json.dump", "Tune trial's staging folder name",
                   "Tune's saves through its checkpoint manager", "Tune's save throttle",
-                  "Tune's state file name"})
+                  "Tune's state file name",
+                  # prestart.py: without them a Train trial starts its processes cold
+                  "the setup-hook env var", "default_worker runs the setup hook",
+                  "Train's propagated env vars", "the raylet's PrestartWorkers",
+                  "PrestartWorkersRequest", "RuntimeEnvInfo", "the setup hook is a public name"})
 
 
 @functools.cache

@@ -74,7 +74,7 @@ def trial_plan(cfg: SweepConfig, constants: dict[str, Any], plan: ResourcePlan,
         time_attr=e.time_attr,
         checkpoint_every=cfg.checkpoint.every, checkpoint_keep=cfg.checkpoint.keep,
         max_failures=cfg.trial.max_failures,
-        poll_interval_s=cfg.trial.poll_interval_s,
+        poll_interval_s=cfg.trial.poll_interval_s, prestart=cfg.trial.prestart,
         start_timeout_s=cfg.trial.start_timeout_s, seed=cfg.sweep.seed, ended=ended or {},
         preemption_watcher=on_cluster,
         driver_pin=(_head_node_pin() if on_cluster and backend_for(plan.executor).pins_driver()

@@ -131,8 +131,10 @@ def run_loop(config: dict[str, Any], *, loop: Callable[..., Any],
     """Call ``loop`` the way Ray Train would, with the sweep's context set."""
     import ray.train
 
+    from sweeps._ray.prestart import match_cold_threads
     from sweeps.loop import gpu_memory
 
+    match_cold_threads()  # a prestarted worker's thread pools, as a cold one has them
     rank = ray.train.get_context().get_world_rank()
     gpu_memory.raise_noted(context.run_dir)  # a restart after this attempt ran out: not again
     log = ReadLog(run_file(context.run_dir, CONFIG_READS_FILE) if rank == 0 else None)

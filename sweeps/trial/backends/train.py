@@ -83,6 +83,7 @@ class TrainBackend(TrialBackend):
         from ray.train import CheckpointConfig, FailureConfig, RunConfig, ScalingConfig
         from ray.train.torch import TorchConfig
 
+        from sweeps._ray.prestart import preload_off, preload_on_start
         from sweeps._ray.train import controller_env, trainer_class, wait_for_handover
         from sweeps.config.usercode import import_trainable
         from sweeps.loop import gpu_memory
@@ -90,6 +91,7 @@ class TrainBackend(TrialBackend):
         from sweeps.placement.ledger import PlacementGroupLedger, trial_stopped
         from sweeps.storage.location import uri_of
         from sweeps.trial import report_log
+        from sweeps.trial.backends.prestart_next import PrestartNextTrial
         from sweeps.trial.backends.report_bridge import SweepReportCallback
 
         plan, trial_id, run_dir = attempt.plan, attempt.trial_id, attempt.run_dir
@@ -98,6 +100,11 @@ class TrainBackend(TrialBackend):
         attempt_s, start_failures = start_limits(plan.start_timeout_s)
         os.environ.update(controller_env(plan.poll_interval_s, attempt_s,
                                          plan.preemption_watcher))
+        # Its processes import Train as they start; not beside Ray Data, whose task processes
+        # would inherit the hook (sweeps.trial.backends.prestart_next says why).
+        warm = plan.prestart and not plan.datasets and preload_on_start()
+        if not warm:
+            preload_off()  # this process may have run a trial that prestarted
         trainer = trainer_class()(
             train_loop_per_worker=loop_entry(import_trainable(plan.trainable),
                                              plan.context(trial_id)),
@@ -118,7 +125,8 @@ class TrainBackend(TrialBackend):
                                              controller_failure_limit=start_failures),
                 callbacks=[SweepReportCallback(attempt.clock,
                                                partial(trial_stopped, plan.sweep_id, trial_id)),
-                           PlacementGroupLedger(plan.sweep_id, trial_id)],
+                           PlacementGroupLedger(plan.sweep_id, trial_id),
+                           *([PrestartNextTrial(plan.sweep_id, plan.num_workers)] if warm else [])],
             ),
         )
         try:
