@@ -1,5 +1,5 @@
 """python -m bench.overhead [--workers 2] [--trials 3] [--epochs 3] [--epoch-s 0.3] [--repeats 3]
-[--executor inline|train|auto] [--no-phases]
+[--executor inline|train|auto] [--set KEY=VALUE ...] [--no-phases]
 
 Orchestration overhead per trial: wall time not spent in training steps, divided by trials,
 for ``sweeps`` and for a plain Ray Tune + Ray Train script written the way Ray's docs show
@@ -98,11 +98,11 @@ def _plain(trials: int, epochs: int, epoch_s: float, storage: str, workers: int 
     return Run(called, time.perf_counter() - start, results)
 
 
-def sweeps_config(trials: int, epochs: int, epoch_s: float, storage: str,
-                  tracking: bool = True, workers: int = 2,
-                  executor: str | None = None) -> tuple[Any, str, str]:
+def sweeps_config(trials: int, epochs: int, epoch_s: float, storage: str, tracking: bool = True,
+                  workers: int = 2, executor: str | None = None,
+                  overrides: tuple[str, ...] = ()) -> tuple[Any, str, str]:
     """(config, MLflow URI, MLflow experiment) of a sweep of ``bench.workload:train`` trials:
-    random search, no early stopping, SQLite MLflow in ``storage``."""
+    random search, no early stopping, SQLite MLflow in ``storage``, then ``overrides``."""
     from sweeps import compose
 
     name = f"sweeps-{time.monotonic_ns()}"
@@ -113,17 +113,18 @@ def sweeps_config(trials: int, epochs: int, epoch_s: float, storage: str,
         "search=random", "scheduler=none", f"search.num_samples={trials}",
         f"scheduler.max_t={epochs}", f"sweep.dir={storage}/{name}",
         f"scaling.num_workers={workers}", f"tracking.enabled={str(tracking).lower()}",
-        f"tracking.uri={uri}", *([f"trial.executor={executor}"] if executor else [])])
+        f"tracking.uri={uri}", *([f"trial.executor={executor}"] if executor else []), *overrides])
     return cfg, uri, cfg.tracking.experiment_name or cfg.experiment.name
 
 
 def _sweeps(trials: int, epochs: int, epoch_s: float, storage: str, tracking: bool = True,
-            workers: int = 2, executor: str | None = None, watch: bool = False) -> Run:
+            workers: int = 2, executor: str | None = None, watch: bool = False,
+            overrides: tuple[str, ...] = ()) -> Run:
     """The product, as `python -m sweeps` runs it (MLflow tracking on, by default)."""
     from sweeps import run_sweep
 
     cfg, uri, experiment = sweeps_config(trials, epochs, epoch_s, storage, tracking, workers,
-                                         executor)
+                                         executor, overrides)
     watcher = None
     called, start = time.time(), time.perf_counter()
     if watch and tracking:
@@ -213,7 +214,8 @@ def state_api_up() -> bool:
 
 
 def measure(trials: int, epochs: int, epoch_s: float, repeats: int, workers: int = 2,
-            executor: str | None = None, phases: bool = True) -> dict[str, Any]:
+            executor: str | None = None, phases: bool = True,
+            overrides: tuple[str, ...] = ()) -> dict[str, Any]:
     """Both, alternating, in one Ray instance; medians of ``repeats`` runs each.
 
     Starts a private Ray (2 CPUs; the dashboard when ``phases``) unless one is connected; a
@@ -230,8 +232,8 @@ def measure(trials: int, epochs: int, epoch_s: float, repeats: int, workers: int
             for _ in range(repeats):
                 for label in ("plain", "sweeps"):
                     run = (_plain(trials, epochs, epoch_s, storage, workers) if label == "plain"
-                           else _sweeps(trials, epochs, epoch_s, storage, workers=workers,
-                                        executor=executor, watch=phases))
+                           else _sweeps(trials, epochs, epoch_s, storage, True, workers,
+                                        executor, phases, overrides))
                     training = run.training
                     runs[label].append({"wall_s": run.wall, "training_s": training,
                                         "overhead_per_trial_s": (run.wall - training) / trials,
@@ -243,7 +245,8 @@ def measure(trials: int, epochs: int, epoch_s: float, repeats: int, workers: int
     medians = {label: {k: statistics.median(r[k] for r in rs) for k in keys}
                for label, rs in runs.items()}
     return {"trials": trials, "epochs": epochs, "epoch_s": epoch_s, "repeats": repeats,
-            "workers": workers, "executor": executor, "phases_measured": phases,
+            "workers": workers, "executor": executor, "overrides": list(overrides),
+            "phases_measured": phases,
             "runs": runs, "median": medians,
             "phases": {label: summarize(rs) for label, rs in runs.items()},
             "ratio_overhead": medians["sweeps"]["overhead_per_trial_s"]
@@ -301,11 +304,13 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--executor", choices=[AUTO, *BACKENDS], default=None,
                         help="trial.executor for sweeps (default: not passed)")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                        help="an override of the sweeps side's config")
     parser.add_argument("--no-phases", action="store_true",
                         help="no dashboard, no state API, no MLflow polling: totals only")
     args = parser.parse_args()
     result = measure(args.trials, args.epochs, args.epoch_s, args.repeats, args.workers,
-                     args.executor, not args.no_phases)
+                     args.executor, not args.no_phases, tuple(args.set))
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / "overhead.json").write_text(json.dumps(result, indent=2))
     print(format_table(result))
