@@ -121,6 +121,11 @@ def _probes() -> dict[str, Callable[[], None]]:
             "ray.core.generated.runtime_environment_pb2:RuntimeEnvInfo",
             "serialized_runtime_env"),
         "the setup hook is a public name": _calls(":".join(prestart.HOOK.rsplit(".", 1))),
+        "a raylet address": _attrs("ray._common.network_utils", "build_address"),
+        "a gRPC channel to the raylet": _attrs("ray._private.grpc_utils", "init_grpc_channel"),
+        "an idle worker's title": _equals(
+            "ray._private.ray_constants:WORKER_PROCESS_TYPE_IDLE_WORKER",
+            prestart.IDLE_TITLE.decode()),
         # train_fn.py
         "Train's local-mode worker API": _params(
             f"{train_fn.TRAIN_FN_UTILS_MODULE}:LocalTrainFnUtils.__init__", "experiment_name",
@@ -222,7 +227,8 @@ SOFT = frozenset({"trial session queues", "Train's cleaner callback",
                   # prestart.py: without them a Train trial starts its processes cold
                   "the setup-hook env var", "default_worker runs the setup hook",
                   "Train's propagated env vars", "the raylet's PrestartWorkers",
-                  "PrestartWorkersRequest", "RuntimeEnvInfo", "the setup hook is a public name"})
+                  "PrestartWorkersRequest", "RuntimeEnvInfo", "the setup hook is a public name",
+                  "a raylet address", "a gRPC channel to the raylet", "an idle worker's title"})
 
 
 @functools.cache

@@ -37,7 +37,7 @@ from typing import Any
 
 __all__ = ["HOOK_ENV", "HOOK", "PROPAGATED_MODULE", "preload_on_start", "preload_off", "prestart",
            "child_env_string", "own_env_string", "nodes_alive", "startup_concurrency",
-           "idle_processes", "match_cold_threads"]
+           "idle_processes", "match_cold_threads", "torch_threads"]
 
 log = logging.getLogger(__name__)
 
@@ -52,6 +52,7 @@ HOOK_ENV = "__RAY_WORKER_PROCESS_SETUP_HOOK_ENV_VAR"
 # where Train can run.
 HOOK = "ray.train.torch.TorchConfig"
 PROPAGATED_MODULE = "ray.train.v2._internal.constants"  # its ENV_VARS_TO_PROPAGATE
+IDLE_TITLE = b"ray::IDLE"  # ray_constants.WORKER_PROCESS_TYPE_IDLE_WORKER: an idle process
 
 
 def preload_on_start() -> bool:
@@ -132,29 +133,42 @@ def idle_processes() -> int:
         if name.isdigit():
             try:
                 with open(f"/proc/{name}/cmdline", "rb") as cmdline:
-                    count += cmdline.read(9) == b"ray::IDLE"
+                    count += cmdline.read(64).split(b"\0", 1)[0] == IDLE_TITLE
             except OSError:
                 continue
     return count
 
 
-def match_cold_threads() -> None:
+def torch_threads() -> int | None:
+    """torch's intra-op thread count now, or None when this process has not imported torch."""
+    import sys
+
+    torch = sys.modules.get("torch")
+    return None if torch is None else int(torch.get_num_threads())
+
+
+def match_cold_threads(preloaded_threads: int | None) -> None:
     """In a prestarted process, give torch and the BLAS/OpenMP pools the thread count a cold
     one has: Ray sets ``OMP_NUM_THREADS`` to the actor's CPUs just before it runs the actor
     (``set_omp_num_threads_if_unset``), after a prestarted process imported torch and numpy
-    (their pools then span every core). Called in each Train worker before the user's loop."""
+    (their pools then span every core). ``preloaded_threads``: torch's count before the user's
+    module was imported (``torch_threads()`` then); a count the module set itself is kept, as
+    a cold process keeps it, and so is a BLAS pool with its own variable set. Called in each
+    Train worker before the user's loop."""
     import sys
 
     threads = os.environ.get("OMP_NUM_THREADS", "")
     if os.environ.get(HOOK_ENV) != HOOK or not threads.isdigit() or int(threads) < 1:
         return
     torch = sys.modules.get("torch")
-    if torch is not None and torch.get_num_threads() != int(threads):
+    if torch is not None and torch.get_num_threads() == preloaded_threads != int(threads):
         torch.set_num_threads(int(threads))
+    if any(os.environ.get(v) for v in ("MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")):
+        return
     try:
         from threadpoolctl import threadpool_limits
 
-        threadpool_limits(int(threads))
+        threadpool_limits(int(threads), user_api="blas")
     except Exception as exc:  # threadpoolctl absent: torch's own pool is what loops use
         log.debug("BLAS thread pools left as they are: %s", exc)
 

@@ -78,7 +78,8 @@ def fit(prep: Prepared, interrupt: Interrupt | None = None) -> SweepResult:
     watch = _cluster_watch(prep, sweep_id, progress)
     events = _tensorboard(prep)
     storage = StorageWatch(prep.sweep_dir, interrupt)
-    gate = PrestartGate(sweep_id, prep.trials) if trial.executor == "train" else None
+    gate = (PrestartGate(sweep_id, prep.trials)
+            if trial.executor == "train" and trial.prestart and not trial.datasets else None)
     callbacks: list[Callback] = ([storage, reaper, progress, unread] + ([watch] if watch else [])
                                  + ([gate] if gate else [])
                                  + ([tracking] if tracking else []) + ([events] if events else []))

@@ -76,7 +76,9 @@ def keep_alive_s(longest_trial_s: float | None) -> float:
 def release_prestart_tickets(sweep_id: str) -> None:
     """Forget the sweep's gate and tickets (at its end; a resumed sweep publishes anew)."""
     try:
-        kv.delete_prefix(gate_key(sweep_id))
+        kv.delete_prefix(gate_key(sweep_id, "/"))
+        kv.delete_prefix(gate_key(sweep_id))  # the gate itself (and, by prefix, any uid
+        # extending this one: uids are fixed-length, so none does)
     except Exception as exc:
         log.debug("prestart keys of %s left in Ray's key-value store: %s", sweep_id, exc)
 
@@ -115,6 +117,8 @@ class PrestartGate(Callback):
     def on_trial_start(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
         self._started += 1
         self._began[trial.trial_id] = time.monotonic()
+        # At once, so a controller up now does not claim this start (still PENDING here).
+        self._publish(trials, starting=1)
 
     def _ended(self, trial: Any) -> None:
         began = self._began.pop(trial.trial_id, None)
@@ -128,14 +132,21 @@ class PrestartGate(Callback):
         self._ended(trial)
 
     def on_step_begin(self, iteration: int, trials: list, **info: Any) -> None:
-        text = Gate(self._started, trials_left(trials, self.total),
+        self._publish(trials)
+
+    def _publish(self, trials: list, starting: int = 0) -> None:
+        """``starting``: trials of ``trials`` starting now (PENDING still, started already)."""
+        text = Gate(self._started, max(0, trials_left(trials, self.total) - starting),
                     keep_alive_s(self._longest)).text()
-        if text != self._said:
-            try:
-                kv.put(gate_key(self.sweep_id), text)
-                self._said = text
-            except Exception as exc:  # retried at the next step; prestarting is optional
-                log.debug("prestart gate not published: %s", exc)
+        if text == self._said:
+            return
+        try:
+            if self._said is None:  # a resumed sweep counts its starts anew: old tickets go
+                release_prestart_tickets(self.sweep_id)
+            kv.put(gate_key(self.sweep_id), text)
+            self._said = text
+        except Exception as exc:  # retried at the next step; prestarting is optional
+            log.debug("prestart gate not published: %s", exc)
 
     def __getstate__(self) -> dict[str, Any]:
         return {"sweep_id": self.sweep_id, "total": self.total}
@@ -199,7 +210,7 @@ def start_in_batches(envs: list[str], keep_s: float, boot_timeout_s: float = 8.0
         deadline = time.monotonic() + boot_timeout_s
         while (asked < len(envs) and before >= 0 and time.monotonic() < deadline
                and idle_processes() < before + len(chunk)):
-            time.sleep(0.2)
+            time.sleep(0.5)
     return asked
 
 

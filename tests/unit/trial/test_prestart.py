@@ -81,24 +81,62 @@ def test_prestart_without_a_raylet_asks_nothing_and_says_so() -> None:
     assert prestart.prestart("{}", 2, 60) is False  # no Ray connected here: refused, no raise
 
 
-def test_a_prestarted_worker_gets_the_threads_a_cold_one_has(monkeypatch) -> None:
+def _limits(monkeypatch) -> list:
+    """threadpoolctl's global limit, recorded instead of applied (it would outlive the test)."""
+    calls: list = []
+    threadpoolctl = pytest.importorskip("threadpoolctl")
+    monkeypatch.setattr(threadpoolctl, "threadpool_limits",
+                        lambda limits, user_api=None: calls.append((limits, user_api)))
+    return calls
+
+
+@pytest.mark.parametrize(("before_loop", "user_set", "expected"), [
+    (2, None, 1),  # left as the preload made it: set to Ray's OMP_NUM_THREADS, as if cold
+    (2, 3, 3),  # the user's module set 3 at import: kept, as a cold worker keeps it
+])
+def test_a_prestarted_worker_gets_the_threads_a_cold_one_has(monkeypatch, before_loop, user_set,
+                                                             expected) -> None:
     import torch
 
-    before = torch.get_num_threads()
+    calls = _limits(monkeypatch)
+    saved = torch.get_num_threads()
     monkeypatch.setenv(prestart.HOOK_ENV, prestart.HOOK)
     monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    monkeypatch.delenv("MKL_NUM_THREADS", raising=False)
+    monkeypatch.delenv("OPENBLAS_NUM_THREADS", raising=False)
     try:
-        prestart.match_cold_threads()
-        assert torch.get_num_threads() == 1
+        torch.set_num_threads(user_set or before_loop)
+        prestart.match_cold_threads(before_loop)
+        assert torch.get_num_threads() == expected
+        assert calls == [(1, "blas")]
     finally:
-        torch.set_num_threads(before)
+        torch.set_num_threads(saved)
+
+
+def test_a_blas_pool_with_its_own_variable_is_left_alone(monkeypatch) -> None:
+    calls = _limits(monkeypatch)
+    monkeypatch.setenv(prestart.HOOK_ENV, prestart.HOOK)
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    monkeypatch.setenv("OPENBLAS_NUM_THREADS", "4")
+    prestart.match_cold_threads(None)
+    assert calls == []
 
 
 def test_a_cold_worker_is_left_alone(monkeypatch) -> None:
     import torch
 
+    calls = _limits(monkeypatch)
     monkeypatch.delenv(prestart.HOOK_ENV, raising=False)
     monkeypatch.setenv("OMP_NUM_THREADS", "1")
     before = torch.get_num_threads()
-    prestart.match_cold_threads()
-    assert torch.get_num_threads() == before
+    prestart.match_cold_threads(before)
+    assert torch.get_num_threads() == before and calls == []
+
+
+def test_the_model_flavour_is_imported_beside_training() -> None:
+    import sys
+
+    from sweeps.tracking.callback import MODEL_LOGGING_MODULES, warm_model_logging
+
+    warm_model_logging().join(timeout=120)
+    assert all(name in sys.modules for name in MODEL_LOGGING_MODULES)
