@@ -1,6 +1,6 @@
 """Warm processes for the next Train run: started ahead, with Train's imports done.
 
-    preload_on_start()                       # in the trial process, before trainer.fit()
+    preload(enabled=True)                    # in the trial process, before trainer.fit()
     prestart(env_string, count, keep_alive_s) # in a Train controller: count processes, idle
     child_env_string(own_env_string)         # the env a Train controller's children get
 
@@ -12,7 +12,7 @@ trial pays N+2 cold Python starts, each importing ``ray.train`` and torch
 
 What this does, all of it private Ray API (public route: none at 2.60; the upstream text is in
 that doc):
-- ``preload_on_start`` puts ``__RAY_WORKER_PROCESS_SETUP_HOOK_ENV_VAR`` (``ray_constants.
+- ``preload`` puts ``__RAY_WORKER_PROCESS_SETUP_HOOK_ENV_VAR`` (``ray_constants.
   WORKER_PROCESS_SETUP_HOOK_ENV_VAR``, read by ``default_worker.py`` at process start) into the
   env vars Train propagates to its controller (``ENV_VARS_TO_PROPAGATE`` of ``ray.train.v2.
   _internal.constants``), so the controller and, by runtime-env inheritance, its children
@@ -35,8 +35,8 @@ import logging
 import os
 from typing import Any
 
-__all__ = ["HOOK_ENV", "HOOK", "PROPAGATED_MODULE", "preload_on_start", "preload_off", "prestart",
-           "child_env_string", "own_env_string", "nodes_alive", "startup_concurrency",
+__all__ = ["HOOK_ENV", "HOOK", "PROPAGATED_MODULE", "preload", "prestart",
+           "child_env_string", "own_env_string", "startup_concurrency",
            "idle_processes", "match_cold_threads", "torch_threads"]
 
 log = logging.getLogger(__name__)
@@ -55,34 +55,31 @@ PROPAGATED_MODULE = "ray.train.v2._internal.constants"  # its ENV_VARS_TO_PROPAG
 IDLE_TITLE = b"ray::IDLE"  # ray_constants.WORKER_PROCESS_TYPE_IDLE_WORKER: an idle process
 
 
-def preload_on_start() -> bool:
-    """Make each process of the Train run this process starts next import ``ray.train.torch``
-    as it starts (``HOOK``); False (nothing changed) when the job has a setup hook of its own
-    or this Ray has no such propagation set."""
+def preload(enabled: bool) -> bool:
+    """Whether each process of the Train run this process starts next imports
+    ``ray.train.torch`` as it starts (``HOOK``), set as ``enabled`` says (a reused trial
+    process may have run a trial that asked otherwise). False when the job has a setup hook
+    of its own (Train's processes inherit it, untouched) or this Ray has no such propagation
+    set."""
+    import importlib
+
     if os.environ.get(HOOK_ENV, HOOK) != HOOK:
-        return False  # the job's own hook: Train's processes inherit it, untouched
-    try:
-        import importlib
-
-        propagated = importlib.import_module(PROPAGATED_MODULE).ENV_VARS_TO_PROPAGATE
-        propagated.add(HOOK_ENV)
-    except Exception as exc:
-        log.debug("no warm start: %s", exc)
         return False
-    os.environ[HOOK_ENV] = HOOK
-    return True
-
-
-def preload_off() -> None:
-    """Undo ``preload_on_start`` in this process (a Train run with ``trial.prestart=false``)."""
     try:
-        import importlib
-
-        importlib.import_module(PROPAGATED_MODULE).ENV_VARS_TO_PROPAGATE.discard(HOOK_ENV)
+        propagated = importlib.import_module(PROPAGATED_MODULE).ENV_VARS_TO_PROPAGATE
+        if enabled:  # as Ray will call it: one that raises would fail every Train process
+            module, _, name = HOOK.rpartition(".")
+            getattr(importlib.import_module(module), name)()
     except Exception as exc:
-        log.debug("nothing to undo: %s", exc)
-    if os.environ.get(HOOK_ENV) == HOOK:
-        del os.environ[HOOK_ENV]
+        log.debug("no preload: %s", exc)
+        enabled, propagated = False, set()
+    if enabled:
+        propagated.add(HOOK_ENV)
+        os.environ[HOOK_ENV] = HOOK
+    else:
+        propagated.discard(HOOK_ENV)
+        os.environ.pop(HOOK_ENV, None)
+    return enabled
 
 
 def own_env_string() -> str:
@@ -171,13 +168,6 @@ def match_cold_threads(preloaded_threads: int | None) -> None:
         threadpool_limits(int(threads), user_api="blas")
     except Exception as exc:  # threadpoolctl absent: torch's own pool is what loops use
         log.debug("BLAS thread pools left as they are: %s", exc)
-
-
-def nodes_alive() -> int:
-    """How many nodes the cluster has up."""
-    import ray
-
-    return sum(1 for n in ray.nodes() if n.get("Alive"))
 
 
 def prestart(env_string: str, count: int, keep_alive_s: float) -> bool:

@@ -86,9 +86,9 @@ def trial_plan(cfg: SweepConfig, constants: dict[str, Any], plan: ResourcePlan,
 
 
 def _alive_nodes() -> int:
-    import ray
+    from sweeps._ray.placement import alive_nodes
 
-    return sum(1 for node in ray.nodes() if node.get("Alive"))
+    return alive_nodes()
 
 
 def _head_node_pin() -> dict[str, float]:

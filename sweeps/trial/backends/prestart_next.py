@@ -175,7 +175,8 @@ class PrestartNextTrial(WorkerGroupCallback):
 
     def prestart(self) -> int:
         """Claim a start still to come and prestart its processes; return how many."""
-        from sweeps._ray.prestart import child_env_string, nodes_alive, own_env_string
+        from sweeps._ray.placement import alive_nodes
+        from sweeps._ray.prestart import child_env_string, own_env_string
 
         gate = Gate.read(self.sweep_id)
         if gate is None:
@@ -188,7 +189,7 @@ class PrestartNextTrial(WorkerGroupCallback):
         # The next controller is created as this one was; the synchronization actor inherits
         # its env as is; workers get it merged with Train's env vars (re-serialized by Ray).
         wanted = [own, own] + ([child_env_string(own)] * self.num_workers
-                               if nodes_alive() == 1 else [])
+                               if alive_nodes() == 1 else [])
         return start_in_batches(wanted, gate.keep_s)
 
 

@@ -83,7 +83,7 @@ class TrainBackend(TrialBackend):
         from ray.train import CheckpointConfig, FailureConfig, RunConfig, ScalingConfig
         from ray.train.torch import TorchConfig
 
-        from sweeps._ray.prestart import preload_off, preload_on_start
+        from sweeps._ray.prestart import preload
         from sweeps._ray.train import controller_env, trainer_class, wait_for_handover
         from sweeps.config.usercode import import_trainable
         from sweeps.loop import gpu_memory
@@ -102,9 +102,7 @@ class TrainBackend(TrialBackend):
                                          plan.preemption_watcher))
         # Its processes import Train as they start; not beside Ray Data, whose task processes
         # would inherit the hook (sweeps.trial.backends.prestart_next says why).
-        warm = plan.prestart and not plan.datasets and preload_on_start()
-        if not warm:
-            preload_off()  # this process may have run a trial that prestarted
+        warm = preload(plan.prestart and not plan.datasets)
         trainer = trainer_class()(
             train_loop_per_worker=loop_entry(import_trainable(plan.trainable),
                                              plan.context(trial_id)),

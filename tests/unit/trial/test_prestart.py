@@ -49,15 +49,33 @@ def propagated(monkeypatch):
 
 def test_the_hook_reaches_the_controller_through_train_s_own_propagation(
         propagated, monkeypatch) -> None:
-    assert prestart.preload_on_start() is True
+    assert prestart.preload(True) is True
     # What Train passes its controller (DataParallelTrainer._initialize_and_run_controller).
     assert propagated.get_env_vars_to_propagate()[prestart.HOOK_ENV] == prestart.HOOK
 
 
 def test_a_job_s_own_setup_hook_is_left_alone(propagated, monkeypatch) -> None:
     monkeypatch.setenv(prestart.HOOK_ENV, "mypkg.setup")
-    assert prestart.preload_on_start() is False
+    assert prestart.preload(True) is False
     assert prestart.HOOK_ENV not in propagated.ENV_VARS_TO_PROPAGATE
+    assert prestart.HOOK_ENV not in propagated.get_env_vars_to_propagate()
+
+
+def test_a_run_without_prestart_takes_the_hook_back(propagated) -> None:
+    """A trial process whose earlier Train run preloaded passes nothing on to a run that does
+    not (one with experiment.datasets)."""
+    import os
+
+    assert prestart.preload(True) is True
+    assert prestart.preload(False) is False
+    assert prestart.HOOK_ENV not in propagated.get_env_vars_to_propagate()
+    assert prestart.HOOK_ENV not in os.environ
+
+
+def test_a_hook_that_raises_here_is_never_handed_to_ray(propagated, monkeypatch) -> None:
+    monkeypatch.setattr(prestart, "HOOK", "json.loads")  # called with no argument: raises
+    monkeypatch.delenv(prestart.HOOK_ENV, raising=False)
+    assert prestart.preload(True) is False
     assert prestart.HOOK_ENV not in propagated.get_env_vars_to_propagate()
 
 
