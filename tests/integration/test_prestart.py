@@ -24,7 +24,8 @@ EPOCH_S = 2.0  # long enough for the warm processes to boot beside training on 2
 
 
 def _reports(result) -> list[list[dict]]:
-    """Each trial's reports (``t_proc_start``, ``t_report``), trials in the order they ran."""
+    """Each trial's reports (process start, report time, threads, OMP_NUM_THREADS), trials in
+    the order they ran."""
     trials = []
     for res in result.results:
         frame = res.metrics_dataframe
