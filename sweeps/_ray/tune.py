@@ -67,8 +67,12 @@ def concurrency_limit(tuner: Any) -> Callable[[int], bool] | None:
     from ray.tune.search import ConcurrencyLimiter
     from ray.tune.search.basic_variant import BasicVariantGenerator
 
+    from ray.tune.search.search_generator import SearchGenerator
+
     internal = getattr(tuner, "_local_tuner", None)
     alg = getattr(getattr(internal, "_tune_config", None), "search_alg", None)
+    if isinstance(alg, SearchGenerator):  # a grown sweep's (sweeps._ray.tune_grow)
+        alg = alg.searcher
     if isinstance(alg, ConcurrencyLimiter):
         return alg.set_max_concurrency
     if isinstance(alg, BasicVariantGenerator):

@@ -134,6 +134,10 @@ def format_plan(prepared) -> str:  # prepared: sweeps.driver.runner.Prepared
                      "Ray Data CPUs of their own")
     lines.append(f"  epochs of compute: worst case {budget.worst} ({n} x {s.max_t})"
                  + (f", ASHA expected ~{budget.expected:.1f}" if s.name == "asha" else ""))
+    resume = prepared.resume
+    if resume is not None:
+        lines.append(f"  resumes the sweep in its dir ({resume.record.starts} start(s) so far)"
+                     + (f"; {resume.growth.describe()}" if resume.growth else ""))
     lines.append(f"  sweep dir {display(prepared.sweep_dir)}")
     lines.append(f"  tracking {prepared.tracking.describe() if prepared.tracking else 'off'}")
     lines += [f"  warning: {w}" for w in prepared.warnings]

@@ -86,7 +86,8 @@ def fit(prep: Prepared, interrupt: Interrupt | None = None) -> SweepResult:
     groups_before = job_groups()
     try:
         if prep.resuming:
-            tuner = restore_tuner(cfg, prep.params, trial, prep.sweep_dir, callbacks)
+            tuner = restore_tuner(cfg, prep.params, trial, prep.sweep_dir, callbacks,
+                                  grown=prep.resume is not None and prep.resume.growth is not None)
         else:
             tuner = build_tuner(cfg, prep.params, trial, prep.resources, prep.sweep_dir,
                                 callbacks, prep.warm_start,
@@ -163,6 +164,11 @@ def _start(prep: Prepared) -> tuple[SweepRecord, dict[str, dict[str, Any]]]:
 
     cfg = prep.cfg
     record = prep.resume.record if prep.resume else new_record(cfg, prep.params, prep.tracking)
+    growth = prep.resume.growth if prep.resume else None
+    if growth is not None:  # before the record: a kill -9 in between plans the same growth
+        from sweeps.resume.grow import apply_growth
+
+        apply_growth(prep.sweep_dir, growth, record, prep.resuming)
     record.starts += 1
     if prep.tracking:  # a sweep started with tracking off records where it logs from now on
         record.tracking_uri = record.tracking_uri or prep.tracking.uri
@@ -175,6 +181,8 @@ def _start(prep: Prepared) -> tuple[SweepRecord, dict[str, dict[str, Any]]]:
           f"epochs); {prep.resources.describe()}\n  dir {display(prep.sweep_dir)}", flush=True)
     if prep.warm_start is not None:
         print(f"  warm start: {prep.warm_start.describe()}", flush=True)
+    if growth is not None:
+        print(f"  {growth.describe()}", flush=True)
     if prep.resuming:
         release_all(record.sweep_uid)  # flags and groups a driver that died left on a cluster
         line, notes = resume_notes(prep.layout, prep.trials, ended)

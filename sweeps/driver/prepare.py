@@ -179,6 +179,8 @@ def prepare(cfg: SweepConfig) -> Prepared:
     check_writable(sweep_dir)
     claim_gen = _free_claim(sweep_dir)  # before the directory is read
     resume = decide_resume(cfg, params, sweep_dir)
+    if resume is not None:
+        warnings.extend(resume.notes)
     target = None
     if cfg.tracking.enabled:
         from sweeps.tracking.setup import check_tracking, quiet_http_retries

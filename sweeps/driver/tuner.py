@@ -161,11 +161,13 @@ def build_tuner(cfg: SweepConfig, params: list[Param], trial: TrialPlan, plan: R
 
 
 def restore_tuner(cfg: SweepConfig, params: list[Param], trial: TrialPlan, sweep_dir: Path,
-                  callbacks: list[Callback]) -> Tuner:
+                  callbacks: list[Callback], grown: bool = False) -> Tuner:
     """``Tuner.restore`` of the sweep in ``sweep_dir``: finished trials stay finished,
     unfinished and errored ones continue from their checkpoints, the searcher's state is
     reloaded. This run's callbacks, scheduler and retry limit replace the pickled ones (the
-    scheduler rebuilds its rungs from its log, see ``sweeps.search.schedulers``)."""
+    scheduler rebuilds its rungs from its log, see ``sweeps.search.schedulers``). ``grown``:
+    the sweep grew (``sweeps.resume.grow``): its searcher suggests up to this
+    ``search.num_samples`` (the trials a larger ``max_t`` continues were reopened before)."""
     from ray import tune
 
     from sweeps._ray.tune import replace_restored_config
@@ -179,4 +181,8 @@ def restore_tuner(cfg: SweepConfig, params: list[Param], trial: TrialPlan, sweep
     replace_restored_config(tuner, make_scheduler(cfg, sweep_dir), callbacks,
                             verbose=1 if cfg.sweep.verbose else 0,
                             failure_config=tune.FailureConfig(max_failures=cfg.trial.max_retries))
+    if grown and cfg.search.algorithm != "grid":
+        from sweeps._ray.tune_grow import grow_search
+
+        grow_search(tuner, cfg.search.num_samples)
     return tuner

@@ -11,7 +11,9 @@ the same sweep (trainable, metric, mode, search space, fixed params, search algo
 scheduler). ``sweep.resume`` says what to do when the directory already holds a sweep:
 ``auto`` resumes it (and starts a new one otherwise), ``never`` refuses to touch it, ``must``
 refuses when there is nothing to resume. A resumed sweep must have the same identity; the first
-key that differs is named in the error. Written to a temporary name and renamed.
+key that differs is named in the error, except a larger ``search.num_samples`` or
+``scheduler.max_t``, which grows the sweep in place (``sweeps.resume.grow``). Written to a
+temporary name and renamed.
 """
 
 from __future__ import annotations
@@ -30,6 +32,8 @@ from sweeps.config.schema import SweepConfig
 from sweeps.errors import ConfigError, StateError
 from sweeps.files import write_atomic
 from sweeps.layout import SweepLayout
+from sweeps.resume.grow import Growth, grid_note, identity_changes, plan_growth
+from sweeps.search.decisions import decision_log
 from sweeps.search.space import Param, flatten, flatten_space
 from sweeps.storage.location import display
 
@@ -59,6 +63,7 @@ class SweepRecord:
     tracking_uri: str | None = None
     tracking_experiment: str | None = None  # the MLflow experiment its runs are in
     optuna_version: str = ""  # the Optuna that suggested its trials ("": not recorded)
+    growth: list[dict] = field(default_factory=list)  # each start that grew it (sweeps.resume.grow)
 
 
 @dataclass
@@ -67,6 +72,8 @@ class ResumeInfo:
 
     record: SweepRecord
     has_tune_state: bool  # False: the previous run died before Tune saved anything
+    growth: Growth | None = None  # a larger num_samples or max_t (sweeps.resume.grow)
+    notes: list[str] = field(default_factory=list)  # warnings for the plan and the start
 
 
 def state_dir(sweep_dir: Path) -> Path:
@@ -206,17 +213,6 @@ def _check_optuna_version(record: SweepRecord, cfg: SweepConfig, sweep_dir: Path
         "sweep.name=NEW")
 
 
-def _check_identity(record: SweepRecord, ident: dict[str, str], sweep_dir: Path) -> None:
-    for key in sorted(set(record.identity) | set(ident)):
-        old, new = record.identity.get(key, "<unset>"), ident.get(key, "<unset>")
-        if old != new:
-            raise ConfigError(
-                key, new, f"differs from the sweep being resumed in {display(sweep_dir)} (it "
-                f"has {old})",
-                f"set it back to {old} to resume that sweep, or start a new one with "
-                "sweep.name=NEW")
-
-
 def check_same_tracking(record: SweepRecord, target: TrackingTarget) -> None:
     """A resumed sweep logs where its runs already are: a tracking URI or experiment set (by
     config or MLflow's variables) to another place is refused, naming what set it."""
@@ -255,7 +251,7 @@ def decide_resume(cfg: SweepConfig, params: list[Param], sweep_dir: Path) -> Res
                           f"{record.name!r}", "use sweep.resume=auto to continue it, or pick a "
                           "new sweep.name to start another")
     _check_ray_version(record, sweep_dir)
-    _check_identity(record, identity_of(cfg, params), sweep_dir)
+    changes = identity_changes(record.identity, identity_of(cfg, params), sweep_dir)
     sampled = bool(tune_state_files(sweep_dir))
     if sampled:
         _check_optuna_version(record, cfg, sweep_dir)
@@ -263,7 +259,29 @@ def decide_resume(cfg: SweepConfig, params: list[Param], sweep_dir: Path) -> Res
         record.optuna_version = _optuna_version()
     if record.tracking_experiment is None:  # a record from before sweeps kept it
         record.tracking_experiment = _experiment_in_meta(sweep_dir)
-    return ResumeInfo(record, has_tune_state=sampled)
+    growth = plan_growth(cfg, changes, decision_log(sweep_dir).records(),
+                         kept=_trials_kept(sweep_dir)) if changes else None
+    note = grid_note(cfg, _last_config(sweep_dir, record.starts))
+    return ResumeInfo(record, has_tune_state=sampled, growth=growth, notes=[note] if note else [])
+
+
+def _trials_kept(sweep_dir: Path) -> int:
+    """How many trials Tune's newest saved state holds (0 when none or unreadable)."""
+    found = tune_state_files(sweep_dir)
+    try:
+        return len(trials_in_state(json.loads(files.read_text(found[-1])))) if found else 0
+    except (OSError, ValueError, KeyError, TypeError):
+        return 0  # check_tune_state says why, before anything runs
+
+
+def _last_config(sweep_dir: Path, starts: int) -> dict | None:
+    """The config the sweep's last start ran with (``SweepLayout.config``), if readable."""
+    import yaml
+
+    try:
+        return yaml.safe_load(files.read_text(SweepLayout(sweep_dir).config(starts)))
+    except (OSError, ValueError, yaml.YAMLError):
+        return None
 
 
 def _experiment_in_meta(sweep_dir: Path) -> str | None:

@@ -29,7 +29,7 @@ import math
 
 from sweeps.errors import ConfigError
 
-__all__ = ["AsyncHalving", "percentile"]
+__all__ = ["AsyncHalving", "percentile", "replay_record"]
 
 
 def percentile(values: list[float], pct: float) -> float:
@@ -119,3 +119,24 @@ class AsyncHalving:
         """Each rung's milestone and current cutoff, as Ray's ``debug_str``."""
         return "Bracket: " + " | ".join(f"Iter {m:.3f}: {self.cutoff(r)}"
                                         for m, r in self._levels)
+
+
+def replay_record(halving: AsyncHalving, record: dict, sign: float) -> bool | None:
+    """Re-apply one record of the scheduler's decision log to ``halving``, as
+    ``ResumableASHA`` judged it: a judged result is judged again (the stop decision is
+    returned), a trial's end is recorded only; None for a record with no value.
+
+    Example:
+        >>> h = AsyncHalving(1, 9, 3)
+        >>> replay_record(h, {"trial": "a", "epoch": 1, "value": 0.9}, 1.0)
+        False
+        >>> replay_record(h, {"trial": "b", "epoch": 1, "value": 0.1}, 1.0)
+        True
+    """
+    if "epoch" not in record or record.get("value") is None:
+        return None
+    signed = sign * record["value"]
+    if record.get("end"):
+        halving.on_result(record["trial"], record["epoch"], signed)
+        return None
+    return halving.judge(record["trial"], record["epoch"], signed)

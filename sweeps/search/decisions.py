@@ -18,7 +18,8 @@ from sweeps.protocol import SCHEDULER_LOG, TUNE_STOP
 from sweeps.search.outcome import Verdict, read_verdicts
 from sweeps.storage.journal import Journal
 
-__all__ = ["LOG_NAME", "STOP", "decision_log", "verdicts", "ended_ids", "ended_trials", "ends"]
+__all__ = ["LOG_NAME", "STOP", "decision_log", "verdicts", "ended_ids", "ended_trials", "ends",
+           "reopens"]
 
 LOG_NAME = SCHEDULER_LOG  # the file name, shared with the trial drivers
 STOP = TUNE_STOP  # Tune's decision to stop a trial (sweeps._ray.compat checks the value)
@@ -35,20 +36,38 @@ def verdicts(sweep_dir: str | Path) -> dict[str, Verdict]:
 
 
 def ended_trials(sweep_dir: str | Path) -> dict[str, dict[str, Any]]:
-    """Trial id -> final metrics of every trial the log says ended (stopped or completed)."""
-    return {r["trial"]: r.get("metrics", {}) for r in decision_log(sweep_dir).records()
-            if ends(r) and "trial" in r}
+    """Trial id -> final metrics of every trial the log says ended (stopped or completed) and
+    that no later record reopened (a grown ``scheduler.max_t``, ``sweeps.resume.grow``)."""
+    out: dict[str, dict[str, Any]] = {}
+    for r in decision_log(sweep_dir).records():
+        if "trial" not in r:
+            continue
+        if ends(r):
+            out[r["trial"]] = r.get("metrics", {})
+        elif reopens(r):
+            out.pop(r["trial"], None)
+    return out
 
 
 def ended_ids(records: list[dict[str, Any]]) -> set[str]:
-    """The trials that ``records`` (the log's) say ended.
+    """The trials that ``records`` (the log's) say ended, and no later record reopened.
 
     Example:
         >>> sorted(ended_ids([{"trial": "a", "end": True}, {"trial": "b", "action": "STOP"},
         ...                   {"trial": "c", "action": "CONTINUE"}]))
         ['a', 'b']
+        >>> ended_ids([{"trial": "a", "action": "STOP"}, {"trial": "a", "reopen": True}])
+        set()
     """
-    return {r["trial"] for r in records if ends(r) and "trial" in r}
+    out: set[str] = set()
+    for r in records:
+        if "trial" not in r:
+            continue
+        if ends(r):
+            out.add(r["trial"])
+        elif reopens(r):
+            out.discard(r["trial"])
+    return out
 
 
 def ends(record: dict[str, Any]) -> bool:
@@ -59,3 +78,14 @@ def ends(record: dict[str, Any]) -> bool:
         (True, False)
     """
     return bool(record.get("end")) or record.get("action") == STOP
+
+
+def reopens(record: dict[str, Any]) -> bool:
+    """Whether a record reopened an ended trial: a sweep grown to a larger ``scheduler.max_t``
+    continues the trials that had trained the old one (``sweeps.resume.grow``).
+
+    Example:
+        >>> reopens({"trial": "a", "reopen": True}), reopens({"trial": "a", "end": True})
+        (True, False)
+    """
+    return bool(record.get("reopen"))

@@ -80,13 +80,23 @@ class Objective:
 
 
 def read_verdicts(records: list[dict[str, Any]]) -> dict[str, Verdict]:
-    """Trial id -> its verdict, from the scheduler's decision log (latest decision wins)."""
+    """Trial id -> its verdict, from the scheduler's decision log: a trial's first stop or
+    its error; a reopen record (a grown ``scheduler.max_t``) forgets what came before it.
+
+    Example:
+        >>> read_verdicts([{"trial": "a", "action": "STOP", "epoch": 9},
+        ...                {"trial": "a", "reopen": True}, {"trial": "a", "action": "STOP",
+        ...                "epoch": 27}])["a"]
+        Verdict(stopped_at=27, error=None)
+    """
     out: dict[str, Verdict] = {}
     for r in records:
         trial = r.get("trial")
         if trial is None:
             continue
-        if r.get("error"):
+        if r.get("reopen"):
+            out.pop(trial, None)
+        elif r.get("error"):
             out[trial] = Verdict(r.get("epoch"), str(r["error"]))
         elif r.get("action") == "STOP" and trial not in out:
             out[trial] = Verdict(stopped_at=r.get("epoch"))

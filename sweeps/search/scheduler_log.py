@@ -26,7 +26,7 @@ from ray.tune.schedulers import TrialScheduler
 
 from sweeps._ray.tune_state import save_experiment_state
 from sweeps.protocol import CLOCK_KEY, ERROR_KEY, NOT_METRICS
-from sweeps.search.decisions import decision_log, ends
+from sweeps.search.decisions import decision_log, ends, reopens
 from sweeps.search.outcome import Objective
 from sweeps.storage.journal import Journal
 
@@ -102,6 +102,8 @@ class _Logged:
             self._replay(record)
             if ends(record):
                 self._ended[record["trial"]] = record.get("metrics", {})
+            elif reopens(record):
+                self._ended.pop(record["trial"], None)
 
     def _replay(self, record: dict[str, Any]) -> None:
         """Re-apply one logged judgement to the in-memory state."""

@@ -38,7 +38,7 @@ from ray.tune.schedulers import FIFOScheduler, TrialScheduler
 
 from sweeps.errors import ConfigError
 from sweeps.protocol import CLOCK_KEY
-from sweeps.search.asha import AsyncHalving
+from sweeps.search.asha import AsyncHalving, replay_record
 from sweeps.search.decisions import LOG_NAME, decision_log, ended_trials, verdicts
 from sweeps.search.outcome import Objective
 from sweeps.search.scheduler_log import _Logged
@@ -132,13 +132,7 @@ class ResumableASHA(_Logged, FIFOScheduler):
 
     def _replay(self, record: dict[str, Any]) -> None:
         # Every log so far has one bracket, so a record's "bracket" (always 0) is not read.
-        if "epoch" not in record or record.get("value") is None:
-            return
-        signed = self._sign * record["value"]
-        if record.get("end"):
-            self._halving.on_result(record["trial"], record["epoch"], signed)
-        else:
-            self._num_stopped += self._halving.judge(record["trial"], record["epoch"], signed)
+        self._num_stopped += bool(replay_record(self._halving, record, self._sign))
 
     def rungs(self) -> list[tuple[float, dict[str, float]]]:
         """(milestone, {trial id: signed metric}), highest milestone first."""

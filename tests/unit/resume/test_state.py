@@ -74,9 +74,9 @@ def test_existing_sweep_resumes_with_the_same_record(tmp_path) -> None:
     ("experiment.search_space.lr=tag(log, interval(1e-3, 0.9))", "experiment.search_space.lr"),
     ("experiment.metric=val_loss", "experiment.metric"),
     ("experiment.trainable=trainables.digits:train_cnn", "experiment.trainable"),
-    ("search.num_samples=9", "search.num_samples"),
-    ("scheduler.max_t=5", "scheduler.max_t"),
     ("sweep.seed=1", "sweep.seed"),
+    ("search=random", "search.algorithm"),
+    ("scheduler.grace_period=2", "scheduler.grace_period"),
 ])
 def test_changed_identity_is_refused_naming_the_key(tmp_path, override, key) -> None:
     _existing(tmp_path)

@@ -1,0 +1,115 @@
+"""Growing a restored Tune experiment in place: more samples, and ended trials run again.
+
+    reopen_in_state(sweep_dir, ["ab12_00001"])     # before Tuner.restore: they run again
+    tuner = tune.Tuner.restore(...)
+    grow_search(tuner, num_samples=12)             # the searcher suggests up to 12 trials
+
+``sweeps.resume.grow`` decides what grows; this module does it to Tune's objects, whose API has
+no route for either (``Tuner.restore`` takes no ``TuneConfig``; ray#30838 asks for one).
+
+* **More samples.** Tune restores its search algorithm from its saved state after ``fit`` starts
+  (``TuneController.resume`` -> ``restore_from_dir`` -> ``set_state``), and that state holds the
+  old sample count and, once every sample was suggested, ``finished``. The restored Tuner's
+  search algorithm is therefore replaced by a subclass whose ``set_state`` keeps the larger
+  count: ``SearchGenerator`` for an Optuna search (its ``_total_samples`` and ``_finished``,
+  ``ray/tune/search/search_generator.py`` ``set_state``), ``BasicVariantGenerator`` for random
+  search (the last ``_TrialIterator``'s ``num_samples_left``: the iterator is a plain object, so
+  it draws again from the restored random state and numbers the new trials after the old).
+  The Optuna study itself comes back from the searcher's own saved state, with every earlier
+  trial's result, so TPE or CMA-ES models the new suggestions on them.
+* **Ended trials again.** Tune requeues a restored trial by its saved status
+  (``TuneController._requeue_restored_trials``): ``TERMINATED`` ones are skipped. The trials a
+  larger ``scheduler.max_t`` continues are set to ``PAUSED`` in the newest experiment-state file
+  before the restore, so Tune requeues them as it does an interrupted trial, and each one's
+  trial driver continues its Train run from its last checkpoint.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from ray.tune.search import ConcurrencyLimiter, Searcher
+from ray.tune.search.basic_variant import BasicVariantGenerator
+from ray.tune.search.search_generator import SearchGenerator
+
+__all__ = ["reopen_in_state", "grow_search"]
+
+REOPENED_STATUS = "PAUSED"  # Tune requeues PAUSED trials with resume_unfinished=True
+
+
+def reopen_in_state(sweep_dir: Path, trial_ids: list[str]) -> list[str]:
+    """Set each of ``trial_ids`` that Tune's newest experiment-state file has ``TERMINATED`` to
+    ``PAUSED`` (rewritten atomically); returns the ones changed."""
+    from sweeps import files
+    from sweeps._ray.tune import experiment_state_files, trials_in_state
+
+    found = experiment_state_files(sweep_dir)
+    if not found or not trial_ids:
+        return []
+    newest, wanted, changed = found[-1], set(trial_ids), []
+    data = json.loads(files.read_text(newest))
+    for entry in trials_in_state(data):
+        state = json.loads(entry[0])
+        if state.get("trial_id") in wanted and state.get("status") == "TERMINATED":
+            state["status"] = REOPENED_STATUS
+            entry[0] = json.dumps(state, indent=2)
+            changed.append(state["trial_id"])
+    if changed:
+        files.write_atomic(newest, json.dumps(data))
+    return changed
+
+
+def grow_search(tuner: Any, num_samples: int) -> None:
+    """Let a ``Tuner.restore``'d tuner suggest trials up to ``num_samples`` in all (its saved
+    search state would stop at the old count)."""
+    config = tuner._local_tuner._tune_config
+    config.num_samples = num_samples
+    alg = config.search_alg
+    if isinstance(alg, BasicVariantGenerator):
+        grown = _GrowingVariants.__new__(_GrowingVariants)
+        grown.__dict__.update(alg.__dict__)
+        grown._grow_to = num_samples
+        config.search_alg = grown
+        return
+    if isinstance(alg, _GrowingSearch):
+        alg._grow_to = num_samples
+        return
+    if isinstance(alg, Searcher):
+        limit = config.max_concurrent_trials
+        if limit and not isinstance(alg, ConcurrencyLimiter):  # as tune.run would wrap it
+            alg = ConcurrencyLimiter(alg, max_concurrent=limit)
+        config.max_concurrent_trials = None
+        config.search_alg = _GrowingSearch(alg, num_samples)
+
+
+class _GrowingSearch(SearchGenerator):
+    """``SearchGenerator`` whose restored state keeps at least ``grow_to`` samples."""
+
+    def __init__(self, searcher: Any, grow_to: int) -> None:
+        super().__init__(searcher)
+        self._grow_to = grow_to
+
+    def set_state(self, state: dict) -> None:
+        super().set_state(state)
+        if self._total_samples < self._grow_to:
+            self._total_samples, self._finished = self._grow_to, False
+
+
+class _GrowingVariants(BasicVariantGenerator):
+    """``BasicVariantGenerator`` whose restored state draws up to ``_grow_to`` samples."""
+
+    _grow_to = 0
+
+    def set_state(self, state: dict) -> None:
+        grow_to = self.__dict__.get("_grow_to", 0)
+        super().set_state(state)
+        self._grow_to = grow_to
+        extra = grow_to - self._total_samples
+        if extra > 0 and self._iterators:
+            last = self._iterators[-1]
+            last.num_samples += extra
+            last.num_samples_left += extra
+            self._total_samples += extra
+            self._finished = False

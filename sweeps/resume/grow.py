@@ -1,0 +1,203 @@
+"""Growing a sweep in place: the same command with a larger ``search.num_samples`` or
+``scheduler.max_t`` continues the sweep in ``sweep.dir`` instead of being refused.
+
+    python -m sweeps +experiment=digits search.num_samples=12 scheduler.max_t=15
+
+    changes = identity_changes(record.identity, identity_of(cfg, params), sweep_dir)
+    growth = plan_growth(cfg, changes, records, kept=8)   # in decide_resume, before Ray
+    growth.describe()    # 'grow: 8 trials kept, 4 new; 3 trials continue from epoch 9 to 15'
+    apply_growth(sweep_dir, growth, record, resuming=True)   # at the start, before Tune
+
+* **More samples.** The earlier trials are kept and never run again; the searcher, restored
+  with their results, suggests the new ones (``sweeps._ray.tune_grow.grow_search``). A grid
+  has no sample count: the grid's points all ran, and the plan says nothing is added.
+* **A larger budget.** Trials that trained the old ``max_t`` continue from their last
+  checkpoint to the new one, in the same MLflow run (its steps go on). Under ASHA the rungs are
+  recomputed with the new ``max_t``, and the whole decision log is replayed through them, as
+  the sweep would have decided had ``max_t`` always been the new value: rungs below the old
+  ``max_t`` are the same rungs, so a trial ASHA stopped early stays stopped; a trial that
+  reached the old ``max_t`` is now judged at the rung there (if the new rungs have one), which
+  promotes the top ``1/reduction_factor`` in the order they arrived and stops the rest. Under
+  ``scheduler=none`` every such trial continues. A PBT sweep's budget does not grow (its
+  exploits compare the population as it ran; refused with the fix). Each continued trial gets
+  a ``reopen`` record in the decision log, which the log's readers
+  (``sweeps.search.decisions``) take as "not ended".
+* **Refused** (one line, naming the key and the fix): a smaller value of either, and a change
+  of anything else in the sweep's identity (space, metric, searcher, seed, ...).
+
+Order of the writes, so that a kill -9 at any point loses nothing: Tune's state (the trials
+reopened), then the log's reopen records, then the sweep's record with the new identity. Until
+the record is saved, the same command plans the same growth again (already reopened trials are
+no longer ended, so they are not reopened twice).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from sweeps.config.schema import SweepConfig
+from sweeps.errors import ConfigError
+from sweeps.search.asha import AsyncHalving, replay_record
+from sweeps.search.decisions import decision_log, ended_ids
+from sweeps.search.outcome import read_verdicts
+from sweeps.storage.location import display
+
+if TYPE_CHECKING:
+    from sweeps.resume.state import SweepRecord
+
+__all__ = ["GROWABLE", "Growth", "identity_changes", "plan_growth", "apply_growth"]
+
+GROWABLE = ("search.num_samples", "scheduler.max_t")  # identity keys that may grow
+
+
+@dataclass
+class Growth:
+    """What a grown sweep adds: new trials, and ended trials that train on."""
+
+    changes: dict[str, tuple[int, int]]  # identity key -> (old, new)
+    kept: int = 0  # trials the sweep already has
+    reopened: list[str] = field(default_factory=list)  # ended at the old max_t, continue
+    stay_stopped: list[str] = field(default_factory=list)  # ended there, the new rungs stop
+
+    @property
+    def new(self) -> int:
+        old, new = self.changes.get("search.num_samples", (0, 0))
+        return new - old
+
+    def describe(self) -> str:
+        """One line for the plan and the sweep's opening lines.
+
+        Example:
+            >>> Growth({"search.num_samples": (4, 6), "scheduler.max_t": (3, 5)}, kept=4,
+            ...        reopened=["a", "b", "c", "d"]).describe()
+            'grow: 4 trials kept, 2 new; 4 trials continue from epoch 3 to 5'
+        """
+        parts = [f"grow: {self.kept} trial{_s(self.kept)} kept, {self.new} new"]
+        if "scheduler.max_t" in self.changes:
+            old, new = self.changes["scheduler.max_t"]
+            n = len(self.reopened)
+            parts.append(f"{n} trial{_s(n)} continue{'' if n != 1 else 's'} from epoch {old} "
+                         f"to {new}")
+            if self.stay_stopped:
+                k = len(self.stay_stopped)
+                parts.append(f"{k} that reached epoch {old} stop{'s' if k == 1 else ''} there "
+                             f"(ASHA's rung at epoch {old}, recomputed for max_t {new}); "
+                             "trials ASHA stopped earlier stay stopped")
+        return "; ".join(parts)
+
+
+def _s(n: int) -> str:
+    return "" if n == 1 else "s"
+
+
+def identity_changes(old: dict[str, str], new: dict[str, str],
+                     sweep_dir: Path) -> dict[str, tuple[int, int]]:
+    """The growable keys that grew (key -> (old, new)); ``ConfigError`` naming the first key
+    that shrank or that may not change.
+
+    Example:
+        >>> identity_changes({"scheduler.max_t": "9", "sweep.seed": "0"},
+        ...                  {"scheduler.max_t": "15", "sweep.seed": "0"}, Path("/s"))
+        {'scheduler.max_t': (9, 15)}
+    """
+    grown: dict[str, tuple[int, int]] = {}
+    where = display(sweep_dir)
+    for key in sorted(set(old) | set(new)):
+        was, now = old.get(key, "<unset>"), new.get(key, "<unset>")
+        if was == now:
+            continue
+        if key in GROWABLE and was.isdigit() and now.isdigit():
+            if int(now) < int(was):
+                raise ConfigError(key, int(now), f"is smaller than in the sweep being resumed "
+                                  f"in {where} ({was}); a sweep only grows",
+                                  f"set {key}={was} or more to resume it, or start a new "
+                                  "one with sweep.name=NEW")
+            grown[key] = (int(was), int(now))
+            continue
+        also = (" (a sweep grows in place only by a larger search.num_samples or "
+                "scheduler.max_t)") if key not in GROWABLE else ""
+        raise ConfigError(key, now, f"differs from the sweep being resumed in {where} (it has "
+                          f"{was}){also}", f"set it back to {was} to resume that sweep, or "
+                          "start a new one with sweep.name=NEW")
+    return grown
+
+
+def plan_growth(cfg: SweepConfig, changes: dict[str, tuple[int, int]],
+                records: list[dict[str, Any]], kept: int) -> Growth:
+    """Which trials a grown sweep continues, from its decision log ``records``; ``kept``: the
+    trials it already has. ``ConfigError`` for a PBT sweep's larger ``max_t``."""
+    growth = Growth(dict(changes), kept=kept)
+    if "scheduler.max_t" not in changes:
+        return growth
+    old, new = changes["scheduler.max_t"]
+    if cfg.scheduler.name == "pbt":
+        raise ConfigError("scheduler.max_t", new, f"cannot grow a scheduler=pbt sweep (it has "
+                          f"{old}): PBT's exploits ranked the population as it ran together, "
+                          "and ended trials would continue alone",
+                          f"set scheduler.max_t={old} to resume it, or start a new sweep with "
+                          "sweep.name=NEW")
+    candidates = _ended_at_budget(records, old)
+    stops = _rung_stops(cfg, records, old, new) if cfg.scheduler.name == "asha" else set()
+    growth.reopened = [t for t in candidates if t not in stops]
+    growth.stay_stopped = [t for t in candidates if t in stops]
+    return growth
+
+
+def _ended_at_budget(records: list[dict[str, Any]], budget: int) -> list[str]:
+    """Trials that ended by training ``budget`` epochs (not stopped early, not failed), in the
+    order the log first judged them there."""
+    ended, failed = ended_ids(records), read_verdicts(records)
+    out: list[str] = []
+    for r in records:
+        trial = r.get("trial")
+        if (trial in ended and trial not in out and (r.get("epoch") or 0) >= budget
+                and not (failed.get(trial) and failed[trial].error)):
+            out.append(trial)
+    return out
+
+
+def _rung_stops(cfg: SweepConfig, records: list[dict[str, Any]], old: int,
+                new: int) -> set[str]:
+    """Trials the new rungs stop at the old ``max_t``: the log replayed through ASHA with
+    ``max_t=new`` (``sweeps.search.asha.replay_record``, as ``ResumableASHA`` replays it)."""
+    s = cfg.scheduler
+    halving = AsyncHalving(s.grace_period, new, s.reduction_factor)
+    sign = 1.0 if cfg.experiment.mode == "max" else -1.0
+    stopped: set[str] = set()
+    for r in records:
+        if replay_record(halving, r, sign) and (r.get("epoch") or 0) >= old:
+            stopped.add(r["trial"])
+    return stopped
+
+
+def apply_growth(sweep_dir: Path, growth: Growth, record: SweepRecord, resuming: bool) -> None:
+    """Reopen the continued trials (Tune's state, then the log) and give ``record`` the grown
+    identity and a line of its history; the caller saves the record (last: see the module
+    docstring)."""
+    if growth.reopened and resuming:
+        from sweeps._ray.tune_grow import reopen_in_state
+
+        reopen_in_state(sweep_dir, growth.reopened)
+    old, new = growth.changes.get("scheduler.max_t", (0, 0))
+    log = decision_log(sweep_dir)
+    for trial in growth.reopened:
+        log.append({"trial": trial, "reopen": True, "from_epoch": old, "to_epoch": new,
+                    "t": round(time.time(), 3)})
+    record.identity.update({key: str(now) for key, (_, now) in growth.changes.items()})
+    record.growth.append({"start": record.starts + 1,
+                          **{key: [was, now] for key, (was, now) in growth.changes.items()}})
+
+
+def grid_note(cfg: SweepConfig, last_config: dict[str, Any] | None) -> str | None:
+    """For a grid sweep resumed with another ``search.num_samples``: why nothing is added."""
+    if cfg.search.algorithm != "grid" or last_config is None:
+        return None
+    was = (last_config.get("search") or {}).get("num_samples")
+    if was is None or was == cfg.search.num_samples:
+        return None
+    return (f"search=grid: search.num_samples ({was} -> {cfg.search.num_samples}) does not "
+            "apply to a grid, whose every point runs once; growing it adds no trial (extend "
+            "the grid's choice(...)/range(...) values in a new sweep instead)")
