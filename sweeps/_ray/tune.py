@@ -66,7 +66,6 @@ def concurrency_limit(tuner: Any) -> Callable[[int], bool] | None:
     that Tune itself wrapped, from ``TuneConfig.max_concurrent_trials``)."""
     from ray.tune.search import ConcurrencyLimiter
     from ray.tune.search.basic_variant import BasicVariantGenerator
-
     from ray.tune.search.search_generator import SearchGenerator
 
     internal = getattr(tuner, "_local_tuner", None)

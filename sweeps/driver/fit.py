@@ -68,6 +68,9 @@ def fit(prep: Prepared, interrupt: Interrupt | None = None) -> SweepResult:
     sweep_id = record.sweep_uid
     tracking: MLflowTracking | None = (start_tracking(prep, sweep_id, record.starts)
                                        if prep.tracking_uri else None)
+    growth = prep.resume.growth if prep.resume else None
+    if tracking and growth and growth.stay_stopped:  # their runs had ended as completed
+        tracking.record({"op": "trial_tags", "tags": growth.stopped_tags()})
     reaper = PlacementGroupReaper(sweep_id)
     progress = ProgressLines(objective, prep.trials, sweep_dir=str(prep.sweep_dir))
     if ended:  # the trials a resumed sweep keeps count as done, their best as the best so far

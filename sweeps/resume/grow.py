@@ -36,7 +36,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from sweeps.config.schema import SweepConfig
 from sweeps.errors import ConfigError
@@ -45,10 +45,7 @@ from sweeps.search.decisions import decision_log, ended_ids
 from sweeps.search.outcome import read_verdicts
 from sweeps.storage.location import display
 
-if TYPE_CHECKING:
-    from sweeps.resume.state import SweepRecord
-
-__all__ = ["GROWABLE", "Growth", "identity_changes", "plan_growth", "apply_growth"]
+__all__ = ["GROWABLE", "Growth", "identity_changes", "plan_growth", "apply_growth", "grid_note"]
 
 GROWABLE = ("search.num_samples", "scheduler.max_t")  # identity keys that may grow
 
@@ -66,6 +63,19 @@ class Growth:
     def new(self) -> int:
         old, new = self.changes.get("search.num_samples", (0, 0))
         return new - old
+
+    def stopped_tags(self) -> dict[str, dict[str, str]]:
+        """MLflow tags for the trials the new rungs stop: their runs had ended as completed.
+
+        Example:
+            >>> tags = Growth({"scheduler.max_t": (3, 9)}, stay_stopped=["a"]).stopped_tags()
+            >>> tags["a"]["sweeps.stop_reason"]
+            'early-stopped by asha after epoch 3 (the sweep grew to max_t 9)'
+        """
+        old, new = self.changes.get("scheduler.max_t", (0, 0))
+        reason = f"early-stopped by asha after epoch {old} (the sweep grew to max_t {new})"
+        return {t: {"sweeps.status": "stopped", "sweeps.stop_reason": reason}
+                for t in self.stay_stopped}
 
     def describe(self) -> str:
         """One line for the plan and the sweep's opening lines.
@@ -173,10 +183,10 @@ def _rung_stops(cfg: SweepConfig, records: list[dict[str, Any]], old: int,
     return stopped
 
 
-def apply_growth(sweep_dir: Path, growth: Growth, record: SweepRecord, resuming: bool) -> None:
-    """Reopen the continued trials (Tune's state, then the log) and give ``record`` the grown
-    identity and a line of its history; the caller saves the record (last: see the module
-    docstring)."""
+def apply_growth(sweep_dir: Path, growth: Growth, record: Any, resuming: bool) -> None:
+    """Reopen the continued trials (Tune's state, then the log) and give ``record`` (the
+    ``sweeps.resume.state.SweepRecord``) the grown identity and a line of its history; the
+    caller saves the record (last: see the module docstring)."""
     if growth.reopened and resuming:
         from sweeps._ray.tune_grow import reopen_in_state
 
