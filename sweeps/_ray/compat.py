@@ -169,6 +169,21 @@ def _probes() -> dict[str, Callable[[], None]]:
         "Tuner.restore": _params("ray.tune:Tuner.restore", "resume_unfinished",
                                  "resume_errored", "param_space"),
         "Trial.set_config": _params("ray.tune.experiment:Trial.set_config", "config"),
+        # tune_grow.py: growing a sweep in place
+        "SearchGenerator's restored sample count": _source_sets(
+            "ray.tune.search.search_generator:SearchGenerator", "_total_samples", "_finished"),
+        "SearchGenerator.set_state": _params(
+            "ray.tune.search.search_generator:SearchGenerator.set_state", "state"),
+        "random search's trial iterators": _source_sets(
+            "ray.tune.search.basic_variant:BasicVariantGenerator", "_iterators",
+            "_total_samples", "_finished"),
+        "a trial iterator's samples left": _source_sets(
+            "ray.tune.search.basic_variant:_TrialIterator", "num_samples", "num_samples_left"),
+        "Tune requeues a paused trial": _source_mentions(
+            "ray.tune.execution.tune_controller:TuneController._requeue_restored_trials",
+            "resume_config.unfinished"),
+        "OptunaSearch's told trials": _source_sets(
+            "ray.tune.search.optuna:OptunaSearch", "_completed_trials"),
         # tune_state.py, tune_state_file.py
         "Tune's wrapped controller": _source_sets(
             "ray.tune.execution.tune_controller:TrialRunnerWrapper", "_tune_controller"),
@@ -216,7 +231,7 @@ def _probes() -> dict[str, Callable[[], None]]:
 # Internals whose adapter function has a fallback: a Ray without them runs, degraded, with a
 # warning (the hand-over wait, the two left-out callbacks, the group recorded at creation, the
 # trial limit following a cluster's size, trial drivers on the head node, the faster state save,
-# Tune's own saves made incremental).
+# Tune's own saves made incremental, a sweep grown in place).
 SOFT = frozenset({"trial session queues", "Train's cleaner callback",
                   "Train's datasets callback", "worker group creates its placement group",
                   "raylet notices printed by the driver", "resizable random search",
@@ -228,7 +243,11 @@ SOFT = frozenset({"trial session queues", "Train's cleaner callback",
                   "the setup-hook env var", "default_worker runs the setup hook",
                   "Train's propagated env vars", "the raylet's PrestartWorkers",
                   "PrestartWorkersRequest", "RuntimeEnvInfo", "the setup hook is a public name",
-                  "a raylet address", "a gRPC channel to the raylet", "an idle worker's title"})
+                  "a raylet address", "a gRPC channel to the raylet", "an idle worker's title",
+                  # tune_grow.py: only a grown sweep needs them
+                  "SearchGenerator's restored sample count", "SearchGenerator.set_state",
+                  "random search's trial iterators", "a trial iterator's samples left",
+                  "Tune requeues a paused trial", "OptunaSearch's told trials"})
 
 
 @functools.cache

@@ -34,7 +34,7 @@ from ray.tune.search import ConcurrencyLimiter, Searcher
 from ray.tune.search.basic_variant import BasicVariantGenerator
 from ray.tune.search.search_generator import SearchGenerator
 
-__all__ = ["reopen_in_state", "grow_search"]
+__all__ = ["reopen_in_state", "grow_search", "told_trials"]
 
 REOPENED_STATUS = "PAUSED"  # Tune requeues PAUSED trials with resume_unfinished=True
 
@@ -59,6 +59,12 @@ def reopen_in_state(sweep_dir: Path, trial_ids: list[str]) -> list[str]:
     if changed:
         files.write_atomic(newest, json.dumps(data))
     return changed
+
+
+def told_trials(searcher: Any) -> set[str]:
+    """The trials an ``OptunaSearch`` has told its study about (a trial a grown ``max_t``
+    continues is one: Optuna cannot tell a finished trial again, Ray would warn per result)."""
+    return searcher.__dict__.get("_completed_trials", set())
 
 
 def grow_search(tuner: Any, num_samples: int) -> None:

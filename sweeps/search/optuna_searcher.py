@@ -17,6 +17,8 @@ from typing import Any
 
 from ray.tune.search.optuna import OptunaSearch
 
+from sweeps._ray.tune_grow import told_trials
+
 __all__ = ["MetricTolerantOptunaSearch"]
 
 
@@ -38,14 +40,16 @@ class MetricTolerantOptunaSearch(OptunaSearch):
         return bool(result) and result.get(self.metric) is not None
 
     def on_trial_result(self, trial_id: str, result: dict[str, Any]) -> None:
-        if not self._carries(result):
-            return
+        if not self._carries(result) or trial_id in told_trials(self):
+            return  # told already: a trial a grown max_t continues (Optuna cannot re-tell it)
         self._seen()[trial_id] = result
         super().on_trial_result(trial_id, result)
 
     def on_trial_complete(self, trial_id: str, result: dict[str, Any] | None = None,
                           error: bool = False) -> None:
         last = self._seen().pop(trial_id, None)
+        if trial_id in told_trials(self):  # as above: Ray would only warn
+            return
         if not self._carries(result) and last is not None:
             result = {**(result or {}), **{k: last[k] for k in
                                            (self.metric if isinstance(self.metric, list)
