@@ -185,6 +185,7 @@ def test_an_elastic_trial_grows_with_a_joined_node_and_shrinks_with_a_lost_one(
     from ray.util import placement_group_table
 
     from sweeps import files
+    from sweeps.trial import report_log
 
     if ray.is_initialized():
         ray.shutdown()
@@ -213,14 +214,21 @@ def test_an_elastic_trial_grows_with_a_joined_node_and_shrinks_with_a_lost_one(
                 cwd=project, env={**os.environ, "PYTHONPATH": str(ROOT)}, stdout=stream,
                 stderr=subprocess.STDOUT, start_new_session=True)
 
-        def holding(epoch: int, size: int) -> list[dict]:
-            return [e for e in _jsonl(events_log) if e.get("hold") == epoch and e["ws"] == size]
+        def holding(epoch: int, size: int) -> bool:
+            """``size`` workers wait at ``epoch``, and the epoch before it has reached the
+            sweep: a report the workers made but Train had not collected when their group
+            restarts is lost with it (that epoch is trained again, and counted once)."""
+            waiting = [e for e in _jsonl(events_log) if e.get("hold") == epoch
+                       and e["ws"] == size]
+            runs = [log.parent for log in (sweep_dir / "train").glob("*/reports.jsonl")]
+            seen = [r["epoch"] for r in report_log.records(runs[0])] if runs else []
+            return len(waiting) == size and epoch - 1 in seen
 
         # 1. One worker fits; it holds at GROW until a joined node lets Train grow the trial.
         _wait_for(lambda: holding(GROW, 1), proc, f"the 1-worker trial holding at {GROW}")
         joined = cluster.add_node(num_cpus=1)
         # 2. Two workers hold at SHRINK; the joined node is lost, with its worker.
-        _wait_for(lambda: len(holding(SHRINK, 2)) == 2, proc, f"2 workers holding at {SHRINK}")
+        _wait_for(lambda: holding(SHRINK, 2), proc, f"2 workers holding at {SHRINK}")
         on_joined = {e["pid"] for e in _jsonl(events_log) if e["node"] == joined.node_id}
         assert on_joined  # the grown trial used the joined node
         cluster.remove_node(joined, allow_graceful=False)
@@ -253,8 +261,6 @@ def test_an_elastic_trial_grows_with_a_joined_node_and_shrinks_with_a_lost_one(
                           dtype={"trial_id": str})
     assert list(summary["status"]) == ["completed"] and list(summary["epochs"]) == [EPOCHS]
     trial = summary["trial_id"][0]
-    from sweeps.trial import report_log
-
     reports = report_log.records(sweep_dir / "train" / trial)
     assert [(r["sweeps_epoch"], r["n"], r["world_size"]) for r in reports] == [
         (1, 1, 1), (2, 2, 1), (3, 3, 2), (4, 4, 2), (5, 5, 1), (6, 6, 1)], reports
