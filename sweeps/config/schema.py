@@ -138,7 +138,13 @@ class SchedulerSection:
 class ScalingSection:
     """Ray Train workers per trial and what each one reserves."""
 
-    num_workers: int = 2
+    # A count, or [min, max]: elastic trials that start with what the cluster holds (at least
+    # min) and that Ray Train grows or shrinks as nodes come and go (sweeps.config.workers;
+    # Any because OmegaConf has no Union type: validate checks it)
+    num_workers: Any = 2
+    # Elastic trials: how often Train looks for room to resize a healthy trial (its
+    # elastic_resize_monitor_interval_s, default 60 s there; a resize restarts the workers)
+    elastic_resize_interval_s: float = 10.0
     use_gpu: bool | None = None  # None: GPU when the cluster has one, else CPU (gloo)
     cpus_per_worker: float | None = None  # None: 1, or an equal share when that does not fit
     # Below 1, trials share a GPU: 0.25 runs four 1-worker trials on each GPU (Ray divides the

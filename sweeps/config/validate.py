@@ -21,6 +21,7 @@ from sweeps.config.schema import (
     SweepConfig,
 )
 from sweeps.config.usercode import import_trainable, takes_config
+from sweeps.config.workers import check as check_workers
 from sweeps.errors import ConfigError
 from sweeps.storage.location import is_object_store
 
@@ -91,8 +92,10 @@ def validate(cfg: SweepConfig) -> None:
                  sc.resample_probability, "must be in [0, 1]",
                  "set scheduler.resample_probability=0.25")
     _check_objectives(cfg)
-    _require(sk.num_workers >= 1, "scaling.num_workers", sk.num_workers,
-             "must be >= 1 (Train workers per trial)", "set scaling.num_workers=2")
+    check_workers(sk.num_workers)
+    _require(sk.elastic_resize_interval_s > 0, "scaling.elastic_resize_interval_s",
+             sk.elastic_resize_interval_s, "must be > 0 (seconds)",
+             "set scaling.elastic_resize_interval_s=10")
     _require(sk.cpus_per_worker is None or sk.cpus_per_worker > 0, "scaling.cpus_per_worker",
              sk.cpus_per_worker, "must be > 0 or null", "leave it null for 1 CPU per worker")
     _require(sk.gpus_per_worker > 0, "scaling.gpus_per_worker", sk.gpus_per_worker,

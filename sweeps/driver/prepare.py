@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from sweeps.config.schema import SweepConfig
 from sweeps.config.validate import validate
+from sweeps.config.workers import is_elastic, worker_range
 from sweeps.driver.cluster_address import check_reachable, join_error
 from sweeps.driver.code_shipping import check_shipping, runtime_env
 from sweeps.driver.resources import ResourcePlan, local_cluster_totals, plan_resources
@@ -154,9 +155,9 @@ def check_config(cfg: SweepConfig) -> None:
     validate(cfg)
     s = cfg.scaling
     choose_backend(cfg.trial.executor, BackendRequest(
-        num_workers=s.num_workers, use_gpu=s.use_gpu is True,
+        num_workers=worker_range(s.num_workers)[0], use_gpu=s.use_gpu is True,
         datasets=bool(cfg.experiment.datasets), cluster=cfg.ray.address is not None,
-        trainable=cfg.experiment.trainable))
+        trainable=cfg.experiment.trainable, elastic=is_elastic(s.num_workers)))
 
 
 def prepare(cfg: SweepConfig) -> Prepared:

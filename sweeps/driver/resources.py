@@ -14,6 +14,14 @@ driver (and the Train controller Ray places beside it) runs on the head node
 (``sweeps.driver.tuner.trial_plan``), so losing a worker node costs only the trials whose workers
 ran there.
 
+Elastic trials (``scaling.num_workers=[min, max]``, ``sweeps.config.workers``) run on Ray Train,
+which resizes them, and are planned at ``max`` workers each: trials at once = what the cluster
+holds at ``max`` workers, but at least 1 when ``min`` fits. Ray Train hands the cluster's
+resources to elastic runs in the order they asked (its AutoscalingCoordinator), so a plan at
+``min`` would start trials that wait, holding their Tune slot, while the first ones take up to
+``max``; at ``max`` the trials that run share nothing, a node that joins grows them, a lost one
+shrinks them instead of failing them. A cluster that cannot hold ``min`` workers is refused.
+
 GPUs shared by trials (``scaling.gpus_per_worker`` below 1): Ray gives a fractional request a
 share of one GPU, never parts of two, and divides the GPU's count, not its memory (each process
 must stay within its share; Ray's "Accelerator Support" docs). So ``floor(1 / share)`` workers
@@ -35,6 +43,7 @@ import os
 from dataclasses import dataclass
 
 from sweeps.config.schema import RaySection, ScalingSection
+from sweeps.config.workers import is_elastic, worker_range
 from sweeps.errors import ClusterFitError, ConfigError
 from sweeps.trial.backends import BackendRequest, backend_for, choose_backend
 
@@ -56,6 +65,18 @@ class ResourcePlan:
     executor: str = "train"  # trial.executor resolved: the trial backend (sweeps.trial.backends)
     backend: str = "gloo"  # scaling.backend resolved: the ranks' torch.distributed backend
     notes: tuple[str, ...] = ()  # what the plan says about the backend chosen for auto
+    # Elastic trials (scaling.num_workers=[num_workers, max_workers]); None: a fixed count
+    max_workers: int | None = None
+
+    @property
+    def elastic(self) -> bool:
+        """Whether Ray Train resizes each trial between ``num_workers`` and ``max_workers``."""
+        return self.max_workers is not None
+
+    @property
+    def planned_workers(self) -> int:
+        """Workers per trial that concurrency is planned with (elastic: the max)."""
+        return self.max_workers or self.num_workers
 
     @property
     def inline(self) -> bool:
@@ -91,10 +112,8 @@ class ResourcePlan:
             >>> plan_resources(ScalingSection(num_workers=2), cpus=4, gpus=0).fits_in(6, 0)
             3
         """
-        fits = math.floor(cpus / (self.num_workers * self.cpus_per_worker) + 1e-9)
-        if self.use_gpu and self.gpus_per_worker > 0:  # the same packing as plan_resources
-            fits = min(fits, _gpu_slots(self.gpus_per_worker, gpus) // self.num_workers)
-        return max(0, fits)
+        return _fits(self.num_workers, self.planned_workers, self.cpus_per_worker,
+                     self.gpus_per_worker if self.use_gpu else 0.0, cpus, gpus)
 
     def describe(self) -> str:
         """One line: each worker's share, the executor or DDP backend, trials at once, and
@@ -112,9 +131,15 @@ class ResourcePlan:
         if how is None:  # the DDP backend, and whether the user chose it
             how = (self.backend if self.backend == ("nccl" if self.use_gpu else "gloo")
                    else f"{self.backend} (scaling.backend={self.backend})")
-        text = (f"{self.num_workers} worker(s) x ({device}{self.cpus_per_worker:g} CPU), "
+        count = (f"elastic {self.num_workers}..{self.max_workers} worker(s)" if self.elastic
+                 else f"{self.num_workers} worker(s)")
+        text = (f"{count} x ({device}{self.cpus_per_worker:g} CPU), "
                 f"{how}; up to {self.max_concurrent_trials} "
                 f"trial(s) at once on {self.cluster_cpus:g} CPU / {self.cluster_gpus:g} GPU")
+        if self.elastic:
+            text += (f" (planned at {self.max_workers} workers each; Ray Train grows and "
+                     "shrinks each trial as nodes come and go, restarting its workers from "
+                     "its last checkpoint)")
         share = self.workers_per_gpu
         if share < 2:
             return text
@@ -161,11 +186,28 @@ def _gpu_slots(gpw: float, gpus: float) -> int:
     return math.floor(gpus / gpw + 1e-9)
 
 
+def _fits(low: int, high: int, cpw: float, gpw: float, cpus: float, gpus: float) -> int:
+    """Trials of ``low``..``high`` workers that run at once: planned at ``high``, but 1 when
+    only ``low`` fits (0 when not even that); ``gpw`` 0 for CPU trials.
+
+    Example:
+        >>> _fits(2, 2, 1, 0, 5, 0), _fits(1, 4, 1, 0, 2, 0), _fits(1, 2, 1, 0, 4, 0)
+        (2, 1, 2)
+    """
+    def at(n: int) -> int:
+        fits = math.floor(cpus / (n * cpw) + 1e-9)
+        if gpw > 0:  # the same packing as plan_resources
+            fits = min(fits, _gpu_slots(gpw, gpus) // n)
+        return max(0, fits)
+
+    return max(at(high), min(1, at(low)))
+
+
 def _check_backend(scaling: ScalingSection, use_gpu: bool, backend: str, gpw: float) -> None:
     """nccl needs GPUs, and a GPU per rank: refuse a trial it cannot train, before it starts
     (two ranks of one trial can share a GPU when two shares fit in one: ``gpus_per_worker``
-    at most 0.5)."""
-    n = scaling.num_workers
+    at most 0.5; an elastic trial's ``max`` counts)."""
+    n = worker_range(scaling.num_workers)[1]
     if backend == "nccl" and not use_gpu:
         why = ("scaling.use_gpu=false" if scaling.use_gpu is False
                else "the cluster has no GPU")
@@ -197,41 +239,49 @@ def plan_resources(scaling: ScalingSection, cpus: float, gpus: float,
         ...                ).max_concurrent_trials
         4
     """
-    n = scaling.num_workers
+    n, high = worker_range(scaling.num_workers)  # n: what one trial needs to start
+    elastic = is_elastic(scaling.num_workers)
     use_gpu = scaling.use_gpu if scaling.use_gpu is not None else gpus > 0
     gpw = scaling.gpus_per_worker if use_gpu else 0.0
     backend = scaling.backend or ("nccl" if use_gpu else "gloo")
     executor, notes = choose_backend(executor, BackendRequest(
-        num_workers=n, use_gpu=use_gpu, datasets=datasets, cluster=cluster, trainable=trainable))
+        num_workers=n, use_gpu=use_gpu, datasets=datasets, cluster=cluster, trainable=trainable,
+        elastic=elastic))
     _check_backend(scaling, use_gpu, backend, gpw)
+    # What the errors quote and propose: elastic, the min is what must fit
+    value = list(scaling.num_workers) if elastic else n
+    what = f" for min {n} worker(s)" if elastic else ""
+
+    def fix(k: int) -> str:
+        return f"set scaling.num_workers={f'[{k},{max(k, high)}]' if elastic else k}"
+
     if use_gpu and _gpu_slots(gpw, gpus) < n:
         raise ClusterFitError(
-            "scaling.num_workers", n,
-            f"needs {n * gpw:g} GPUs ({gpw:g} per worker, use_gpu=true) but the cluster has "
-            f"{gpus:g}" + (f" (a GPU holds {math.floor(1 / gpw + 1e-9)} such workers)"
-                           if gpw < 1 and gpus >= 1 else ""),
-            f"set scaling.num_workers={max(1, _gpu_slots(gpw, gpus))}"
+            "scaling.num_workers", value,
+            f"needs {n * gpw:g} GPUs{what} ({gpw:g} per worker, use_gpu=true) but the "
+            f"cluster has {gpus:g}" + (f" (a GPU holds {math.floor(1 / gpw + 1e-9)} such "
+                                       "workers)" if gpw < 1 and gpus >= 1 else ""),
+            fix(max(1, _gpu_slots(gpw, gpus)))
             if _gpu_slots(gpw, gpus) >= 1 else "set scaling.use_gpu=false to train on CPUs")
     cpw = scaling.cpus_per_worker
     if cpw is None:  # 1 CPU each, or an equal share so that one trial fits on this cluster
-        cpw = 1.0 if n <= cpus else math.floor(100 * cpus / n) / 100
+        # (not for elastic trials: a share of today's cluster would be wrong once it grows)
+        cpw = 1.0 if n <= cpus or elastic else math.floor(100 * cpus / n) / 100
         if cpw < 0.1:
             raise ClusterFitError(
-                "scaling.num_workers", n, f"leaves each worker {cpus / n:.2f} of the cluster's "
-                f"{cpus:g} CPUs (under 0.1 each, too slow to be useful)",
-                f"set scaling.num_workers={max(1, int(cpus))} or fewer")
+                "scaling.num_workers", value, f"leaves each worker {cpus / n:.2f} of the "
+                f"cluster's {cpus:g} CPUs (under 0.1 each, too slow to be useful)",
+                f"{fix(max(1, int(cpus)))} or fewer")
     if n * cpw > cpus + 1e-9:
         raise ClusterFitError(
-            "scaling.num_workers", n,
-            f"needs {n * cpw:g} CPUs ({cpw:g} per worker) but the cluster has {cpus:g}",
-            f"set scaling.num_workers={max(1, int(cpus // cpw))}, or lower "
-            "scaling.cpus_per_worker")
-    fits = math.floor(cpus / (n * cpw) + 1e-9)
-    if use_gpu:
-        fits = min(fits, _gpu_slots(gpw, gpus) // n)
+            "scaling.num_workers", value,
+            f"needs {n * cpw:g} CPUs{what} ({cpw:g} per worker) but the cluster has "
+            f"{cpus:g}", f"{fix(max(1, int(cpus // cpw)))}, or lower scaling.cpus_per_worker")
+    fits = _fits(n, high, cpw, gpw if use_gpu else 0.0, cpus, gpus)
     # An explicit search.max_concurrent_trials wins (an autoscaling cluster grows to fit it);
     # the runner warns when it exceeds what fits now, since the surplus trials wait.
     return ResourcePlan(use_gpu=use_gpu, num_workers=n, cpus_per_worker=cpw,
                         gpus_per_worker=gpw, max_concurrent_trials=max_concurrent or fits,
                         trials_that_fit=fits, cluster_cpus=cpus, cluster_gpus=gpus,
-                        executor=executor, backend=backend, notes=tuple(notes))
+                        executor=executor, backend=backend, notes=tuple(notes),
+                        max_workers=high if elastic else None)

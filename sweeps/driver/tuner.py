@@ -74,7 +74,9 @@ def trial_plan(cfg: SweepConfig, constants: dict[str, Any], plan: ResourcePlan,
         time_attr=e.time_attr,
         checkpoint_every=cfg.checkpoint.every, checkpoint_keep=cfg.checkpoint.keep,
         max_failures=cfg.trial.max_failures,
-        poll_interval_s=cfg.trial.poll_interval_s, prestart=cfg.trial.prestart,
+        poll_interval_s=cfg.trial.poll_interval_s,
+        # prestart_next readies the next trial's workers for a fixed count: not elastic ones
+        prestart=cfg.trial.prestart and not plan.elastic,
         start_timeout_s=cfg.trial.start_timeout_s, seed=cfg.sweep.seed, ended=ended or {},
         preemption_watcher=on_cluster,
         driver_pin=(_head_node_pin() if on_cluster and backend_for(plan.executor).pins_driver()
@@ -82,6 +84,7 @@ def trial_plan(cfg: SweepConfig, constants: dict[str, Any], plan: ResourcePlan,
         datasets=datasets or {},
         datasets_to_split=None if e.datasets_to_split is None else list(e.datasets_to_split),
         executor=plan.executor, backend=plan.backend,
+        max_workers=plan.max_workers, resize_interval_s=cfg.scaling.elastic_resize_interval_s,
     )
 
 

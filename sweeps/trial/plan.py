@@ -64,6 +64,22 @@ class TrialPlan:
     # What the Tune trial process reserves besides its backend's own (a Train trial's: on a
     # cluster, a pin to the head node; sweeps.driver.tuner.trial_plan)
     driver_pin: dict[str, float] = field(default_factory=dict)
+    # Elastic trials (scaling.num_workers=[num_workers, max_workers]; None: a fixed count) and
+    # how often Ray Train looks for room to resize one (scaling.elastic_resize_interval_s)
+    max_workers: int | None = None
+    resize_interval_s: float = 10.0
+
+    @property
+    def train_workers(self) -> int | tuple[int, int]:
+        """Ray Train's ``ScalingConfig(num_workers=...)``: the count, or (min, max).
+
+        Example:
+            >>> TrialPlan(**{**_EXAMPLE, "max_workers": 4}).train_workers
+            (1, 4)
+        """
+        if self.max_workers is None:
+            return self.num_workers
+        return (self.num_workers, self.max_workers)
 
     def worker_config(self, sampled: dict[str, Any]) -> dict[str, Any]:
         """The ``config`` every Train worker receives: the experiment's params, its constants

@@ -48,6 +48,7 @@ class BackendRequest:
     datasets: bool = False  # experiment.datasets is set
     cluster: bool = False  # the sweep joins a Ray cluster (ray.address)
     trainable: str | None = None  # experiment.trainable: a backend may read the loop's source
+    elastic: bool = False  # scaling.num_workers=[min, max]; num_workers is then the min
 
 
 @dataclass(frozen=True)

@@ -61,9 +61,16 @@ class InlineBackend(TrialBackend):
 
     @classmethod
     def refusal(cls, request: BackendRequest) -> Refusal | None:
-        """Datasets split over several ranks, a Train API call it does not serve, GPU ranks
-        of several workers: checked in that order."""
+        """Elastic trials, datasets split over several ranks, a Train API call it does not
+        serve, GPU ranks of several workers: checked in that order."""
         n = request.num_workers
+        if request.elastic:  # its peers are a fixed set; Ray Train's elastic policy resizes
+            return Refusal("runs a fixed set of ranks and cannot grow or shrink a trial "
+                           "(scaling.num_workers=[min, max])",
+                           "set trial.executor=auto or trial.executor=train (a Ray Train run "
+                           "resizes elastic trials), or a fixed scaling.num_workers",
+                           "elastic trials (scaling.num_workers=[min, max]) run as Ray Train "
+                           "runs, which resize them (trial.executor=train)")
         if n > 1 and request.datasets:
             return Refusal(f"runs ranks 1.. of a {n}-worker trial in peer processes, which do "
                            "not split experiment.datasets (Ray Train's DataConfig does)",

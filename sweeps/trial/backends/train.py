@@ -10,7 +10,10 @@ notes the config keys read), with the report bridge (metrics, checkpoint path an
 clock back to Tune: ``sweeps.trial.backends.report_bridge``) and the placement-group ledger
 (``sweeps.placement``). A Train run resumes from its latest checkpoint when started again with
 the same (storage path, name), so a retried or resumed trial picks up where it stopped; Train
-restarts its worker group up to ``trial.max_failures`` times.
+restarts its worker group up to ``trial.max_failures`` times. Elastic trials
+(``scaling.num_workers=[min, max]``) hand Train the range: it starts them with what the cluster
+holds and resizes them, each time restarting the workers from the latest checkpoint, the same
+path a restart after a failure takes (so the trial's clock and report log go on unchanged).
 
 What it costs: the Tune trial process reserves next to nothing (the run's workers reserve the
 trial's resources), and on a cluster it is pinned to the head node
@@ -29,9 +32,11 @@ from sweeps.trial.backends.base import BackendRequest, Refusal, TrialAttempt, Tr
 if TYPE_CHECKING:
     from sweeps.trial.plan import TrialPlan
 
-__all__ = ["TRIAL_DRIVER_RESOURCES", "TrainBackend", "data_config", "start_limits"]
+__all__ = ["TRIAL_DRIVER_RESOURCES", "TrainBackend", "data_config", "elastic_options",
+           "start_limits"]
 
 START_ATTEMPT_S = 60.0  # Ray Train's own wait per worker-group start attempt
+ELASTIC_START_ATTEMPT_S = 25.0  # an elastic trial's (start_limits says why)
 # What a Train trial's Tune process reserves: it only waits on trainer.fit(), so no CPU (a
 # deliberate divergence from Tune's 1 CPU per trial; sweeps.driver.resources says why), just
 # 1 MiB of Ray's memory resource (a trial with no resource at all is rejected by Tune).
@@ -97,7 +102,8 @@ class TrainBackend(TrialBackend):
         plan, trial_id, run_dir = attempt.plan, attempt.trial_id, attempt.run_dir
         logged_before = len(report_log.records(run_dir))
         # Read by the Train controller this process starts (Ray propagates RAY_TRAIN_* vars).
-        attempt_s, start_failures = start_limits(plan.start_timeout_s)
+        attempt_s, start_failures = start_limits(plan.start_timeout_s,
+                                                 elastic=plan.max_workers is not None)
         os.environ.update(controller_env(plan.poll_interval_s, attempt_s,
                                          plan.preemption_watcher))
         # Its processes import Train as they start; not beside Ray Data, whose task processes
@@ -110,8 +116,9 @@ class TrainBackend(TrialBackend):
             torch_config=TorchConfig(backend=plan.backend),
             datasets=dict(plan.datasets) or None,
             dataset_config=data_config(plan.datasets_to_split),
-            scaling_config=ScalingConfig(num_workers=plan.num_workers, use_gpu=plan.use_gpu,
-                                         resources_per_worker=dict(plan.worker_resources)),
+            scaling_config=ScalingConfig(num_workers=plan.train_workers, use_gpu=plan.use_gpu,
+                                         resources_per_worker=dict(plan.worker_resources),
+                                         **elastic_options(plan)),
             run_config=RunConfig(
                 name=trial_id,
                 storage_path=uri_of(plan.train_storage),  # the URI itself on an object store
@@ -133,7 +140,7 @@ class TrainBackend(TrialBackend):
             if gpu_memory.noted(run_dir) is None:
                 from sweeps.trial.backends.rank_error import from_train_run
 
-                own = from_train_run(exc, plan.num_workers)
+                own = from_train_run(exc, plan.max_workers or plan.num_workers)
                 if own is exc:
                     raise
                 raise own from None  # the failing rank's error; the others' in its notes
@@ -153,15 +160,40 @@ def data_config(datasets_to_split: list[str] | None) -> Any:
                       else list(datasets_to_split))
 
 
-def start_limits(start_timeout_s: float) -> tuple[float, int]:
+def elastic_options(plan: TrialPlan) -> dict[str, Any]:
+    """``ScalingConfig`` keywords of an elastic trial (none for a fixed count): how often Train
+    looks for room to resize it while it is healthy (``scaling.elastic_resize_interval_s``;
+    Train's default is 60 s, ray/train/v2/api/config.py ScalingConfig).
+
+    Example:
+        >>> from sweeps.trial.plan import _EXAMPLE, TrialPlan
+        >>> elastic_options(TrialPlan(**_EXAMPLE))
+        {}
+        >>> elastic_options(TrialPlan(**{**_EXAMPLE, "max_workers": 2, "resize_interval_s": 5}))
+        {'elastic_resize_monitor_interval_s': 5.0}
+    """
+    if plan.max_workers is None:
+        return {}
+    return {"elastic_resize_monitor_interval_s": float(plan.resize_interval_s)}
+
+
+def start_limits(start_timeout_s: float, elastic: bool = False) -> tuple[float, int]:
     """(seconds per worker-group start attempt, start failures tolerated) for a trial whose
     workers may wait ``start_timeout_s`` for resources (-1: forever, Ray Train's default).
 
+    An elastic trial's attempts last at most ``ELASTIC_START_ATTEMPT_S``: Train sizes each
+    start from its AutoscalingCoordinator's view of the nodes, which that actor refreshes every
+    20 s (``_AutoscalingCoordinatorActor.TICK_INTERVAL_S``, ray/data/_internal/
+    cluster_autoscaler/default_autoscaling_coordinator.py). Right after a node is lost that
+    view still counts it, Train asks for workers that cannot fit, and only a timed-out
+    attempt makes it ask again (measured: a shrink took 60 s longer with Train's 60 s attempt).
+
     Example:
-        >>> start_limits(600), start_limits(20), start_limits(-1)
-        ((60.0, 9), (20.0, 0), (60.0, -1))
+        >>> start_limits(600), start_limits(20), start_limits(-1), start_limits(600, True)
+        ((60.0, 9), (20.0, 0), (60.0, -1), (25.0, 23))
     """
+    longest = ELASTIC_START_ATTEMPT_S if elastic else START_ATTEMPT_S
     if start_timeout_s == -1:
-        return START_ATTEMPT_S, -1
-    attempt_s = min(START_ATTEMPT_S, float(start_timeout_s))
+        return longest, -1
+    attempt_s = min(longest, float(start_timeout_s))
     return attempt_s, max(0, math.ceil(start_timeout_s / attempt_s) - 1)

@@ -45,6 +45,9 @@ BAD = [
     # (overrides, key in message, fragment of the fix)
     (["experiment.mode=maximize"], "experiment.mode", "set experiment.mode=max"),
     (["scaling.num_workers=0"], "scaling.num_workers", ">= 1"),
+    (["scaling.num_workers=[3,2]"], "scaling.num_workers", "write scaling.num_workers=[2,3]"),
+    (["scaling.elastic_resize_interval_s=0"], "scaling.elastic_resize_interval_s",
+     "set scaling.elastic_resize_interval_s=10"),
     (["scaling.num_workers=3", "scaling.cpus_per_worker=1"], "scaling.num_workers",
      "needs 3 CPUs"),
     (["scaling.num_workers=64"], "scaling.num_workers", "under 0.1 each"),
