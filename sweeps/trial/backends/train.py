@@ -183,8 +183,8 @@ def start_limits(start_timeout_s: float, elastic: bool = False) -> tuple[float, 
 
     An elastic trial's attempts last at most ``ELASTIC_START_ATTEMPT_S``: Train sizes each
     start from its AutoscalingCoordinator's view of the nodes, which that actor refreshes every
-    20 s (``_AutoscalingCoordinatorActor.TICK_INTERVAL_S``, ray/data/_internal/
-    cluster_autoscaler/default_autoscaling_coordinator.py). Right after a node is lost that
+    20 s (its actor's ``TICK_INTERVAL_S`` in Ray Data's default autoscaling coordinator,
+    Ray 2.60: docs/clusters.md#elastic-trials cites the line). Right after a node is lost that
     view still counts it, Train asks for workers that cannot fit, and only a timed-out
     attempt makes it ask again (measured: a shrink took 60 s longer with Train's 60 s attempt).
 
