@@ -6,30 +6,32 @@
 
 The rule is Syne Tune's MOASHA (Schmucker et al. 2021, "Multi-objective multi-fidelity
 hyperparameter optimization with application to fairness"; Salinas et al. 2021 for the sort),
-as in syne-tune/syne-tune at d9970f2b:
+as in syne-tune/syne-tune at d9970f2b (June 2026), paths under syne_tune/optimizer/schedulers/:
 
-* ``syne_tune/optimizer/schedulers/asha.py:241-270`` (``Bracket.on_result``, which MOASHA
-  uses): a result is recorded at the highest rung its clock reached where the trial has no
-  record; the first result at a rung continues; otherwise the rung's recorded vectors plus the
-  new one are ranked, and the new trial stops when ``rank / n > 1 / reduction_factor``
-  (``rank``: how many of the ``n`` points rank before it). Here: ``rank * rf > n`` (exact in
-  floating point for the integer factors the config allows).
-* ``non_dominated_priority.py:103-145`` (``nondominated_sort``): the ranking is fronts in order
-  (the non-dominated points, then the non-dominated points of the rest, ...; ``pareto_efficient``
-  at lines 17-46: a dominates b when a is no worse on every objective and better on one), and
-  inside a front an epsilon-net (lines 49-91, Clarkson 2005): first the front's best point on
-  the first objective (``NonDominatedPriority(dim=0)``, its default; here the primary metric,
-  the earliest recorded on ties), then repeatedly the point farthest (Euclidean) from all points
-  already taken, the earliest recorded on ties (Syne Tune's ``argmax`` over a set of indices).
+* ``asha.py:241-270`` (``Bracket.on_result``, which ``multiobjective/moasha.py:94`` builds with
+  ``NonDominatedPriority()``, line 82): a result is recorded at the highest rung its clock
+  reached where the trial has no record; the first result at a rung continues; otherwise the
+  rung's recorded points plus the new one are ranked, and the new trial stops when
+  ``rank / n > 1 / reduction_factor`` (``rank``: how many of the ``n`` points rank before it).
+  Here: ``rank * rf > n`` (no rounding: the same test in exact arithmetic).
+* ``multiobjective/non_dominated_priority.py:91-147`` (``nondominated_sort``): the ranking is
+  fronts in order (the non-dominated points, then those of the rest, ...; ``pareto_efficient``,
+  lines 4-34: a dominates b when a is no worse on every objective and better on one), and
+  inside a front an epsilon-net (``compute_epsilon_net``, lines 37-88, after Clarkson 2005):
+  first the front's best point on the first objective (line 66, ``dim=0`` being
+  ``NonDominatedPriority``'s default, ``multiobjective_priority.py:72-102``; here the primary
+  metric, the earliest recorded on ties), then repeatedly the point farthest (Euclidean) from
+  all points taken, the earliest recorded on ties (line 80's ``argmax`` over ascending indices).
 * Rungs as ``sweeps.search.asha`` (Ray's milestones and rung count, which Syne Tune's
-  ``Bracket`` computes with the same formula); the budget and ``stop_last_trials`` as there.
+  ``Bracket`` computes with the same formula, ``asha.py:235-238``); budget, ``stop_last_trials``
+  as there.
 
 Deliberate divergences, each for a reason:
 
-* Syne Tune feeds the sorted order (a list of indices) to ``searchsorted`` as if it were a
-  priority per point (``multiobjective_priority.py:97-104`` with ``asha.py:262-265``), and
-  indexes a front with the epsilon-net's ranks as if they were its order
-  (``non_dominated_priority.py:129-132``); both coincide with the intent only when the points
+* Syne Tune hands the sorted order (a list of indices) to ``searchsorted`` as if it were a
+  priority per point (``multiobjective_priority.py:97-102`` into ``asha.py:258-265``), and
+  indexes a front with the epsilon-net's ranks (lines 84-88) as if they were its order
+  (``non_dominated_priority.py:129-132``); both agree with the paper only when the points
   arrive already sorted (its tests' case). Here the new trial's rank is its position in the
   order the paper describes.
 * Distances in the epsilon-net are taken on each front scaled to [0, 1] per objective (Syne
