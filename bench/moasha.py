@@ -9,7 +9,9 @@ and searcher), each with the same ``--trials`` trials of at most ``--epochs`` ep
 
 1. **none**: ``scheduler=none``, every trial trains every epoch;
 2. **asha**: ``scheduler=asha`` (MO-ASHA, ``sweeps.search.moasha``: promotion by non-dominated
-   sort, the experiment's ``grace_period`` 1 and ``reduction_factor`` 3).
+   sort, the experiment's ``grace_period`` 1 and ``reduction_factor`` 3), the same trials;
+3. **asha_2x**: MO-ASHA with twice the trials, about the epochs that **none** trains (what
+   early stopping is for: more configurations for the same compute).
 
 Per sweep: the **hypervolume** of its final Pareto front (``pareto.json``, the summary's: each
 trial's values from the report where its ``val_acc`` was best), the **epochs** it trained
@@ -23,7 +25,7 @@ one trial with val_acc 0.9 and 5,000 parameters scores 0.9 * (1 - 0.34) = 0.59).
 Each sweep runs in its own process under ``flock /tmp/sweeps-ray.lock`` (``--no-lock`` when the
 caller holds it), its own ``sweep.dir`` and one SQLite MLflow file, under a temporary directory
 (``--keep`` keeps them). ``--workers 1`` (the experiment says 2) lets two trials run at once on
-2 CPUs, which keeps the 6 sweeps of the default size under 15 minutes there; the JSON says
+2 CPUs, which keeps the 9 sweeps of the default size under 15 minutes there; the JSON says
 which sizes ran. Writes ``bench/results/moasha.json`` and prints the markdown table.
 """
 
@@ -45,7 +47,8 @@ ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results"
 LOCK = "/tmp/sweeps-ray.lock"
 EXPERIMENT = "digits_multiobjective"
-SCHEDULERS = ("none", "asha")
+CONTENDERS = {"none": ("none", 1), "asha": ("asha", 1), "asha_2x": ("asha", 2)}  # scheduler,
+# trials as a multiple of --trials
 LOG10_PARAMS = (2.5, 6.0)  # the normalisation box of log10(n_params)
 REFERENCE = (1.0, 1.0)
 
@@ -90,12 +93,14 @@ def _child(out: str, overrides: list[str]) -> None:
     Path(out).write_text(json.dumps({"start": start, "end": time.time()}))
 
 
-def run_one(scheduler: str, seed: int, trials: int, epochs: int, workers: int,
+def run_one(contender: str, seed: int, trials: int, epochs: int, workers: int,
             storage: Path, lock: str | None = LOCK) -> dict[str, Any]:
     """One sweep in a new process (under ``flock lock``); what ``summarize`` needs of it."""
     from sweeps.search.decisions import decision_log
 
-    name = f"{scheduler}-s{seed}"
+    scheduler, times = CONTENDERS[contender]
+    trials *= times
+    name = f"{contender}-s{seed}"
     sweep_dir = storage / name
     overrides = [f"scheduler={scheduler}", f"search.num_samples={trials}",
                  f"scheduler.max_t={epochs}", f"scaling.num_workers={workers}",
@@ -118,7 +123,8 @@ def run_one(scheduler: str, seed: int, trials: int, epochs: int, workers: int,
               for m in front["members"]]
     stopped = {r["trial"] for r in records if r.get("action") == "STOP"
                and r.get("epoch", epochs) < epochs and not r.get("error")}
-    return {"scheduler": scheduler, "seed": seed, "hypervolume": hypervolume(points),
+    return {"contender": contender, "scheduler": scheduler, "seed": seed,
+            "hypervolume": hypervolume(points),
             "epochs": sum("action" in r for r in records),
             "seconds": round(timing["end"] - timing["start"], 1),
             "front_size": len(points), "trials": front["trials"], "stopped": len(stopped),
@@ -127,29 +133,31 @@ def run_one(scheduler: str, seed: int, trials: int, epochs: int, workers: int,
 
 def summarize(runs: list[dict[str, Any]], *, trials: int, epochs: int, workers: int,
               seeds: list[int]) -> dict[str, Any]:
-    """Per scheduler: the mean and per-seed hypervolume, epochs and seconds; ASHA's epochs
-    and hypervolume as a ratio to none's."""
+    """Per contender: the means over seeds of hypervolume, epochs, seconds, front size and
+    trials stopped; each MO-ASHA contender's hypervolume, epochs and seconds over none's."""
     rows = {}
-    for s in SCHEDULERS:
-        mine = [r for r in runs if r["scheduler"] == s]
-        rows[s] = {k: round(statistics.mean(r[k] for r in mine), 4)
-                   for k in ("hypervolume", "epochs", "seconds", "front_size", "stopped")}
-    ratios = {k: round(rows["asha"][k] / rows["none"][k], 3)
-              for k in ("hypervolume", "epochs", "seconds") if rows["none"][k]}
+    for c in CONTENDERS:
+        mine = [r for r in runs if r.get("contender", r["scheduler"]) == c]
+        if mine:
+            rows[c] = {k: round(statistics.mean(r[k] for r in mine), 4)
+                       for k in ("hypervolume", "epochs", "seconds", "front_size", "stopped")}
+    ratios = {c: {k: round(rows[c][k] / rows["none"][k], 3)
+                  for k in ("hypervolume", "epochs", "seconds") if rows["none"][k]}
+              for c in rows if c != "none"}
     return {"experiment": EXPERIMENT, "trials": trials, "epochs": epochs, "workers": workers,
             "seeds": seeds,
-            "sizes_note": "search.num_samples and scheduler.max_t are the experiment's (12, 6); "
-                          "scaling.num_workers=1 instead of its 2, so two trials run at once "
-                          "on 2 CPUs",
+            "sizes_note": "search.num_samples and scheduler.max_t are the experiment's (12, 6; "
+                          "asha_2x: 24 trials); scaling.num_workers=1 instead of its 2, so two "
+                          "trials run at once on 2 CPUs",
             "hypervolume_space": {"x": "1 - val_acc", "y": "(log10(n_params) - 2.5) / 3.5",
                                   "clipped_to": [0, 1], "reference_point": list(REFERENCE),
                                   "front": "pareto.json (each trial's best-val_acc report)"},
-            "rows": rows, "asha_over_none": ratios, "per_seed": runs}
+            "rows": rows, "over_none": ratios, "per_seed": runs}
 
 
 def format_markdown(result: dict[str, Any]) -> str:
     """The table docs/experiments.md shows."""
-    lines = ["| scheduler | hypervolume (mean) | epochs trained (mean) | wall s (mean) | "
+    lines = ["| contender | hypervolume (mean) | epochs trained (mean) | wall s (mean) | "
              "front size | trials stopped early |", "|---|---|---|---|---|---|"]
     for s, row in result["rows"].items():
         lines.append(f"| {s} | {row['hypervolume']:.3f} | {row['epochs']:.1f} | "
@@ -175,11 +183,11 @@ def main(argv: list[str] | None = None) -> None:
         storage.mkdir(parents=True, exist_ok=True)
         runs = []
         for seed in args.seeds:
-            for s in SCHEDULERS:
-                runs.append(run_one(s, seed, args.trials, args.epochs, args.workers, storage,
+            for c in CONTENDERS:
+                runs.append(run_one(c, seed, args.trials, args.epochs, args.workers, storage,
                                     None if args.no_lock else LOCK))
                 r = runs[-1]
-                print(f"{s} seed {seed}: hypervolume {r['hypervolume']:.3f}, {r['epochs']} "
+                print(f"{c} seed {seed}: hypervolume {r['hypervolume']:.3f}, {r['epochs']} "
                       f"epochs, {r['seconds']:.0f} s", flush=True)
     result = summarize(runs, trials=args.trials, epochs=args.epochs, workers=args.workers,
                        seeds=args.seeds)

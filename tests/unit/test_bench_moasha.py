@@ -33,12 +33,12 @@ def test_normalised(val_acc, n_params, point) -> None:
 
 
 def test_summary_means_and_ratios() -> None:
-    runs = [{"scheduler": s, "seed": seed, "hypervolume": hv, "epochs": ep, "seconds": 10.0,
-             "front_size": 2, "stopped": st}
+    runs = [{"contender": s, "scheduler": s, "seed": seed, "hypervolume": hv, "epochs": ep,
+             "seconds": 10.0, "front_size": 2, "stopped": st}
             for s, seed, hv, ep, st in [("none", 0, 0.6, 72, 0), ("none", 1, 0.8, 72, 0),
                                         ("asha", 0, 0.7, 30, 8), ("asha", 1, 0.7, 34, 7)]]
     result = summarize(runs, trials=12, epochs=6, workers=1, seeds=[0, 1])
     assert result["rows"]["none"]["hypervolume"] == pytest.approx(0.7)
     assert result["rows"]["asha"]["epochs"] == 32
-    assert result["asha_over_none"] == {"hypervolume": 1.0, "epochs": 0.444, "seconds": 1.0}
+    assert result["over_none"] == {"asha": {"hypervolume": 1.0, "epochs": 0.444, "seconds": 1.0}}
     assert "| asha | 0.700 | 32.0 |" in format_markdown(result)
