@@ -10,8 +10,8 @@ and searcher), each with the same ``--trials`` trials of at most ``--epochs`` ep
 1. **none**: ``scheduler=none``, every trial trains every epoch;
 2. **asha**: ``scheduler=asha`` (MO-ASHA, ``sweeps.search.moasha``: promotion by non-dominated
    sort, the experiment's ``grace_period`` 1 and ``reduction_factor`` 3), the same trials;
-3. **asha_2x**: MO-ASHA with twice the trials, about the epochs that **none** trains (what
-   early stopping is for: more configurations for the same compute).
+3. **asha_2x**: MO-ASHA with twice the trials, for a number of epochs near what **none**
+   trains (what early stopping is for: more configurations for the compute; measured 1.2x).
 
 Per sweep: the **hypervolume** of its final Pareto front (``pareto.json``, the summary's: each
 trial's values from the report where its ``val_acc`` was best), the **epochs** it trained
