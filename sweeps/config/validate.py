@@ -150,7 +150,7 @@ def validate(cfg: SweepConfig) -> None:
 
 def _check_objectives(cfg: SweepConfig) -> None:
     """``experiment.metrics`` (multi-objective): directions, the primary metric, and no
-    scheduler that judges a single metric."""
+    scheduler that judges a single metric (PBT; ASHA ranks several, see MO-ASHA)."""
     e, sc = cfg.experiment, cfg.scheduler
     for name, direction in e.metrics.items():
         _require(direction in MODES, f"experiment.metrics.{name}", direction,
@@ -164,11 +164,11 @@ def _check_objectives(cfg: SweepConfig) -> None:
     _require(e.metrics[e.metric] == e.mode, "experiment.mode", e.mode,
              f"contradicts experiment.metrics.{e.metric}={e.metrics[e.metric]}",
              "leave experiment.mode unset, or make the two agree")
-    if len(e.metrics) > 1:
-        _require(sc.name == "none", "scheduler.name", sc.name,
+    if len(e.metrics) > 1:  # asha becomes MO-ASHA (sweeps.search.moasha); PBT has no such rule
+        _require(sc.name != "pbt", "scheduler.name", sc.name,
                  f"judges trials by one metric, but experiment.metrics has {len(e.metrics)} "
-                 "objectives", "use scheduler=none with several objectives (every trial "
-                 "trains scheduler.max_t epochs), or keep one metric")
+                 "objectives", "use scheduler=asha (MO-ASHA: promotion by non-dominated sort) "
+                 "or scheduler=none with several objectives, or keep one metric")
 
 
 def _check_backend(backend: str | None) -> None:

@@ -111,8 +111,10 @@ def format_plan(prepared) -> str:  # prepared: sweeps.driver.runner.Prepared
         lines.append(f"  warm start: {warm.describe()}")
     if s.name == "asha":
         rungs = ", ".join(map(str, budget.rungs)) or "none below max_t"
+        mo = cfg.experiment.metrics if len(cfg.experiment.metrics) > 1 else {}
+        how = f" by non-dominated sort of {', '.join(mo)} (MO-ASHA)" if mo else ""
         lines.append(f"  scheduler asha: rungs at epoch {rungs}; keeps the top "
-                     f"1/{s.reduction_factor} at each; max {s.max_t} epochs")
+                     f"1/{s.reduction_factor} at each{how}; max {s.max_t} epochs")
     elif s.name == "pbt":
         lines.append(f"  scheduler pbt: every {s.perturbation_interval} epoch(s) the bottom "
                      f"{s.quantile_fraction:.0%} copy a top trial's checkpoint and perturb its "

@@ -4,9 +4,10 @@
     results = tuner.fit()
 
 Search: ``sweeps.search.searchers`` (Optuna through Ray's ``OptunaSearch``, or Tune's seeded
-``BasicVariantGenerator`` for random and grid search). Scheduler: ASHA (``sweeps.search.asha``)
-on the trial's clock (``sweeps_epoch``, see ``sweeps.trial.clock``; never Tune's
-``training_iteration``, which restarts at 1 after a restore), PBT (``sweeps.search.pbt``) or
+``BasicVariantGenerator`` for random and grid search). Scheduler: ASHA (``sweeps.search.asha``;
+MO-ASHA, ``sweeps.search.moasha``, with several objectives) on the trial's clock
+(``sweeps_epoch``, see ``sweeps.trial.clock``; never Tune's ``training_iteration``, which
+restarts at 1 after a restore), PBT (``sweeps.search.pbt``) or
 FIFO; all stop a trial at the budget ``scheduler.max_t``.
 """
 
@@ -37,7 +38,8 @@ __all__ = ["build_tuner", "restore_tuner", "make_search_alg", "make_scheduler", 
 
 
 def make_scheduler(cfg: SweepConfig, sweep_dir: Path) -> ResumableASHA | ResumableFIFO | Any:
-    """ASHA over reported epochs, or FIFO (every trial runs ``scheduler.max_t`` epochs); both
+    """ASHA over reported epochs (MO-ASHA, ``sweeps.search.moasha``, with several
+    ``experiment.metrics``), PBT, or FIFO (every trial runs ``scheduler.max_t`` epochs); all
     log their decisions under ``sweep_dir`` so a resumed sweep keeps them."""
     from sweeps.search.schedulers import ResumableASHA, ResumableFIFO
 
@@ -50,6 +52,11 @@ def make_scheduler(cfg: SweepConfig, sweep_dir: Path) -> ResumableASHA | Resumab
                             parse_space(cfg.experiment.search_space)[0], s, cfg.sweep.seed)
     if s.name == "none":
         return ResumableFIFO(sweep_dir, objective_of(cfg))
+    if len(cfg.experiment.metrics) > 1:  # MO-ASHA: promotion by non-dominated sort
+        from sweeps.search.moasha_scheduler import ResumableMOASHA
+
+        return ResumableMOASHA(sweep_dir, objective_of(cfg), dict(cfg.experiment.metrics),
+                               grace_period=s.grace_period, reduction_factor=s.reduction_factor)
     return ResumableASHA(sweep_dir, objective_of(cfg), grace_period=s.grace_period,
                          reduction_factor=s.reduction_factor)
 

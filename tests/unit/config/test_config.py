@@ -107,8 +107,6 @@ BAD = [
      "search.sampler._target_", "cannot sample this sweep"),
     (["search=optuna", "search.sampler._target_=optuna.samplers.GridSampler"],
      "search.sampler._target_", "use search=grid"),
-    (["+experiment.metrics={val_acc: max, val_loss: min}"], "scheduler.name",
-     "use scheduler=none with several objectives"),
     (["+experiment.metrics={val_acc: max, val_loss: min}", "scheduler=pbt"], "scheduler.name",
      "judges trials by one metric"),
     (["+experiment.metrics={val_acc: max, val_loss: down}", "scheduler=none"],

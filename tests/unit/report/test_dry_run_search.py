@@ -51,7 +51,7 @@ def _plan(tmp_path: Path, overrides: list[str]) -> str:
           "  warning: search=grid runs 216 trials (2 lr x 4 hidden x 3 depth x 3 dropout x 3 "
           "batch_size); trim the choices or use search=tpe if that is more than you meant"], []),
         (["search=tpe"], ["  search tpe (TPESampler), 8 trials, seed 0; 5 parameter(s):"],
-         ["warning:", "Pareto"]),
+         ["warning:", "Pareto", "MO-ASHA"]),
         (["search=optuna", "search.sampler._target_=optuna.samplers.QMCSampler",
           "++search.sampler.scramble=true", "sweep.seed=3", "search.num_samples=6"],
          ["  search optuna (QMCSampler), 6 trials, seed 3; 5 parameter(s):"], ["warning:"]),
@@ -69,6 +69,9 @@ def _plan(tmp_path: Path, overrides: list[str]) -> str:
          # objectives in the order written; digits.yaml's own metric stays the primary
          ["minimize val_loss, maximize val_acc (multi-objective: Pareto front; val_acc ranks "
           "checkpoints)"], []),
+        (["+experiment.metrics={val_acc: max, val_loss: min}"],
+         ["  scheduler asha: rungs at epoch 1, 3; keeps the top 1/3 at each by non-dominated "
+          "sort of val_acc, val_loss (MO-ASHA); max 9 epochs"], []),
         (["scheduler=pbt", "search=random"],
          ["  scheduler pbt: every 2 epoch(s) the bottom 25% copy a top trial's checkpoint and "
           "perturb its values (resample p=0.25); every trial trains 9 epochs",

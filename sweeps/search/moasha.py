@@ -1,0 +1,171 @@
+"""One bracket of multi-objective ASHA (MO-ASHA), in plain Python: promotion by non-dominated sort.
+
+    halving = MOHalving(grace_period=1, max_t=9, reduction_factor=3)
+    halving.judge("t0", 1, (0.80, -5000.0))    # False: the first result at a rung continues
+    halving.judge("t1", 1, (0.70, -9000.0))    # True: dominated by t0 (worse on both), stop it
+
+The rule is Syne Tune's MOASHA (Schmucker et al. 2021, "Multi-objective multi-fidelity
+hyperparameter optimization with application to fairness"; Salinas et al. 2021 for the sort),
+as in syne-tune/syne-tune at d9970f2b (June 2026), paths under syne_tune/optimizer/schedulers/:
+
+* ``asha.py:241-270`` (``Bracket.on_result``, which ``multiobjective/moasha.py:94`` builds with
+  ``NonDominatedPriority()``, line 82): a result is recorded at the highest rung its clock
+  reached where the trial has no record; the first result at a rung continues; otherwise the
+  rung's recorded points plus the new one are ranked, and the new trial stops when
+  ``rank / n > 1 / reduction_factor`` (``rank``: how many of the ``n`` points rank before it).
+  Here: ``rank * rf > n`` (no rounding: the same test in exact arithmetic).
+* ``multiobjective/non_dominated_priority.py:91-147`` (``nondominated_sort``): the ranking is
+  fronts in order (the non-dominated points, then those of the rest, ...; ``pareto_efficient``,
+  lines 4-34: a dominates b when a is no worse on every objective and better on one), and
+  inside a front an epsilon-net (``compute_epsilon_net``, lines 37-88, after Clarkson 2005):
+  first the front's best point on the first objective (line 66, ``dim=0`` being
+  ``NonDominatedPriority``'s default, ``multiobjective_priority.py:72-102``; here the primary
+  metric, the earliest recorded on ties), then repeatedly the point farthest (Euclidean) from
+  all points taken, the earliest recorded on ties (line 80's ``argmax`` over ascending indices).
+* Rungs as ``sweeps.search.asha`` (Ray's milestones and rung count, which Syne Tune's
+  ``Bracket`` computes with the same formula, ``asha.py:235-238``); budget, ``stop_last_trials``
+  as there.
+
+Deliberate divergences, each for a reason:
+
+* Syne Tune hands the sorted order (a list of indices) to ``searchsorted`` as if it were a
+  priority per point (``multiobjective_priority.py:97-102`` into ``asha.py:258-265``), and
+  indexes a front with the epsilon-net's ranks (lines 84-88) as if they were its order
+  (``non_dominated_priority.py:129-132``); both agree with the paper only when the points
+  arrive already sorted (its tests' case). Here the new trial's rank is its position in the
+  order the paper describes.
+* Distances in the epsilon-net are taken on each front scaled to [0, 1] per objective (Syne
+  Tune: raw values). With ``val_acc`` in [0, 1] and ``n_params`` in the thousands the raw
+  net would look at the parameter count alone.
+* Ties: a point equal on every objective to one ranked before it gets that one's rank (Syne
+  Tune: a unique position, so the later of two equal trials ranks behind). As in Ray's ASHA,
+  where a value equal to the cutoff continues, equal results are judged alike.
+* A non-finite objective (NaN/inf) makes the whole point the worst on every objective (the
+  caller passes ``WORST``-signed values, see ``sweeps.search.outcome``): such a trial sits
+  behind every trial with finite values; Syne Tune has no screen.
+
+With one objective the fronts are the distinct values in order and the rule is Syne Tune's
+single-objective ASHA (rank among the rung's results, new one included). That is not Ray's
+rule (``sweeps.search.asha``: the ``1 - 1/rf`` quantile of the results recorded before, linearly
+interpolated), so single-objective sweeps keep ``AsyncHalving``; the two agree on most results
+and ``tests/unit/search/test_moasha.py`` shows where they part.
+
+Values are signed so that higher is better on every objective (the caller multiplies a ``min``
+objective by -1).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from sweeps.search.asha import AsyncHalving
+
+__all__ = ["MOHalving", "dominates", "nondominated_order", "rank_of", "keeps"]
+
+Point = tuple[float, ...]
+
+
+def dominates(a: Sequence[float], b: Sequence[float]) -> bool:
+    """Whether ``a`` is no worse than ``b`` on every objective and better on one (higher is
+    better).
+
+    Example:
+        >>> dominates((0.9, -10), (0.8, -10)), dominates((0.9, -20), (0.8, -10))
+        (True, False)
+    """
+    return all(x >= y for x, y in zip(a, b, strict=True)) and any(
+        x > y for x, y in zip(a, b, strict=True))
+
+
+def _epsilon_net(points: Sequence[Point], front: list[int]) -> list[int]:
+    """``front`` (indices into ``points``, ascending) in epsilon-net order (module docstring)."""
+    if len(front) <= 2:  # the seed, then the only other point
+        seed = max(front, key=lambda i: (points[i][0], -i))
+        return [seed] + [i for i in front if i != seed]
+    dims = range(len(points[front[0]]))
+    lo = [min(points[i][k] for i in front) for k in dims]
+    span = [(max(points[i][k] for i in front) - lo[k]) or 1.0 for k in dims]
+    scaled = {i: tuple((points[i][k] - lo[k]) / span[k] for k in dims) for i in front}
+    order = [max(front, key=lambda i: (points[i][0], -i))]  # best primary, earliest on ties
+    nearest = {i: math.dist(scaled[i], scaled[order[0]]) for i in front if i != order[0]}
+    while nearest:
+        far = max(nearest, key=lambda i: (nearest[i], -i))  # farthest, earliest on ties
+        order.append(far)
+        del nearest[far]
+        for i in nearest:
+            nearest[i] = min(nearest[i], math.dist(scaled[i], scaled[far]))
+    return order
+
+
+def nondominated_order(points: Sequence[Point]) -> list[int]:
+    """The indices of ``points``, best first: front by front, each front in epsilon-net order.
+
+    Example:
+        >>> nondominated_order([(0.5, -1.0), (0.9, -9.0), (0.4, -2.0), (0.7, -5.0)])
+        [1, 0, 3, 2]
+    """
+    remaining, order = list(range(len(points))), []
+    while remaining:
+        front = [i for i in remaining
+                 if not any(dominates(points[j], points[i]) for j in remaining if j != i)]
+        order += _epsilon_net(points, front)
+        remaining = [i for i in remaining if i not in front]
+    return order
+
+
+def rank_of(points: Sequence[Point], index: int) -> int:
+    """How many points rank before ``points[index]``; a point equal to one ranked before it
+    takes that one's rank.
+
+    Example:
+        >>> rank_of([(0.9, -1.0), (0.5, -5.0), (0.5, -5.0)], 2)
+        1
+    """
+    order = nondominated_order(points)
+    return min(order.index(i) for i, p in enumerate(points) if p == points[index])
+
+
+def keeps(recorded: Sequence[Point], new: Point, reduction_factor: float) -> bool:
+    """Whether ``new`` continues at a rung holding ``recorded``: the first result does, then
+    a rank ``r`` among the ``n`` points (``new`` included) continues when ``r * rf <= n``.
+
+    Example:
+        >>> keeps([(0.9, -1.0), (0.5, -5.0)], (0.4, -6.0), 3)   # third of three: stop
+        False
+    """
+    if not recorded:
+        return True
+    points = [*recorded, new]
+    return rank_of(points, len(points) - 1) * reduction_factor <= len(points)
+
+
+class MOHalving(AsyncHalving):
+    """The rungs of one MO-ASHA bracket: ``AsyncHalving``'s milestones, budget and
+    ``stop_last_trials``, with a point (a tuple of signed objective values, primary first)
+    recorded per trial instead of one number, and ``keeps`` deciding at each rung.
+
+    Args:
+        grace_period, max_t, reduction_factor, stop_last_trials: as ``AsyncHalving``.
+    """
+
+    _levels: list[tuple[float, dict[str, Point]]]  # type: ignore[assignment]
+
+    def on_result(self, trial_id: str, clock: float, value: Point) -> bool:  # type: ignore[override]
+        """Record ``value`` at the highest rung ``clock`` reached where ``trial_id`` has none;
+        True when ``keeps`` says stop. The loop is ``AsyncHalving.on_result``'s."""
+        value = tuple(float(v) for v in value)
+        for milestone, recorded in self._levels:
+            if clock >= milestone and trial_id in recorded and not self.stop_last_trials:
+                return False
+            if clock < milestone or trial_id in recorded:
+                continue
+            stop = not keeps(list(recorded.values()), value, self.rf)
+            recorded[trial_id] = value
+            return stop
+        return False
+
+    def describe(self) -> str:
+        """Each rung's milestone and how many trials it holds (a front has no one cutoff)."""
+        return "MO-ASHA bracket: " + " | ".join(f"Iter {m:.3f}: {len(r)} recorded"
+                                                for m, r in self._levels)
