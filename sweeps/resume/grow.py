@@ -172,15 +172,32 @@ def _ended_at_budget(records: list[dict[str, Any]], budget: int) -> list[str]:
 def _rung_stops(cfg: SweepConfig, records: list[dict[str, Any]], old: int,
                 new: int) -> set[str]:
     """Trials the new rungs stop at the old ``max_t``: the log replayed through ASHA with
-    ``max_t=new`` (``sweeps.search.asha.replay_record``, as ``ResumableASHA`` replays it)."""
-    s = cfg.scheduler
-    halving = AsyncHalving(s.grace_period, new, s.reduction_factor)
-    sign = 1.0 if cfg.experiment.mode == "max" else -1.0
+    ``max_t=new`` (``sweeps.search.asha.replay_record``, as the scheduler replays it; MO-ASHA's
+    rungs, ``sweeps.search.moasha``, with several objectives)."""
+    s, e = cfg.scheduler, cfg.experiment
+    modes = {e.metric: e.mode, **{m: d for m, d in dict(e.metrics).items() if m != e.metric}}
+    if len(modes) > 1:
+        from sweeps.search.moasha import MOHalving
+
+        halving: AsyncHalving = MOHalving(s.grace_period, new, s.reduction_factor)
+    else:
+        halving = AsyncHalving(s.grace_period, new, s.reduction_factor)
     stopped: set[str] = set()
     for r in records:
-        if replay_record(halving, r, sign) and (r.get("epoch") or 0) >= old:
+        if replay_record(halving, r, _point(r, modes)) and (r.get("epoch") or 0) >= old:
             stopped.add(r["trial"])
     return stopped
+
+
+def _point(record: dict[str, Any], modes: dict[str, str]) -> Any:
+    """A logged judgement as the rungs compare it: the value signed so that higher is better,
+    or (several objectives) the tuple of them, primary first; None without one."""
+    sign = {"max": 1.0, "min": -1.0}
+    if len(modes) == 1:
+        value = record.get("value")
+        return None if value is None else sign[next(iter(modes.values()))] * value
+    values = record.get("values")
+    return None if not values else tuple(values[m] * sign[d] for m, d in modes.items())
 
 
 def apply_growth(sweep_dir: Path, growth: Growth, record: Any, resuming: bool) -> None:

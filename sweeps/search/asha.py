@@ -26,6 +26,7 @@ attribute.
 from __future__ import annotations
 
 import math
+from typing import Any
 
 from sweeps.errors import ConfigError
 
@@ -121,22 +122,23 @@ class AsyncHalving:
                                         for m, r in self._levels)
 
 
-def replay_record(halving: AsyncHalving, record: dict, sign: float) -> bool | None:
-    """Re-apply one record of the scheduler's decision log to ``halving``, as
-    ``ResumableASHA`` judged it: a judged result is judged again (the stop decision is
-    returned), a trial's end is recorded only; None for a record with no value.
+def replay_record(halving: AsyncHalving, record: dict, point: Any) -> bool | None:
+    """Re-apply one record of the scheduler's decision log to ``halving``, as the scheduler
+    judged it: ``point`` is the record's value as the rungs compare it (signed so that higher
+    is better; a tuple for ``sweeps.search.moasha.MOHalving``), None for a record without one.
+    A judged result is judged again (the stop decision is returned); a trial's end is recorded
+    only (None).
 
     Example:
         >>> h = AsyncHalving(1, 9, 3)
-        >>> replay_record(h, {"trial": "a", "epoch": 1, "value": 0.9}, 1.0)
+        >>> replay_record(h, {"trial": "a", "epoch": 1}, 0.9)
         False
-        >>> replay_record(h, {"trial": "b", "epoch": 1, "value": 0.1}, 1.0)
+        >>> replay_record(h, {"trial": "b", "epoch": 1}, 0.1)
         True
     """
-    if "epoch" not in record or record.get("value") is None:
+    if "epoch" not in record or point is None:
         return None
-    signed = sign * record["value"]
     if record.get("end"):
-        halving.on_result(record["trial"], record["epoch"], signed)
+        halving.on_result(record["trial"], record["epoch"], point)
         return None
-    return halving.judge(record["trial"], record["epoch"], signed)
+    return halving.judge(record["trial"], record["epoch"], point)

@@ -31,6 +31,7 @@ from ray.tune.schedulers import FIFOScheduler, TrialScheduler
 
 from sweeps.errors import ConfigError
 from sweeps.protocol import CLOCK_KEY
+from sweeps.search.asha import replay_record
 from sweeps.search.moasha import MOHalving
 from sweeps.search.outcome import WORST, Objective
 from sweeps.search.scheduler_log import _close_key, _Logged, _reported
@@ -173,11 +174,7 @@ class ResumableMOASHA(_Logged, FIFOScheduler):
         if "epoch" not in record or not values:
             return
         self._seen_each.setdefault(record["trial"], set()).update(values)
-        if record.get("end"):
-            self._halving.on_result(record["trial"], record["epoch"], self._signed(values))
-        else:
-            self._num_stopped += self._halving.judge(record["trial"], record["epoch"],
-                                                     self._signed(values))
+        self._num_stopped += bool(replay_record(self._halving, record, self._signed(values)))
 
     def rungs(self) -> list[tuple[float, dict[str, tuple[float, ...]]]]:
         """(milestone, {trial id: signed point, primary first}), highest milestone first."""

@@ -132,7 +132,9 @@ class ResumableASHA(_Logged, FIFOScheduler):
 
     def _replay(self, record: dict[str, Any]) -> None:
         # Every log so far has one bracket, so a record's "bracket" (always 0) is not read.
-        self._num_stopped += bool(replay_record(self._halving, record, self._sign))
+        value = record.get("value")
+        point = None if value is None else self._sign * value
+        self._num_stopped += bool(replay_record(self._halving, record, point))
 
     def rungs(self) -> list[tuple[float, dict[str, float]]]:
         """(milestone, {trial id: signed metric}), highest milestone first."""

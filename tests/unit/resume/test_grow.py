@@ -172,3 +172,27 @@ def test_a_grid_sweep_with_another_num_samples_says_nothing_is_added(tmp_path) -
     assert found.notes == ["search=grid: search.num_samples (4 -> 10) does not apply to a grid, "
                            "whose every point runs once; growing it adds no trial (extend the "
                            "grid's choice(...)/range(...) values in a new sweep instead)"]
+
+
+def _mo(trial, epoch, acc, params, action="CONTINUE"):
+    return {**_judged(trial, epoch, acc, action), "values": {"val_acc": acc, "n_params": params}}
+
+
+@pytest.mark.parametrize(("log", "reopened", "stay"), [
+    # c dominates a (more accurate and smaller); the first at the rung passes, then rank 0 of 2
+    # passes (0 * 3 <= 2) and rank 1 does not (3 > 2)
+    ([_mo("a", 1, .5, 900), _mo("c", 1, .6, 800), _mo("c", 3, .9, 700, "STOP"),
+      _mo("a", 3, .7, 900, "STOP")], ["c"], ["a"]),
+    ([_mo("a", 1, .5, 900), _mo("c", 1, .6, 800), _mo("a", 3, .7, 900, "STOP"),
+      _mo("c", 3, .9, 700, "STOP")], ["a", "c"], []),
+    # neither dominates: one front, ordered by the epsilon-net from the best primary (c), so a
+    # ranks 1 of 2 and stops as a dominated one would
+    ([_mo("a", 1, .5, 900), _mo("c", 1, .6, 800), _mo("c", 3, .9, 900, "STOP"),
+      _mo("a", 3, .7, 100, "STOP")], ["c"], ["a"]),
+])
+def test_under_mo_asha_the_recomputed_rung_sorts_by_every_objective(log, reopened, stay) -> None:
+    cfg = to_config(compose("digits_multiobjective", ["scheduler=asha", "scheduler.max_t=9",
+                                                      "scheduler.reduction_factor=3",
+                                                      "scheduler.grace_period=1"]))
+    growth = plan_growth(cfg, {"scheduler.max_t": (3, 9)}, log, kept=2)
+    assert (sorted(growth.reopened), growth.stay_stopped) == (reopened, stay)
