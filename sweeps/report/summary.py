@@ -50,6 +50,7 @@ class Summary:
     best: dict[str, Any] | None
     failed: dict[str, str] = field(default_factory=dict)
     pareto: ParetoFront | None = None  # multi-objective sweeps only
+    budget: list[str] = field(default_factory=list)  # spent / budget, efficiency (report.budget)
 
 
 def _error_line(error: Any) -> str:
