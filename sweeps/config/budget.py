@@ -42,7 +42,7 @@ def parse_duration(value: str | float | int, key: str = "sweep.budget.wall") -> 
     match = _DURATION.match(text)
     if not text or match is None or not any(match.groups()):
         raise ConfigError(key, value, "is not a duration",
-                          f"write seconds ({key}=600) or a duration such as {key}=2h, 90m, "
+                          f"set {key}=600 (seconds) or a duration such as {key}=2h, 90m, "
                           "45s or 1h30m")
     return sum(float(part) * unit for part, unit in zip(match.groups(), _UNITS.values(),
                                                         strict=True) if part)

@@ -1,7 +1,7 @@
 """A sweep with ``sweep.budget.epochs`` ends early, its trials stopped by the budget, and a
 second start of it sees the budget spent and ends at once.
 
-    flock /tmp/sweeps-ray.lock env PYTHONPATH=$PWD python -m pytest -m slow tests/integration/test_budget.py -q
+    flock /tmp/sweeps-ray.lock python -m pytest -m slow tests/integration/test_budget.py -q
 """
 
 from __future__ import annotations
