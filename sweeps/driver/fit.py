@@ -250,12 +250,13 @@ def _finish(prep: Prepared, objective: Objective, results: ResultGrid,
     from sweeps.loop.checkpoint import model_form
     from sweeps.report.budget import budget_lines
     from sweeps.report.summary import summarize, write_summary
+    from sweeps.search.budget import logged_epochs
     from sweeps.search.schedulers import verdicts
 
     summary = summarize(results, objective, [p.path for p in prep.params],
                         verdicts(prep.sweep_dir), prep.cfg.experiment.metrics)
-    summary.budget = budget_lines(summary.table, verdicts(prep.sweep_dir), ledger,
-                                  prep.cfg.scheduler.max_t)
+    summary.budget = budget_lines(list(logged_epochs(prep.sweep_dir).values()),
+                                  verdicts(prep.sweep_dir), ledger, prep.cfg.scheduler.max_t)
     if summary.best:
         loader = prep.cfg.experiment.model_loader
         summary.best.update(model_form=model_form(summary.best["checkpoint"], loader),

@@ -1,15 +1,14 @@
 """The end-of-sweep lines about compute: spent against ``sweep.budget``, the trials the budget
 stopped, and the epochs spent against every trial trained to ``max_t``.
 
-    summary.budget = budget_lines(summary.table, verdicts(sweep_dir), ledger, max_t)  # fit
+    summary.budget = budget_lines(list(logged_epochs(sweep_dir).values()),  # driver/fit
+                                  verdicts(sweep_dir), ledger, max_t)
     print("\\n".join(summary.budget))                                     # report.console
 
 The efficiency line is printed for every sweep, with a budget or without one.
 """
 
 from __future__ import annotations
-
-from typing import Any
 
 from sweeps.search.budget import BudgetLedger, efficiency_line
 from sweeps.search.outcome import Verdict
@@ -30,13 +29,13 @@ def stopped_by_budget(verdicts: dict[str, Verdict]) -> tuple[list[str], list[str
     return trained, sorted(t for t in budget if t not in trained)
 
 
-def budget_lines(table: Any, verdicts: dict[str, Verdict], ledger: BudgetLedger | None,
-                 max_t: int) -> list[str]:
-    """The lines (see the module docstring); ``table``: the summary's, with ``epochs``.
+def budget_lines(epochs: list[float], verdicts: dict[str, Verdict],
+                 ledger: BudgetLedger | None, max_t: int) -> list[str]:
+    """The lines (see the module docstring); ``epochs``: what each trial trained
+    (``sweeps.search.budget.logged_epochs``).
 
     Example:
-        >>> import pandas as pd
-        >>> budget_lines(pd.DataFrame({"epochs": [9, 3, 1]}), {}, None, 9)
+        >>> budget_lines([9, 3, 1], {}, None, 9)
         ['epochs: 13 of 27 (3 trials x 9 to max_t), 0.48x']
     """
     lines = []
@@ -49,7 +48,5 @@ def budget_lines(table: Any, verdicts: dict[str, Verdict], ledger: BudgetLedger 
                          f"trial(s): {', '.join(trained)}")
         if unstarted:
             lines.append(f"  never started (budget spent): {len(unstarted)} trial(s)")
-    epochs = [] if table is None or "epochs" not in table else \
-        [float(e) for e in table["epochs"].fillna(0)]
     lines.append(efficiency_line(epochs, max_t))
     return lines

@@ -8,7 +8,9 @@
 Three amounts, each with a limit under ``sweep.budget`` (``sweeps.config.budget``):
 
 * ``epochs``: trial-epochs over all trials, each trial counting its furthest epoch (its clock,
-  ``sweeps.trial.clock``; an epoch trained again after a restart from a checkpoint counts once).
+  ``sweeps.trial.clock``; an epoch trained again after a restart from a checkpoint counts once);
+  under PBT, each exploit starts a new run of the trial's clock at the donor's epoch, and the
+  epochs it trains again from there count too (``EpochCount``).
   Derived from logs that exist anyway and are fsync'ed: the scheduler's decision log
   (``state/scheduler.jsonl``) and each trial's report log (``train/<trial>/reports.jsonl``,
   written before Tune sees a report), so a resumed sweep, even after kill -9 of its driver,
@@ -42,42 +44,104 @@ from sweeps.layout import SweepLayout
 from sweeps.protocol import CLOCK_KEY, REPORTS_FILE, run_file
 from sweeps.storage.journal import Journal
 
-__all__ = ["BudgetLedger", "BUDGET_LOG", "TICK_S", "UNITS", "efficiency_line",
-           "logged_epochs"]
+__all__ = ["BudgetLedger", "EpochCount", "BUDGET_LOG", "TICK_S", "UNITS", "efficiency_line",
+           "logged_epochs", "logged_count", "donor_epoch_of"]
 
 BUDGET_LOG = "budget"  # <sweep dir>/state/budget.jsonl
 TICK_S = 10.0
 UNITS = {"epochs": "epochs", "worker_hours": "worker-hours", "wall": "s wall"}
 
 
-def _max_clock(clocks: dict[str, float], trial: str, value: Any) -> None:
-    if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value):
-        clocks[trial] = max(clocks.get(trial, 0.0), float(value))
+def _number(value: Any) -> float | None:
+    ok = isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+    return float(value) if ok else None
+
+
+def donor_epoch_of(record: dict[str, Any]) -> float | None:
+    """The donor's epoch a PBT exploit (a decision-log record) continues its trial from;
+    None for any other record.
+
+    Example:
+        >>> donor_epoch_of({"trial": "a", "epoch": 4, "exploit": {"donor_epoch": 2}})
+        2.0
+    """
+    exploit = record.get("exploit")
+    return _number(exploit.get("donor_epoch")) if isinstance(exploit, dict) else None
+
+
+class EpochCount:
+    """Epochs each trial trained: per run of its clock (from 0, or from the donor's epoch after
+    a PBT exploit), the furthest epoch it reached past the run's start.
+
+    Example:
+        >>> count = EpochCount()
+        >>> for e in (1, 2, 3, 4, 2, 3, 4):  # restarted from its epoch-1 checkpoint: once
+        ...     count.observe("a", e)
+        >>> count.exploit("a", 2); count.observe("a", 3); count.per_trial()  # 4 + (3 - 2)
+        {'a': 5.0}
+    """
+
+    def __init__(self) -> None:
+        self.runs: dict[str, list[float]] = {}  # trial id -> [done, run start, furthest]
+
+    def observe(self, trial_id: str, clock: Any) -> None:
+        value = _number(clock)
+        if value is not None:
+            run = self.runs.setdefault(trial_id, [0.0, 0.0, 0.0])
+            run[2] = max(run[2], value)
+
+    def exploit(self, trial_id: str, donor_epoch: float) -> None:
+        """``trial_id`` goes on from ``donor_epoch`` (it trains the epochs after it again)."""
+        run = self.runs.setdefault(trial_id, [0.0, 0.0, 0.0])
+        run[:] = [self._of(run), donor_epoch, donor_epoch]
+
+    @staticmethod
+    def _of(run: list[float]) -> float:
+        return run[0] + max(run[2] - run[1], 0.0)
+
+    def per_trial(self) -> dict[str, float]:
+        return {trial: self._of(run) for trial, run in self.runs.items()}
+
+    def total(self) -> float:
+        return sum(self.per_trial().values())
 
 
 def logged_epochs(sweep_dir: str | Path) -> dict[str, float]:
-    """Trial id -> the furthest epoch the sweep's logs say it reached (decision log and
-    report logs; the report log can be ahead, it is written before Tune sees a report).
+    """Trial id -> epochs it trained, as the sweep's logs tell (``logged_count``)."""
+    return logged_count(sweep_dir).per_trial()
+
+
+def logged_count(sweep_dir: str | Path) -> EpochCount:
+    """Epochs each trial trained, from the sweep's logs: the decision log (clocks judged,
+    PBT exploits) and the report logs (written before Tune sees a report, so after kill -9 they
+    can be ahead; of a trial PBT exploited, only the last report, which is of its last run).
 
     Example:
-        >>> logged_epochs(tmp_path)  # a sweep that has not run  # doctest: +SKIP
+        >>> logged_count(tmp_path).per_trial()  # a sweep that has not run  # doctest: +SKIP
         {}
     """
     from sweeps.search.decisions import decision_log
 
-    layout = SweepLayout(Path(sweep_dir))
-    clocks: dict[str, float] = {}
+    layout, count, exploited = SweepLayout(Path(sweep_dir)), EpochCount(), set()
     for record in decision_log(sweep_dir).records():
-        if "trial" in record:
-            _max_clock(clocks, record["trial"], record.get("epoch"))
+        if "trial" not in record:
+            continue
+        count.observe(record["trial"], record.get("epoch"))
+        donor = donor_epoch_of(record)
+        if donor is not None:
+            count.exploit(record["trial"], donor)
+            exploited.add(record["trial"])
     if files.is_dir(layout.train):
         for trial in files.listdir(layout.train):
+            clocks = []
             for line in files.read_lines(run_file(layout.run_dir(trial), REPORTS_FILE)):
                 try:
-                    _max_clock(clocks, trial, json.loads(line).get(CLOCK_KEY))
+                    clocks.append(json.loads(line).get(CLOCK_KEY))
                 except (ValueError, AttributeError):  # a torn last line
                     continue
-    return clocks
+            for clock in clocks[-1:] if trial in exploited else clocks:
+                count.observe(trial, clock)
+    return count
 
 
 class BudgetLedger:
@@ -89,7 +153,7 @@ class BudgetLedger:
         self.limits, self.workers, self.start = dict(limits), workers, start
         self._now = now
         self._t0 = now()
-        self.epochs: dict[str, float] = {}  # trial id -> furthest epoch
+        self.epochs = EpochCount()
         self.ws_before = self.wall_before = 0.0  # earlier starts
         self.ws = 0.0  # this start's worker-seconds
         self.epoch_ws: dict[str, float] = {}  # trial id -> worker-seconds of its last epoch
@@ -103,7 +167,7 @@ class BudgetLedger:
              now: Callable[[], float] = time.time) -> BudgetLedger:
         """A ledger that continues the count of the sweep's earlier starts (its logs)."""
         ledger = cls(sweep_dir, limits, workers, start, now)
-        ledger.epochs = logged_epochs(sweep_dir)
+        ledger.epochs = logged_count(sweep_dir)
         ledger.ws_before, ledger.wall_before = ledger.earlier_starts()
         return ledger
 
@@ -123,7 +187,7 @@ class BudgetLedger:
     # What was spent
     def observe(self, trial_id: str, clock: Any, seconds: Any) -> None:
         """One result of ``trial_id``: its clock, and the seconds since its previous report."""
-        _max_clock(self.epochs, trial_id, clock)
+        self.epochs.observe(trial_id, clock)
         if isinstance(seconds, int | float) and math.isfinite(seconds) and seconds >= 0:
             self.ws += self.workers * float(seconds)
             self.epoch_ws[trial_id] = self.workers * float(seconds)
@@ -131,7 +195,7 @@ class BudgetLedger:
 
     def spent(self) -> dict[str, float]:
         """Every amount, spent so far over all starts (wall in seconds)."""
-        return {"epochs": sum(self.epochs.values()),
+        return {"epochs": self.epochs.total(),
                 "worker_hours": (self.ws_before + self.ws) / 3600,
                 "wall": self.wall_before + (self._now() - self._t0)}
 

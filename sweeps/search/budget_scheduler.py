@@ -86,6 +86,13 @@ class BudgetScheduler(TrialScheduler):
         self.ledger.observe(trial.trial_id, result.get(CLOCK_KEY),
                             result.get("time_this_iter_s"))
         action = self.inner.on_trial_result(tune_controller, trial, result)
+        if action == TrialScheduler.PAUSE:  # a PBT exploit: it goes on from the donor's epoch
+            from sweeps.search.budget import donor_epoch_of
+
+            last = self.inner.log.records()[-1:]
+            donor = donor_epoch_of(last[0]) if last else None
+            if donor is not None and last[0].get("trial") == trial.trial_id:
+                self.ledger.epochs.exploit(trial.trial_id, donor)
         if action != TrialScheduler.CONTINUE:
             return action
         spent = self.ledger.over(trial.trial_id)

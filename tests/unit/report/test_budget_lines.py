@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import pandas as pd
 import pytest
 
 from sweeps.report.budget import budget_lines, stopped_by_budget
@@ -21,7 +20,7 @@ def test_trials_the_budget_stopped(verdicts, trained, unstarted) -> None:
 
 
 def test_lines_with_and_without_a_budget() -> None:
-    table = pd.DataFrame({"epochs": [9, 3, 0]})
+    table = [9, 3, 0]
     assert budget_lines(table, {}, None, 9) == [
         "epochs: 12 of 18 (2 trials x 9 to max_t), 0.67x"]
     ledger = BudgetLedger(None, {"epochs": 12}, workers=1, start=1)

@@ -12,7 +12,13 @@ from sweeps.config.budget import budget_limits, check_budget, parse_duration
 from sweeps.config.schema import BudgetSection
 from sweeps.errors import ConfigError
 from sweeps.protocol import CLOCK_KEY, REPORTS_FILE, run_file
-from sweeps.search.budget import BUDGET_LOG, BudgetLedger, efficiency_line, logged_epochs
+from sweeps.search.budget import (
+    BUDGET_LOG,
+    BudgetLedger,
+    donor_epoch_of,
+    efficiency_line,
+    logged_epochs,
+)
 from sweeps.search.decisions import decision_log
 from sweeps.search.outcome import Objective, Verdict, read_verdicts
 from sweeps.storage.journal import Journal
@@ -197,6 +203,46 @@ def test_a_resumed_sweep_continues_the_epoch_count_from_its_logs(tmp_path) -> No
     ledger.observe("b", 2, 1.0)  # re-reported after the restore: not counted again
     ledger.observe("b", 3, 1.0)
     assert ledger.spent()["epochs"] == 6.0 and ledger.over("b") == "epochs"
+
+
+def test_a_pbt_exploit_counts_the_epochs_it_trains_again(tmp_path) -> None:
+    """A trial at epoch 4 continues from its donor's epoch 2: epochs 3 and 4 are trained
+    again, so it has spent 6 by its second epoch 4; a resume reads the same from the logs and
+    does not count a re-reported epoch twice."""
+    ledger = BudgetLedger.load(tmp_path, {"epochs": 20}, workers=1, start=1)
+    log = decision_log(tmp_path)
+    run_dir = tmp_path / "train" / "a"
+    run_dir.mkdir(parents=True)
+    reports = run_file(run_dir, REPORTS_FILE)
+    for epoch in (1, 2, 3, 4):
+        ledger.observe("a", epoch, 1.0)
+        log.append({"trial": "a", "epoch": epoch, "value": 0.5, "action": "CONTINUE"})
+        reports.open("a").write(json.dumps({CLOCK_KEY: epoch}) + "\n")
+    record = {"trial": "a", "epoch": 4, "value": 0.5, "action": "PAUSE", "perturb": True,
+              "exploit": {"donor": "b", "donor_epoch": 2}}
+    log.append(record)
+    ledger.epochs.exploit("a", donor_epoch_of(record))
+    for epoch in (3, 4):
+        ledger.observe("a", epoch, 1.0)
+        reports.open("a").write(json.dumps({CLOCK_KEY: epoch}) + "\n")
+    log.append({"trial": "a", "epoch": 3, "value": 0.5, "action": "CONTINUE"})  # 4: unseen
+    assert ledger.spent()["epochs"] == 6.0
+    assert logged_epochs(tmp_path) == {"a": 6.0}
+    resumed = BudgetLedger.load(tmp_path, {"epochs": 20}, 1, 2)
+    resumed.observe("a", 4, 1.0)  # re-reported after the restore
+    assert resumed.spent()["epochs"] == 6.0
+    resumed.observe("a", 5, 1.0)
+    assert resumed.spent()["epochs"] == 7.0
+
+
+@pytest.mark.parametrize(("record", "donor"), [
+    ({"trial": "a", "epoch": 4, "exploit": {"donor_epoch": 2}}, 2.0),
+    ({"trial": "a", "epoch": 4, "action": "STOP"}, None),
+    ({"trial": "a", "epoch": 4, "exploit": {"donor_epoch": None}}, None),
+    ({"trial": "a", "epoch": 4, "exploit": "?"}, None),
+])
+def test_donor_epoch_of_a_record(record, donor) -> None:
+    assert donor_epoch_of(record) == donor
 
 
 @pytest.mark.parametrize(("records", "expected"), [
