@@ -16,7 +16,8 @@ Three amounts, each with a limit under ``sweep.budget`` (``sweeps.config.budget`
   written before Tune sees a report), so a resumed sweep, even after kill -9 of its driver,
   continues the count it had.
 * ``worker_hours``: Train workers x the seconds between a trial's reports (Tune's
-  ``time_this_iter_s``; the first includes the trial's start-up) / 3600.
+  ``time_this_iter_s``; the first includes the trial's start-up) / 3600. The time after a
+  trial's last report (its teardown) is not counted.
 * ``wall``: the sweep's wall time, summed over its starts.
 
 No other log holds the last two, so they have their own: ``state/budget.jsonl``, one line per
@@ -156,6 +157,7 @@ class BudgetLedger:
         self.epochs = EpochCount()
         self.ws_before = self.wall_before = 0.0  # earlier starts
         self.ws = 0.0  # this start's worker-seconds
+        self.first_ws: dict[str, float] = {}  # trial id -> its first report's (with start-up)
         self.epoch_ws: dict[str, float] = {}  # trial id -> worker-seconds of its last epoch
         self._log = Journal(SweepLayout(Path(sweep_dir)).state, BUDGET_LOG) if sweep_dir \
             else None
@@ -190,7 +192,10 @@ class BudgetLedger:
         self.epochs.observe(trial_id, clock)
         if isinstance(seconds, int | float) and math.isfinite(seconds) and seconds >= 0:
             self.ws += self.workers * float(seconds)
-            self.epoch_ws[trial_id] = self.workers * float(seconds)
+            if trial_id in self.first_ws:
+                self.epoch_ws[trial_id] = self.workers * float(seconds)
+            else:
+                self.first_ws[trial_id] = self.workers * float(seconds)
         self.tick()
 
     def spent(self) -> dict[str, float]:
@@ -211,9 +216,17 @@ class BudgetLedger:
 
     # What may be spent next
     def _costs(self, trial_id: str | None) -> dict[str, float]:
-        """What one more epoch costs (of ``trial_id``; None: a new trial's first)."""
-        known = list(self.epoch_ws.values())
-        ws = self.epoch_ws.get(trial_id or "", sum(known) / len(known) if known else 0.0)
+        """What one more epoch costs: of ``trial_id``, its last epoch (its first report also
+        paid its start-up, so before a second one: other trials' epochs, else that first);
+        of a new trial (None), what first reports cost so far (start-up and one epoch)."""
+        def mean(values: dict[str, float]) -> float | None:
+            return sum(values.values()) / len(values) if values else None
+
+        if trial_id is None:
+            ws = mean(self.first_ws) or mean(self.epoch_ws) or 0.0
+        else:
+            ws = (self.epoch_ws.get(trial_id) or mean(self.epoch_ws)
+                  or self.first_ws.get(trial_id) or 0.0)
         return {"epochs": 1.0, "worker_hours": ws / 3600,
                 "wall": ws / max(self.workers, 1)}
 

@@ -112,6 +112,11 @@ NEXT = [
     ({"worker_hours": 1.0}, [("a", 1, 900), ("a", 2, 100)], "a", None),  # 0.556 + 0.056
     ({"worker_hours": 1.0}, [("a", 1, 900), ("b", 1, 100)], "a", "worker_hours"),
     ({"worker_hours": 1.0}, [("a", 1, 900), ("b", 1, 100)], "b", None),
+    # a trial's first report also paid its start-up: a new trial is estimated by first
+    # reports (2 x 100 s), a running one by its own later epochs (2 x 10 s)
+    ({"worker_hours": 0.1}, [("a", 1, 100), ("a", 2, 10)], "a", None),
+    ({"worker_hours": 0.1}, [("a", 1, 100), ("a", 2, 10)], None, "worker_hours"),
+    ({"worker_hours": 0.15}, [("a", 1, 100), ("a", 2, 10), ("b", 1, 100)], "b", None),
     # wall: spent so far (the fake clock does not move: 0) plus the trial's last epoch
     ({"wall": 50}, [("a", 1, 60)], "a", "wall"),
     ({"wall": 50}, [("a", 1, 60)], None, "wall"),  # a new trial: the mean epoch so far
