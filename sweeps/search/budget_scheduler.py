@@ -59,6 +59,9 @@ class BudgetScheduler(TrialScheduler):
         return self.inner.set_search_properties(metric, mode, **spec)
 
     def on_trial_add(self, tune_controller: Any, trial: Any) -> None:
+        # A restore adds its trials after it restored the search (tune_controller.py:460-472):
+        # the first moment a resume can reopen it, before Tune sees nothing left to run.
+        self._reopen(tune_controller)
         self.inner.on_trial_add(tune_controller, trial)
 
     def on_trial_error(self, tune_controller: Any, trial: Any) -> None:
@@ -82,6 +85,20 @@ class BudgetScheduler(TrialScheduler):
         self.inner.restore(checkpoint_path)
 
     # The budget
+    def _reopen(self, tune_controller: Any) -> None:
+        """Once per start: a sweep the budget ended whose budget has room now (a resume with a
+        larger one) draws trials again."""
+        if self._reopened:
+            return
+        self._reopened = True
+        if self.ledger.over(None) is None and any(r.get("budget")
+                                                  for r in self.inner.log.records()):
+            from sweeps._ray.tune import reopen_search
+
+            if reopen_search(tune_controller.search_alg):
+                log.info("the budget has room again (%s): the search goes on",
+                         self.ledger.describe())
+
     def on_trial_result(self, tune_controller: Any, trial: Any, result: dict) -> str:
         self.ledger.observe(trial.trial_id, result.get(CLOCK_KEY),
                             result.get("time_this_iter_s"))
@@ -107,17 +124,10 @@ class BudgetScheduler(TrialScheduler):
 
     def choose_trial_to_run(self, tune_controller: Any) -> Any:
         self.ledger.tick()
+        self._reopen(tune_controller)
         spent = self.ledger.over(None)
         if spent is None:
-            if not self._reopened:  # a resume with a larger budget: draw trials again
-                self._reopened = True
-                if any(r.get("budget") for r in self.inner.log.records()):
-                    from sweeps._ray.tune import reopen_search
-
-                    if reopen_search(tune_controller.search_alg):
-                        log.info("the budget has room again: the search goes on")
             return self.inner.choose_trial_to_run(tune_controller)
-        self._reopened = True
         search = tune_controller.search_alg
         if not search.is_finished():
             search.set_finished()

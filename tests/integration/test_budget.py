@@ -1,5 +1,6 @@
-"""A sweep with ``sweep.budget.epochs`` ends early, its trials stopped by the budget, and a
-second start of it sees the budget spent and ends at once.
+"""A sweep with ``sweep.budget.epochs`` ends early, its trials stopped by the budget; a
+second start of it sees the budget spent and ends at once, a third with a larger budget goes
+on.
 
     flock /tmp/sweeps-ray.lock python -m pytest -m slow tests/integration/test_budget.py -q
 """
@@ -21,9 +22,10 @@ def test_epoch_budget_ends_sweep_early_and_a_resume_ends_at_once(small_config, c
     """Random search over 5 one-worker trials of 3 epochs, one at a time, with 5 epochs of
     budget: the first trial trains its 3, the second is stopped by the budget at its next
     report once 5 are spent, the other three never start (and do not hang the sweep)."""
-    cfg = small_config("search=random", "search.num_samples=5", "search.max_concurrent_trials=1",
-                       "scheduler=none", "scheduler.max_t=3", "scaling.num_workers=1",
-                       "trial.executor=inline", f"sweep.budget.epochs={BUDGET}")
+    cfg_overrides = ["search=random", "search.num_samples=5", "search.max_concurrent_trials=1",
+                     "scheduler=none", "scheduler.max_t=3", "scaling.num_workers=1",
+                     "trial.executor=inline", f"sweep.budget.epochs={BUDGET}"]
+    cfg = small_config(*cfg_overrides)
     result = run_sweep(cfg)
     out = capsys.readouterr().out
     spent = logged_epochs(result.sweep_dir)
@@ -55,3 +57,10 @@ def test_epoch_budget_ends_sweep_early_and_a_resume_ends_at_once(small_config, c
     assert "no trial will start" in out, out
     assert logged_epochs(again.sweep_dir) == spent  # not one more epoch
     assert len(again.summary.table) == len(table)
+
+    raised = small_config(*[o for o in cfg_overrides if "budget" not in o],
+                          f"sweep.budget.epochs={BUDGET + 3}")
+    third = run_sweep(raised)  # a user raised the budget and resumes: the search goes on
+    out = capsys.readouterr().out
+    assert BUDGET + 3 <= sum(logged_epochs(third.sweep_dir).values()) <= BUDGET + 4, out
+    assert len(third.summary.table) > len(table) - len(never), third.summary.table

@@ -107,3 +107,10 @@ def test_a_resume_with_a_larger_budget_reopens_the_search(tmp_path) -> None:
     search = Search(finished=True)
     raised.choose_trial_to_run(Controller([], search))
     assert not search.is_finished()
+    # A restore adds its ended trials before Tune's loop asks for one to run (and with
+    # nothing left to run it never asks): the search reopens there too.
+    search = Search(finished=True)
+    again = BudgetScheduler(ResumableFIFO(tmp_path, objective),
+                            BudgetLedger.load(tmp_path, {"epochs": 5}, 1, 4))
+    again.on_trial_add(Controller([], search), trial("a", "TERMINATED"))
+    assert not search.is_finished()
