@@ -9,5 +9,6 @@ under a choice of another); ``checks`` says what a search may do with them befor
 ``searchers`` builds Tune's search algorithm (``optuna_space``, ``samplers``, ``grid``,
 ``warm_start``); ``schedulers`` are ASHA and FIFO and ``pbt`` is PBT, all with decisions that
 survive a driver crash (a replayable log; ``asha`` is the rung logic); ``outcome`` says what a
-trial's end means (completed, stopped, error) for every reader.
+trial's end means (completed, stopped, error) for every reader; ``budget`` counts what the
+sweep spent against ``sweep.budget`` and ``budget_scheduler`` applies it around any scheduler.
 """
