@@ -57,6 +57,11 @@ def _probes() -> dict[str, Callable[[], None]]:
     (cleaner_module, cleaner), (datasets_module, datasets) = train.DEFAULT_CALLBACKS_TO_DROP
     return {
         # kv.py
+        # tune.py: reopen_search (the budget)
+        "SearchAlgorithm._finished": _attrs("ray.tune.search.search_algorithm:SearchAlgorithm",
+                                            "_finished", "set_finished", "is_finished"),
+        "SearchGenerator keeps _finished": _source_sets(
+            "ray.tune.search.search_generator:SearchGenerator", "_finished"),
         "internal_kv put": _params(kv + "_internal_kv_put", "key", "value", "overwrite",
                                    "namespace"),
         "internal_kv get": _params(kv + "_internal_kv_get", "key", "namespace"),

@@ -143,3 +143,15 @@ def tune_env(verbose: bool) -> dict[str, str]:
     if not verbose:
         env["RAY_AIR_NEW_OUTPUT"] = "0"
     return env
+
+
+def reopen_search(search_alg: Any) -> bool:
+    """Undo ``set_finished()`` on a restored search algorithm (True when it was finished):
+    a sweep whose budget ran out finished its search, and one resumed with a larger budget
+    goes on drawing trials. ``SearchGenerator`` and ``BasicVariantGenerator`` keep the flag in
+    ``_finished`` (saved with the experiment); each still ends on its own when its samples or
+    variants run out (``is_finished`` also counts them)."""
+    was = bool(getattr(search_alg, "_finished", False))
+    search_alg._finished = False
+    return was
+

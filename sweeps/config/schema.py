@@ -21,6 +21,7 @@ from sweeps.errors import ConfigError
 __all__ = [
     "SweepConfig",
     "SweepSection",
+    "BudgetSection",
     "ExperimentSection",
     "SearchSection",
     "SchedulerSection",
@@ -42,6 +43,16 @@ BACKENDS = ("nccl", "gloo")  # scaling.backend (null: nccl on GPU, gloo on CPU)
 
 
 @dataclass
+class BudgetSection:
+    """A compute budget for the whole sweep (``sweeps.search.budget``); null: no limit. Once the
+    next epoch would exceed one, no trial starts and running trials stop at their next report."""
+
+    epochs: int | None = None  # trial-epochs summed over all trials
+    worker_hours: float | None = None  # Train workers x wall seconds of their trials / 3600
+    wall: str | None = None  # the sweep's wall time over all its starts: "2h", "90m", "45s", 600
+
+
+@dataclass
 class SweepSection:
     """Where the sweep lives and how it is seeded."""
 
@@ -59,6 +70,8 @@ class SweepSection:
     # SIGTERM (a scheduler's preemption notice): the sweep saves its state, releases its
     # claim and exits within this many seconds, ending its trials' processes if it must
     stop_grace_s: float = 20.0
+    # Not part of the sweep's identity: raise it and resume (docs/running.md#a-compute-budget)
+    budget: BudgetSection = field(default_factory=BudgetSection)
 
 
 @dataclass

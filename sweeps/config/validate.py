@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import difflib
 
+from sweeps.config.budget import check_budget
 from sweeps.config.schema import (
     BACKENDS,
     MODES,
@@ -126,6 +127,7 @@ def validate(cfg: SweepConfig) -> None:
              f"set sweep.lease_expiry_s={max(45, 9 * cfg.sweep.lease_heartbeat_s):g}")
     _require(cfg.sweep.stop_grace_s > 0, "sweep.stop_grace_s", cfg.sweep.stop_grace_s,
              "must be > 0 (seconds)", "set sweep.stop_grace_s=20")
+    check_budget(cfg.sweep.budget)
     _require(cfg.tracking.flush_timeout_s >= 0, "tracking.flush_timeout_s",
              cfg.tracking.flush_timeout_s, "must be >= 0", "set tracking.flush_timeout_s=60")
     _check_space_keys(e)

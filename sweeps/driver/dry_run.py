@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 from sweeps.config.schema import SweepConfig
 from sweeps.config.search_path import active, source_of
+from sweeps.driver.budget_plan import budget_plan
 from sweeps.storage.location import display
 
 __all__ = ["asha_rungs", "expected_epochs", "EpochBudget", "epoch_budget", "format_plan",
@@ -140,6 +141,7 @@ def format_plan(prepared) -> str:  # prepared: sweeps.driver.runner.Prepared
     if resume is not None:
         lines.append(f"  resumes the sweep in its dir ({resume.record.starts} start(s) so far)"
                      + (f"; {resume.growth.describe()}" if resume.growth else ""))
+    lines += budget_plan(cfg, budget)
     lines.append(f"  sweep dir {display(prepared.sweep_dir)}")
     lines.append(f"  tracking {prepared.tracking.describe() if prepared.tracking else 'off'}")
     lines += [f"  warning: {w}" for w in prepared.warnings]

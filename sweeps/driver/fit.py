@@ -35,6 +35,7 @@ if TYPE_CHECKING:  # Ray, pandas and MLflow are imported once a sweep really run
     from sweeps.placement.reaper import PlacementGroupReaper
     from sweeps.report.progress import ProgressLines
     from sweeps.report.summary import Summary
+    from sweeps.search.budget import BudgetLedger
     from sweeps.tracking.callback import MLflowTracking
     from sweeps.tracking.tensorboard import TensorBoardEvents
 
@@ -73,6 +74,7 @@ def fit(prep: Prepared, interrupt: Interrupt | None = None) -> SweepResult:
         tracking.record({"op": "trial_tags", "tags": growth.stopped_tags()})
     reaper = PlacementGroupReaper(sweep_id)
     progress = ProgressLines(objective, prep.trials, sweep_dir=str(prep.sweep_dir))
+    progress.budget = ledger = _ledger(prep, record.starts)
     if ended:  # the trials a resumed sweep keeps count as done, their best as the best so far
         progress.kept(decision_log(prep.sweep_dir).records())
     unread = UnreadKeysCheck([p.path for p in prep.params], layout.train)
@@ -89,12 +91,12 @@ def fit(prep: Prepared, interrupt: Interrupt | None = None) -> SweepResult:
     groups_before = job_groups()
     try:
         if prep.resuming:
-            tuner = restore_tuner(cfg, prep.params, trial, prep.sweep_dir, callbacks,
+            tuner = restore_tuner(cfg, prep.params, trial, prep.sweep_dir, callbacks, ledger,
                                   grown=prep.resume is not None and prep.resume.growth is not None)
         else:
             tuner = build_tuner(cfg, prep.params, trial, prep.resources, prep.sweep_dir,
                                 callbacks, prep.warm_start,
-                                resizable=watch is not None and watch.follow)
+                                resizable=watch is not None and watch.follow, ledger=ledger)
         if watch:
             from sweeps._ray.tune import concurrency_limit
 
@@ -113,7 +115,9 @@ def fit(prep: Prepared, interrupt: Interrupt | None = None) -> SweepResult:
         if storage.refused is not None:  # the sweep directory refused a trial's write
             raise storage.refused
         ended_now = results.num_terminated + results.num_errors
-        if ended_now != prep.trials:  # Tune returned early on Ctrl-C/SIGTERM
+        spent = ledger is not None and ledger.exhausted_by is not None and ended_now == len(
+            results) and not (interrupt is not None and interrupt.stopping)  # fewer trials
+        if ended_now != prep.trials and not spent:  # Tune returned early on Ctrl-C/SIGTERM
             raise _interrupted(prep, interrupt)
     except BaseException as exc:
         if tracking:
@@ -121,7 +125,26 @@ def fit(prep: Prepared, interrupt: Interrupt | None = None) -> SweepResult:
         raise
     finally:
         _release(sweep_id, reaper, groups_before)
-    return _finish(prep, objective, results, reaper, unread, tracking)
+        if ledger is not None:
+            ledger.tick(force=True)
+    return _finish(prep, objective, results, reaper, unread, tracking, ledger)
+
+
+def _ledger(prep: Prepared, start: int) -> BudgetLedger | None:
+    """This start's count of ``sweep.budget`` (None: no budget), continuing the earlier
+    starts' from the sweep's logs; says so when it is already spent."""
+    from sweeps.config.budget import budget_limits
+    from sweeps.search.budget import BudgetLedger
+
+    limits = budget_limits(prep.cfg.sweep.budget)
+    if not limits:
+        return None
+    ledger = BudgetLedger.load(prep.sweep_dir, limits, prep.resources.num_workers, start)
+    ledger.tick(force=True)
+    spent = ledger.over(None)
+    print(f"  {ledger.describe()}" + (f"; spent (sweep.budget.{spent}): no trial will start, "
+                                      "raise it to go on" if spent else ""), flush=True)
+    return ledger
 
 
 def _cluster_watch(prep: Prepared, sweep_id: str,
@@ -232,15 +255,19 @@ def _release(sweep_id: str, reaper: PlacementGroupReaper, groups_before: set[str
 
 def _finish(prep: Prepared, objective: Objective, results: ResultGrid,
             reaper: PlacementGroupReaper, unread: UnreadKeysCheck,
-            tracking: MLflowTracking | None) -> SweepResult:
+            tracking: MLflowTracking | None, ledger: BudgetLedger | None = None) -> SweepResult:
     """Summary, best model's form, plots and MLflow's end of a sweep whose trials all ended."""
     from sweeps.driver.tracking_run import finish_tracking
     from sweeps.loop.checkpoint import model_form
+    from sweeps.report.budget import budget_lines
     from sweeps.report.summary import summarize, write_summary
+    from sweeps.search.budget import logged_epochs
     from sweeps.search.schedulers import verdicts
 
     summary = summarize(results, objective, [p.path for p in prep.params],
                         verdicts(prep.sweep_dir), prep.cfg.experiment.metrics)
+    summary.budget = budget_lines(list(logged_epochs(prep.sweep_dir).values()),
+                                  verdicts(prep.sweep_dir), ledger, prep.cfg.scheduler.max_t)
     if summary.best:
         loader = prep.cfg.experiment.model_loader
         summary.best.update(model_form=model_form(summary.best["checkpoint"], loader),

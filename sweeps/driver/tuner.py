@@ -30,6 +30,7 @@ from sweeps.trial.plan import TrialPlan
 if TYPE_CHECKING:  # Ray stays off the --help and dry-run path
     from ray.tune import Callback, Tuner
 
+    from sweeps.search.budget import BudgetLedger
     from sweeps.search.schedulers import ResumableASHA, ResumableFIFO
     from sweeps.search.warm_start import WarmStart
 
@@ -37,10 +38,21 @@ __all__ = ["build_tuner", "restore_tuner", "make_search_alg", "make_scheduler", 
            "objective_of", "reuses_process"]
 
 
-def make_scheduler(cfg: SweepConfig, sweep_dir: Path) -> ResumableASHA | ResumableFIFO | Any:
+def make_scheduler(cfg: SweepConfig, sweep_dir: Path,
+                   ledger: BudgetLedger | None = None) -> ResumableASHA | ResumableFIFO | Any:
     """ASHA over reported epochs (MO-ASHA, ``sweeps.search.moasha``, with several
     ``experiment.metrics``), PBT, or FIFO (every trial runs ``scheduler.max_t`` epochs); all
-    log their decisions under ``sweep_dir`` so a resumed sweep keeps them."""
+    log their decisions under ``sweep_dir`` so a resumed sweep keeps them. With a ``ledger``
+    (``sweep.budget``), inside ``sweeps.search.budget_scheduler.BudgetScheduler``."""
+    scheduler = _make_scheduler(cfg, sweep_dir)
+    if ledger is None:
+        return scheduler
+    from sweeps.search.budget_scheduler import BudgetScheduler
+
+    return BudgetScheduler(scheduler, ledger)
+
+
+def _make_scheduler(cfg: SweepConfig, sweep_dir: Path) -> ResumableASHA | ResumableFIFO | Any:
     from sweeps.search.schedulers import ResumableASHA, ResumableFIFO
 
     s = cfg.scheduler
@@ -134,7 +146,7 @@ def _trainable(trial: TrialPlan) -> Any:
 
 def build_tuner(cfg: SweepConfig, params: list[Param], trial: TrialPlan, plan: ResourcePlan,
                 sweep_dir: Path, callbacks: list[Callback], warm: WarmStart | None = None,
-                resizable: bool = False) -> Tuner:
+                resizable: bool = False, ledger: BudgetLedger | None = None) -> Tuner:
     """A ``tune.Tuner`` whose experiment directory is ``sweep_dir`` itself.
 
     ``resizable``: the trial limit is held by a search algorithm the Tuner keeps (an Optuna
@@ -155,7 +167,7 @@ def build_tuner(cfg: SweepConfig, params: list[Param], trial: TrialPlan, plan: R
         tune_config=tune.TuneConfig(
             metric=cfg.experiment.metric, mode=cfg.experiment.mode,
             search_alg=search_alg,
-            scheduler=make_scheduler(cfg, sweep_dir),
+            scheduler=make_scheduler(cfg, sweep_dir, ledger),
             num_samples=1 if cfg.search.algorithm == "grid" else cfg.search.num_samples,
             max_concurrent_trials=limit,
             trial_dirname_creator=lambda t: t.trial_id,
@@ -171,7 +183,8 @@ def build_tuner(cfg: SweepConfig, params: list[Param], trial: TrialPlan, plan: R
 
 
 def restore_tuner(cfg: SweepConfig, params: list[Param], trial: TrialPlan, sweep_dir: Path,
-                  callbacks: list[Callback], grown: bool = False) -> Tuner:
+                  callbacks: list[Callback], ledger: BudgetLedger | None = None,
+                  grown: bool = False) -> Tuner:
     """``Tuner.restore`` of the sweep in ``sweep_dir``: finished trials stay finished,
     unfinished and errored ones continue from their checkpoints, the searcher's state is
     reloaded. This run's callbacks, scheduler and retry limit replace the pickled ones (the
@@ -188,7 +201,7 @@ def restore_tuner(cfg: SweepConfig, params: list[Param], trial: TrialPlan, sweep
     tuner = tune.Tuner.restore(uri_of(sweep_dir), _trainable(trial), resume_unfinished=True,
                                resume_errored=True,
                                param_space=tune_param_space(cfg, params, restoring=True))
-    replace_restored_config(tuner, make_scheduler(cfg, sweep_dir), callbacks,
+    replace_restored_config(tuner, make_scheduler(cfg, sweep_dir, ledger), callbacks,
                             verbose=1 if cfg.sweep.verbose else 0,
                             failure_config=tune.FailureConfig(max_failures=cfg.trial.max_retries))
     if grown and cfg.search.algorithm != "grid":

@@ -62,6 +62,8 @@ def print_result(result: SweepResult, cfg: SweepConfig) -> None:
     layout = result.layout
     metric = cfg.experiment.metric
     print("\n" + format_table(result.summary.table))
+    if result.summary.budget:  # spent / budget, trials it stopped, epochs vs max_t
+        print("\n" + "\n".join(result.summary.budget))
     from sweeps.report.exploits import exploits_of, format_exploits
 
     pbt = format_exploits(exploits_of(result.sweep_dir))

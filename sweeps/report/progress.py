@@ -56,6 +56,7 @@ class ProgressLines(Callback):
         self._kept: set[str] = set()  # ended in an earlier run of the sweep: counted already
         self._done_before = 0  # trials an earlier run ended: not this run's pace
         self._drawn = 0  # lines of the live block currently on the terminal
+        self.budget: Any = None  # sweep.budget's BudgetLedger (sweeps.search.budget), if set
 
     def __getstate__(self) -> dict[str, Any]:
         """Tune pickles callbacks with the experiment; an open stream cannot be pickled."""
@@ -122,12 +123,17 @@ class ProgressLines(Callback):
         best = f"{self.best[0]:.4g}" if self.best else "-"
         return (f"[{'#' * filled}{'.' * (width - filled)}] {self.done}/{self.total} done, "
                 f"{len(self.running)} running, {pending} pending, {self.stopped} stopped | "
-                f"best {best} | {_clock(elapsed)}{eta}")
+                f"best {best} | {_clock(elapsed)}{eta}{self._budget()}")
 
     def _line(self, text: str) -> str:
         best = f"best {self.best[0]:.4g} ({self.best[1]})" if self.best else "best -"
         elapsed = time.monotonic() - self.start
-        return f"[{elapsed:5.0f}s] {self.done}/{self.total} done | {text} | {best}"
+        return (f"[{elapsed:5.0f}s] {self.done}/{self.total} done | {text} | {best}"
+                f"{self._budget()}")
+
+    def _budget(self) -> str:
+        """`` | budget: epochs 12/30`` while the sweep has a budget, else ""."""
+        return f" | {self.budget.describe()}" if self.budget is not None else ""
 
     def _say(self, text: str, permanent: bool = True) -> None:
         """A plain line when piped; on a terminal, ``permanent`` lines go above the block."""
@@ -188,6 +194,9 @@ class ProgressLines(Callback):
         if outcome == "stopped":
             self.stopped += not counted
             how = f"stopped early at epoch {clock:g}"
+            if verdict is not None and verdict.budget:
+                how = (f"stopped by the budget (sweep.budget.{verdict.budget}) at epoch "
+                       f"{clock:g}" if clock else "not started: the budget is spent")
         elif outcome == "error":
             how = f"FAILED: {verdict.error if verdict else 'error'}"
         else:

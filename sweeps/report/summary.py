@@ -3,8 +3,9 @@
     summary = summarize(results, Objective("val_acc", "max", 9), ["lr"], verdicts)
     print(format_table(summary.table))
 
-A trial's status is ``completed``, ``stopped`` (ended early by the scheduler) or ``error``, as
-``sweeps.search.outcome`` decides. Its score is the best finite value of the metric over its epochs
+A trial's status is ``completed``, ``stopped`` (ended early by the scheduler or the budget) or
+``error``, as ``sweeps.search.outcome`` decides; ``not started`` when ``sweep.budget`` ended it
+before it started. Its score is the best finite value of the metric over its epochs
 (NaN/inf values are skipped; a trial with no other value scores NaN, last in the table), and its
 checkpoint is the one saved at the best epoch whose checkpoint Train kept (it keeps the best
 ``checkpoint.keep`` by the same metric; of equal scores, the latest).
@@ -50,6 +51,7 @@ class Summary:
     best: dict[str, Any] | None
     failed: dict[str, str] = field(default_factory=dict)
     pareto: ParetoFront | None = None  # multi-objective sweeps only
+    budget: list[str] = field(default_factory=list)  # spent / budget, efficiency (report.budget)
 
 
 def _error_line(error: Any) -> str:
@@ -98,6 +100,9 @@ def _trial_row(result: Any, objective: Objective, verdicts: dict[str, Verdict],
         0 if history is None else len(history))
     epochs = int(math.ceil(clock)) if math.isfinite(clock) else 0
     status = objective.outcome(clock, verdict, bool(result.error))
+    if verdict is not None and verdict.budget and not clock and not result.error:
+        row.update({metric: math.nan, **missing, "epochs": 0, "status": "not started"})
+        return row, None, None  # ended by sweep.budget before it started
     if history is None or history.empty or metric not in history:
         failure = failure or (f"never reported {metric}" if history is not None else None)
         row.update({metric: math.nan, **missing, "epochs": epochs,

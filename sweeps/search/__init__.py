@@ -10,5 +10,6 @@ under a choice of another); ``checks`` says what a search may do with them befor
 ``warm_start``); ``schedulers`` are ASHA and FIFO, ``moasha_scheduler`` is MO-ASHA (several
 objectives) and ``pbt`` is PBT, all with decisions that survive a driver crash (a replayable
 log; ``asha`` and ``moasha`` are the rung logic); ``outcome`` says what a trial's end means
-(completed, stopped, error) for every reader.
+(completed, stopped, error) for every reader; ``budget`` counts what the sweep spent against
+``sweep.budget`` and ``budget_scheduler`` applies it around any scheduler.
 """

@@ -6,7 +6,8 @@
 
 * ``error``: the loop raised (Tune's trial errored), or the scheduler failed it because it never
   reported ``experiment.metric`` (the verdict names the keys it did report).
-* ``stopped``: the scheduler (ASHA) stopped it before its clock reached the budget.
+* ``stopped``: the scheduler (ASHA) stopped it before its clock reached the budget; or the
+  sweep's compute budget (``sweep.budget``) did, which its verdict's ``budget`` names.
 * ``completed``: everything else: it trained the whole budget (``scheduler.max_t`` epochs), or its
   loop returned on its own (a loop with its own, smaller epoch count).
 
@@ -32,6 +33,7 @@ class Verdict:
 
     stopped_at: float | None = None  # the clock at which it returned STOP
     error: str | None = None  # why it failed the trial
+    budget: str | None = None  # the sweep.budget key that stopped it (sweeps.search.budget)
 
 
 @dataclass(frozen=True)
@@ -99,5 +101,5 @@ def read_verdicts(records: list[dict[str, Any]]) -> dict[str, Verdict]:
         elif r.get("error"):
             out[trial] = Verdict(r.get("epoch"), str(r["error"]))
         elif r.get("action") == "STOP" and trial not in out:
-            out[trial] = Verdict(stopped_at=r.get("epoch"))
+            out[trial] = Verdict(stopped_at=r.get("epoch"), budget=r.get("budget"))
     return out

@@ -201,6 +201,8 @@ class MLflowTracking(Callback):
         from sweeps.search.outcome import Objective
         from sweeps.search.schedulers import verdicts
 
+        if trial.trial_id not in self._open and CLOCK_KEY not in (trial.last_result or {}):
+            return  # never started (ended by sweep.budget while pending): it has no run
         self._open.discard(trial.trial_id)
         s = self.settings
         clock = (trial.last_result or {}).get(CLOCK_KEY, 0)
@@ -212,7 +214,9 @@ class MLflowTracking(Callback):
             self.record({"op": "trial_end", "trial": trial.trial_id, "status": "FINISHED",
                          "tags": {"sweeps.status": "completed"}})
         else:
-            reason = f"early-stopped by {s.scheduler} after epoch {clock:g}"
+            reason = (f"stopped by sweep.budget.{verdict.budget} after epoch {clock:g}"
+                      if verdict and verdict.budget else
+                      f"early-stopped by {s.scheduler} after epoch {clock:g}")
             self.record({"op": "trial_end", "trial": trial.trial_id, "status": "FINISHED",
                          "run_name": f"{trial.trial_id} stopped@{clock:g}",
                          "tags": {"sweeps.status": "stopped", "sweeps.stop_reason": reason}})

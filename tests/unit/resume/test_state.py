@@ -63,6 +63,7 @@ def test_existing_sweep_resumes_with_the_same_record(tmp_path) -> None:
     record = _existing(tmp_path)
     found = _decide(tmp_path, "sweep.resume=must", "scaling.num_workers=1",
                     "trial.max_retries=3")  # how trials run may change; what they are may not
+    assert _decide(tmp_path, "sweep.budget.epochs=40", "sweep.budget.wall=2h") is not None
     assert found is not None and found.has_tune_state
     assert found.record.sweep_uid == record.sweep_uid
     assert _decide(tmp_path).record.sweep_uid == record.sweep_uid
