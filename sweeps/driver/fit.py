@@ -139,7 +139,8 @@ def _ledger(prep: Prepared, start: int) -> BudgetLedger | None:
     limits = budget_limits(prep.cfg.sweep.budget)
     if not limits:
         return None
-    ledger = BudgetLedger.load(prep.sweep_dir, limits, prep.resources.num_workers, start)
+    # elastic trials counted at their max workers: a worker-hours budget is never overrun
+    ledger = BudgetLedger.load(prep.sweep_dir, limits, prep.resources.planned_workers, start)
     ledger.tick(force=True)
     spent = ledger.over(None)
     print(f"  {ledger.describe()}" + (f"; spent (sweep.budget.{spent}): no trial will start, "

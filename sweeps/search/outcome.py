@@ -89,7 +89,7 @@ def read_verdicts(records: list[dict[str, Any]]) -> dict[str, Verdict]:
         >>> read_verdicts([{"trial": "a", "action": "STOP", "epoch": 9},
         ...                {"trial": "a", "reopen": True}, {"trial": "a", "action": "STOP",
         ...                "epoch": 27}])["a"]
-        Verdict(stopped_at=27, error=None)
+        Verdict(stopped_at=27, error=None, budget=None)
     """
     out: dict[str, Verdict] = {}
     for r in records:
