@@ -34,14 +34,15 @@ from sweeps.protocol import CLOCK_KEY
 from sweeps.search.asha import replay_record
 from sweeps.search.moasha import MOHalving
 from sweeps.search.outcome import WORST, Objective
-from sweeps.search.scheduler_log import _close_key, _Logged, _reported
+from sweeps.search.scheduler_log import _close_key, _reported
+from sweeps.search.schedulers import _Rungs
 
 __all__ = ["ResumableMOASHA"]
 
 log = logging.getLogger(__name__)
 
 
-class ResumableMOASHA(_Logged, FIFOScheduler):
+class ResumableMOASHA(_Rungs, FIFOScheduler):
     """MO-ASHA on the trial clock (``max_t`` = the Objective's budget), one bracket.
 
     Args:
@@ -76,26 +77,6 @@ class ResumableMOASHA(_Logged, FIFOScheduler):
         fresh = MOHalving(h.grace_period, h.max_t, h.rf, h.stop_last_trials)
         return {**super().__getstate__(), "_halving": fresh, "_num_stopped": 0,
                 "_seen_each": {}}
-
-    @property
-    def metric(self) -> str:
-        return self._objective.metric
-
-    def set_search_properties(self, metric: str | None, mode: str | None, **spec: Any) -> bool:
-        """Tune passes ``TuneConfig``'s metric and mode: they must be the primary's."""
-        o = self._objective
-        if (metric or o.metric, mode or o.mode) != (o.metric, o.mode):
-            raise ConfigError("experiment.metric/mode", f"{metric}/{mode}",
-                              f"differs from the scheduler's {o.metric}/{o.mode}",
-                              "build the scheduler and TuneConfig from the same Objective")
-        return True
-
-    def on_trial_add(self, tune_controller: Any, trial: Any) -> None:
-        self._ensure_replayed()
-        self._live.add(trial.trial_id)
-
-    def on_trial_remove(self, tune_controller: Any, trial: Any) -> None:
-        self._live.discard(trial.trial_id)
 
     def on_trial_result(self, tune_controller: Any, trial: Any, result: dict) -> str:
         self._ensure_replayed()

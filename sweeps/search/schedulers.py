@@ -47,7 +47,34 @@ __all__ = ["ResumableASHA", "ResumableFIFO", "ended_trials", "decision_log", "ve
            "LOG_NAME"]
 
 
-class ResumableASHA(_Logged, FIFOScheduler):
+class _Rungs(_Logged):
+    """What Tune asks of a rung scheduler (ASHA, MO-ASHA) besides its decisions: the metric
+    and mode it judges (the Objective's primary), and which trials are live."""
+
+    _live: set[str]
+
+    @property
+    def metric(self) -> str:
+        return self._objective.metric
+
+    def set_search_properties(self, metric: str | None, mode: str | None, **spec: Any) -> bool:
+        """Tune passes ``TuneConfig``'s metric and mode: they must be the Objective's."""
+        o = self._objective
+        if (metric or o.metric, mode or o.mode) != (o.metric, o.mode):
+            raise ConfigError("experiment.metric/mode", f"{metric}/{mode}",
+                              f"differs from the scheduler's {o.metric}/{o.mode}",
+                              "build the scheduler and TuneConfig from the same Objective")
+        return True
+
+    def on_trial_add(self, tune_controller: Any, trial: Any) -> None:
+        self._ensure_replayed()
+        self._live.add(trial.trial_id)
+
+    def on_trial_remove(self, tune_controller: Any, trial: Any) -> None:
+        self._live.discard(trial.trial_id)
+
+
+class ResumableASHA(_Rungs, FIFOScheduler):
     """ASHA on the trial clock (``max_t`` = the Objective's budget), one bracket as Tune's
     ``ASHAScheduler`` by default, with a replayable decision log. The rungs are
     ``sweeps.search.asha.AsyncHalving`` (Ray's decisions, none of Ray's private state);
@@ -74,26 +101,6 @@ class ResumableASHA(_Logged, FIFOScheduler):
         h = self._halving
         fresh = AsyncHalving(h.grace_period, h.max_t, h.rf, h.stop_last_trials)
         return {**super().__getstate__(), "_halving": fresh, "_num_stopped": 0}
-
-    @property
-    def metric(self) -> str:
-        return self._objective.metric
-
-    def set_search_properties(self, metric: str | None, mode: str | None, **spec: Any) -> bool:
-        """Tune passes ``TuneConfig``'s metric and mode: they must be the Objective's."""
-        o = self._objective
-        if (metric or o.metric, mode or o.mode) != (o.metric, o.mode):
-            raise ConfigError("experiment.metric/mode", f"{metric}/{mode}",
-                              f"differs from the scheduler's {o.metric}/{o.mode}",
-                              "build the scheduler and TuneConfig from the same Objective")
-        return True
-
-    def on_trial_add(self, tune_controller: Any, trial: Any) -> None:
-        self._ensure_replayed()
-        self._live.add(trial.trial_id)
-
-    def on_trial_remove(self, tune_controller: Any, trial: Any) -> None:
-        self._live.discard(trial.trial_id)
 
     def on_trial_result(self, tune_controller: Any, trial: Any, result: dict) -> str:
         self._ensure_replayed()

@@ -35,13 +35,13 @@ import signal
 import subprocess
 import sys
 import textwrap
-import time
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
 from tests.conftest import ROOT
+from tests.integration.test_cluster import _jsonl, _wait_for
 
 pytestmark = pytest.mark.slow
 
@@ -147,24 +147,6 @@ scheduler:
 """
 
 EPOCHS, GROW, SHRINK = 6, 2, 4  # 1 worker for epochs 0-1, 2 for 2-3, 1 for 4-5
-
-
-def _jsonl(path: Path) -> list[dict]:
-    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
-
-
-def _wait_for(predicate, proc: subprocess.Popen, what: str, timeout: float = 240):
-    """``predicate()``'s first truthy value; fails if the sweep exits first. The timeout only
-    ends a hung run: no assertion depends on it."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        found = predicate()
-        if found:
-            return found
-        if proc.poll() is not None:
-            raise AssertionError(f"the sweep exited ({proc.returncode}) before {what}")
-        time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def _trial_runs(db: Path) -> list[tuple[str, list[int]]]:
