@@ -187,6 +187,8 @@ def _probes() -> dict[str, Callable[[], None]]:
         "Tune requeues a paused trial": _source_mentions(
             "ray.tune.execution.tune_controller:TuneController._requeue_restored_trials",
             "resume_config.unfinished"),
+        "Trial.init_local_path": _attrs("ray.tune.experiment:Trial", "init_local_path"),
+        "Trial.relative_logdir": _source_sets("ray.tune.experiment:Trial", "relative_logdir"),
         "OptunaSearch's told trials": _source_sets(
             "ray.tune.search.optuna:OptunaSearch", "_completed_trials"),
         # tune_state.py, tune_state_file.py

@@ -34,7 +34,7 @@ from typing import Any
 
 __all__ = ["replace_restored_config", "concurrency_limit", "experiment_state_files",
            "trials_in_state", "trial_statuses", "tune_env", "set_trial_config", "STATE_GLOB",
-           "THREAD_TIMEOUT_ENV"]
+           "ensure_trial_dir", "THREAD_TIMEOUT_ENV"]
 
 STATE_GLOB = "experiment_state-*.json"
 # How long a reused function-trainable process waits for the last trial's thread to end
@@ -143,6 +143,15 @@ def tune_env(verbose: bool) -> dict[str, str]:
     if not verbose:
         env["RAY_AIR_NEW_OUTPUT"] = "0"
     return env
+
+
+def ensure_trial_dir(trial: Any) -> None:
+    """Give a trial Tune never scheduled its directory (``Trial.init_local_path``, what
+    scheduling would make): a trial ended before it started has none, and Tune's
+    ``ResultGrid`` raises reading it (``result_grid.py``: "Should not access
+    ``trial_fs_path``")."""
+    if not trial.relative_logdir:
+        trial.init_local_path()
 
 
 def reopen_search(search_alg: Any) -> bool:

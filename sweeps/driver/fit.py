@@ -53,6 +53,7 @@ def fit(prep: Prepared, interrupt: Interrupt | None = None) -> SweepResult:
         >>> fit(prepare(cfg)).summary.best["trial_id"]  # doctest: +SKIP
         '9a6685fe'
     """
+    from sweeps.driver.budget_run import start_ledger
     from sweeps.driver.datasets import build_datasets
     from sweeps.driver.storage_watch import StorageWatch
     from sweeps.driver.tracking_run import abort_tracking, start_tracking
@@ -74,7 +75,7 @@ def fit(prep: Prepared, interrupt: Interrupt | None = None) -> SweepResult:
         tracking.record({"op": "trial_tags", "tags": growth.stopped_tags()})
     reaper = PlacementGroupReaper(sweep_id)
     progress = ProgressLines(objective, prep.trials, sweep_dir=str(prep.sweep_dir))
-    progress.budget = ledger = _ledger(prep, record.starts)
+    progress.budget = ledger = start_ledger(prep, record.starts)
     if ended:  # the trials a resumed sweep keeps count as done, their best as the best so far
         progress.kept(decision_log(prep.sweep_dir).records())
     unread = UnreadKeysCheck([p.path for p in prep.params], layout.train)
@@ -92,7 +93,7 @@ def fit(prep: Prepared, interrupt: Interrupt | None = None) -> SweepResult:
     try:
         if prep.resuming:
             tuner = restore_tuner(cfg, prep.params, trial, prep.sweep_dir, callbacks, ledger,
-                                  grown=prep.resume is not None and prep.resume.growth is not None)
+                                  grown=prep.resume is not None and bool(prep.resume.record.growth))
         else:
             tuner = build_tuner(cfg, prep.params, trial, prep.resources, prep.sweep_dir,
                                 callbacks, prep.warm_start,
@@ -128,24 +129,6 @@ def fit(prep: Prepared, interrupt: Interrupt | None = None) -> SweepResult:
         if ledger is not None:
             ledger.tick(force=True)
     return _finish(prep, objective, results, reaper, unread, tracking, ledger)
-
-
-def _ledger(prep: Prepared, start: int) -> BudgetLedger | None:
-    """This start's count of ``sweep.budget`` (None: no budget), continuing the earlier
-    starts' from the sweep's logs; says so when it is already spent."""
-    from sweeps.config.budget import budget_limits
-    from sweeps.search.budget import BudgetLedger
-
-    limits = budget_limits(prep.cfg.sweep.budget)
-    if not limits:
-        return None
-    # elastic trials counted at their max workers: a worker-hours budget is never overrun
-    ledger = BudgetLedger.load(prep.sweep_dir, limits, prep.resources.planned_workers, start)
-    ledger.tick(force=True)
-    spent = ledger.over(None)
-    print(f"  {ledger.describe()}" + (f"; spent (sweep.budget.{spent}): no trial will start, "
-                                      "raise it to go on" if spent else ""), flush=True)
-    return ledger
 
 
 def _cluster_watch(prep: Prepared, sweep_id: str,
@@ -196,6 +179,10 @@ def _start(prep: Prepared) -> tuple[SweepRecord, dict[str, dict[str, Any]]]:
         from sweeps.resume.grow import apply_growth
 
         apply_growth(prep.sweep_dir, growth, record, prep.resuming)
+    if prep.resuming:  # a larger budget: the trials it ended go on
+        from sweeps.driver.budget_run import reopen_budget_stops
+
+        reopen_budget_stops(prep, record.starts + 1)
     record.starts += 1
     if prep.tracking:  # a sweep started with tracking off records where it logs from now on
         record.tracking_uri = record.tracking_uri or prep.tracking.uri

@@ -189,8 +189,10 @@ def restore_tuner(cfg: SweepConfig, params: list[Param], trial: TrialPlan, sweep
     unfinished and errored ones continue from their checkpoints, the searcher's state is
     reloaded. This run's callbacks, scheduler and retry limit replace the pickled ones (the
     scheduler rebuilds its rungs from its log, see ``sweeps.search.schedulers``). ``grown``:
-    the sweep grew (``sweeps.resume.grow``): its searcher suggests up to this
-    ``search.num_samples`` (the trials a larger ``max_t`` continues were reopened before)."""
+    the sweep grew on this or an earlier start (``sweeps.resume.grow``): its searcher suggests
+    up to this ``search.num_samples`` (Tune's saved search state may predate the growth, e.g.
+    after a kill -9 right after the grown record was saved; the trials a larger ``max_t``
+    continues were reopened before)."""
     from ray import tune
 
     from sweeps._ray.tune import replace_restored_config

@@ -18,8 +18,9 @@
   ``max_t`` are the same rungs, so a trial ASHA stopped early stays stopped; a trial that
   reached the old ``max_t`` is now judged at the rung there (if the new rungs have one), which
   promotes the top ``1/reduction_factor`` in the order they arrived and stops the rest. Under
-  ``scheduler=none`` every such trial continues. A PBT sweep's budget does not grow (its
-  exploits compare the population as it ran; refused with the fix). Each continued trial gets
+  ``scheduler=none`` every such trial continues. A PBT sweep does not grow (it ranks the
+  trials that run together: ended or new trials would form a population of their own;
+  refused with the fix). Each continued trial gets
   a ``reopen`` record in the decision log, which the log's readers
   (``sweeps.search.decisions``) take as "not ended".
 * **Refused** (one line, naming the key and the fix): a smaller value of either, and a change
@@ -27,8 +28,8 @@
 
 Order of the writes, so that a kill -9 at any point loses nothing: Tune's state (the trials
 reopened), then the log's reopen records, then the sweep's record with the new identity. Until
-the record is saved, the same command plans the same growth again (already reopened trials are
-no longer ended, so they are not reopened twice).
+the record is saved, the same command plans the same growth again (trials already reopened
+for it are counted as continuing, and reopening them again changes nothing).
 """
 
 from __future__ import annotations
@@ -45,7 +46,8 @@ from sweeps.search.decisions import decision_log, ended_ids
 from sweeps.search.outcome import read_verdicts
 from sweeps.storage.location import display
 
-__all__ = ["GROWABLE", "Growth", "identity_changes", "plan_growth", "apply_growth", "grid_note"]
+__all__ = ["GROWABLE", "Growth", "identity_changes", "plan_growth", "apply_growth", "grid_note",
+           "reopen_trials"]
 
 GROWABLE = ("search.num_samples", "scheduler.max_t")  # identity keys that may grow
 
@@ -138,18 +140,20 @@ def identity_changes(old: dict[str, str], new: dict[str, str],
 def plan_growth(cfg: SweepConfig, changes: dict[str, tuple[int, int]],
                 records: list[dict[str, Any]], kept: int) -> Growth:
     """Which trials a grown sweep continues, from its decision log ``records``; ``kept``: the
-    trials it already has. ``ConfigError`` for a PBT sweep's larger ``max_t``."""
+    trials it already has. ``ConfigError`` for a PBT sweep (it does not grow)."""
     growth = Growth(dict(changes), kept=kept)
+    if cfg.scheduler.name == "pbt":
+        key = next(iter(changes))
+        old, new = changes[key]
+        raise ConfigError(key, new, f"cannot grow a scheduler=pbt sweep (it has {old}): PBT "
+                          "ranks the trials that run together, so ended trials or new ones "
+                          "would form a population of their own",
+                          f"set {key}={old} to resume it, or start a new sweep with "
+                          "sweep.name=NEW")
     if "scheduler.max_t" not in changes:
         return growth
     old, new = changes["scheduler.max_t"]
-    if cfg.scheduler.name == "pbt":
-        raise ConfigError("scheduler.max_t", new, f"cannot grow a scheduler=pbt sweep (it has "
-                          f"{old}): PBT's exploits ranked the population as it ran together, "
-                          "and ended trials would continue alone",
-                          f"set scheduler.max_t={old} to resume it, or start a new sweep with "
-                          "sweep.name=NEW")
-    candidates = _ended_at_budget(records, old)
+    candidates = _ended_at_budget(records, old) + _reopened_for(records, old, new)
     stops = _rung_stops(cfg, records, old, new) if cfg.scheduler.name == "asha" else set()
     growth.reopened = [t for t in candidates if t not in stops]
     growth.stay_stopped = [t for t in candidates if t in stops]
@@ -167,6 +171,15 @@ def _ended_at_budget(records: list[dict[str, Any]], budget: int) -> list[str]:
                 and not (failed.get(trial) and failed[trial].error)):
             out.append(trial)
     return out
+
+
+def _reopened_for(records: list[dict[str, Any]], old: int, new: int) -> list[str]:
+    """Trials an earlier start reopened for this same growth and that have not ended since
+    (its record was not saved: a kill -9 between the log and the record)."""
+    ended = ended_ids(records)
+    return list(dict.fromkeys(r["trial"] for r in records if r.get("reopen") and "trial" in r
+                              and (r.get("from_epoch"), r.get("to_epoch")) == (old, new)
+                              and r["trial"] not in ended))
 
 
 def _rung_stops(cfg: SweepConfig, records: list[dict[str, Any]], old: int,
@@ -204,18 +217,24 @@ def apply_growth(sweep_dir: Path, growth: Growth, record: Any, resuming: bool) -
     """Reopen the continued trials (Tune's state, then the log) and give ``record`` (the
     ``sweeps.resume.state.SweepRecord``) the grown identity and a line of its history; the
     caller saves the record (last: see the module docstring)."""
-    if growth.reopened and resuming:
-        from sweeps._ray.tune_grow import reopen_in_state
-
-        reopen_in_state(sweep_dir, growth.reopened)
     old, new = growth.changes.get("scheduler.max_t", (0, 0))
-    log = decision_log(sweep_dir)
-    for trial in growth.reopened:
-        log.append({"trial": trial, "reopen": True, "from_epoch": old, "to_epoch": new,
-                    "t": round(time.time(), 3)})
+    reopen_trials(sweep_dir, growth.reopened, resuming, from_epoch=old, to_epoch=new)
     record.identity.update({key: str(now) for key, (_, now) in growth.changes.items()})
     record.growth.append({"start": record.starts + 1,
                           **{key: [was, now] for key, (was, now) in growth.changes.items()}})
+
+
+def reopen_trials(sweep_dir: Path, trials: list[str], resuming: bool, **fields: Any) -> None:
+    """Ended ``trials`` run again on this start: set back to paused in Tune's saved state
+    (when it is restored), then a ``reopen`` record each in the decision log (with
+    ``fields``), which its readers take as "not ended" (``sweeps.search.decisions``)."""
+    if trials and resuming:
+        from sweeps._ray.tune_grow import reopen_in_state
+
+        reopen_in_state(sweep_dir, trials)
+    log = decision_log(sweep_dir)
+    for trial in trials:
+        log.append({"trial": trial, "reopen": True, **fields, "t": round(time.time(), 3)})
 
 
 def grid_note(cfg: SweepConfig, last_config: dict[str, Any] | None) -> str | None:

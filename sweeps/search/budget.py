@@ -46,7 +46,7 @@ from sweeps.protocol import CLOCK_KEY, REPORTS_FILE, run_file
 from sweeps.storage.journal import Journal
 
 __all__ = ["BudgetLedger", "EpochCount", "BUDGET_LOG", "TICK_S", "UNITS", "efficiency_line",
-           "logged_epochs", "logged_count", "donor_epoch_of"]
+           "logged_epochs", "logged_count", "donor_epoch_of", "budget_reopens"]
 
 BUDGET_LOG = "budget"  # <sweep dir>/state/budget.jsonl
 TICK_S = 10.0
@@ -96,6 +96,12 @@ class EpochCount:
         run = self.runs.setdefault(trial_id, [0.0, 0.0, 0.0])
         run[:] = [self._of(run), donor_epoch, donor_epoch]
 
+    def furthest(self, trial_id: str) -> float | None:
+        """The clock ``trial_id``'s current run has reached (after an exploit not yet run
+        on: the donor's epoch); None for a trial never seen."""
+        run = self.runs.get(trial_id)
+        return None if run is None else run[2]
+
     @staticmethod
     def _of(run: list[float]) -> float:
         return run[0] + max(run[2] - run[1], 0.0)
@@ -115,33 +121,38 @@ def logged_epochs(sweep_dir: str | Path) -> dict[str, float]:
 def logged_count(sweep_dir: str | Path) -> EpochCount:
     """Epochs each trial trained, from the sweep's logs: the decision log (clocks judged,
     PBT exploits) and the report logs (written before Tune sees a report, so after kill -9 they
-    can be ahead; of a trial PBT exploited, only the last report, which is of its last run).
+    can be ahead; of a trial PBT exploited, only once its run directory holds the new run,
+    which starts a new report log).
 
     Example:
         >>> logged_count(tmp_path).per_trial()  # a sweep that has not run  # doctest: +SKIP
         {}
     """
     from sweeps.search.decisions import decision_log
+    from sweeps.trial.exploit import applied_generation
 
-    layout, count, exploited = SweepLayout(Path(sweep_dir)), EpochCount(), set()
+    layout, count = SweepLayout(Path(sweep_dir)), EpochCount()
+    generations: dict[str, int] = {}  # trial id -> its latest exploit's generation
     for record in decision_log(sweep_dir).records():
         if "trial" not in record:
             continue
-        count.observe(record["trial"], record.get("epoch"))
         donor = donor_epoch_of(record)
         if donor is not None:
+            count.observe(record["trial"], record.get("epoch"))  # its run up to the exploit
             count.exploit(record["trial"], donor)
-            exploited.add(record["trial"])
+            generations[record["trial"]] = int(record["exploit"].get("generation") or 0)
+        else:
+            count.observe(record["trial"], record.get("epoch"))
     if files.is_dir(layout.train):
         for trial in files.listdir(layout.train):
-            clocks = []
-            for line in files.read_lines(run_file(layout.run_dir(trial), REPORTS_FILE)):
-                try:
-                    clocks.append(json.loads(line).get(CLOCK_KEY))
+            run_dir = layout.run_dir(trial)
+            if applied_generation(Path(run_dir)) < generations.get(trial, 0):
+                continue  # the run before its exploit (counted above): not restarted yet
+            for line in files.read_lines(run_file(run_dir, REPORTS_FILE)):
+                try:  # a reseeded run directory starts a new report log
+                    count.observe(trial, json.loads(line).get(CLOCK_KEY))
                 except (ValueError, AttributeError):  # a torn last line
                     continue
-            for clock in clocks[-1:] if trial in exploited else clocks:
-                count.observe(trial, clock)
     return count
 
 
@@ -272,3 +283,17 @@ def efficiency_line(epochs: list[float], max_t: int) -> str:
     total, full = sum(trained), len(trained) * max_t
     ratio = f"{total / full:.2f}x" if full else "-"
     return f"epochs: {total:g} of {full} ({len(trained)} trials x {max_t} to max_t), {ratio}"
+
+
+def budget_reopens(sweep_dir: str | Path, limits: dict[str, float], workers: int,
+                   start: int) -> list[str]:
+    """The trials a budget ended (stopped, or ended before they started) that a resume with
+    room in ``limits`` continues: all of them once one more epoch fits, else none (each is
+    stopped again at its next report if the room runs out: one epoch per trial running at
+    once, as always)."""
+    from sweeps.search.decisions import decision_log
+    from sweeps.search.outcome import read_verdicts
+
+    if not limits or BudgetLedger.load(sweep_dir, limits, workers, start).over(None):
+        return []
+    return [t for t, v in read_verdicts(decision_log(sweep_dir).records()).items() if v.budget]

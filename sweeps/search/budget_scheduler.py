@@ -13,9 +13,11 @@ New trials: before Tune starts any trial it asks ``choose_trial_to_run``. Once a
 first epoch would not fit, every trial that has not started (``PENDING``) or waits to restart
 (PBT's ``PAUSED``) is ended through ``stop_trial`` (the call Ray's HyperBand makes for its
 pending trials; it runs the end hooks of the scheduler, the searcher and the callbacks) and
-recorded as above with epoch 0, and the search algorithm is finished (``set_finished``), so
-no trial waits forever and Tune returns with fewer trials than ``search.num_samples``. A
-sweep resumed with a larger budget reopens its search (``sweeps._ray.tune.reopen_search``).
+recorded as above (at epoch 0, or a paused trial's donor epoch), the search algorithm is
+finished (``set_finished``) and a ``{"budget_finished": <name>}`` record is logged, so no
+trial waits forever and Tune returns with fewer trials than ``search.num_samples``. A sweep
+resumed with a larger budget reopens its search (``sweeps._ray.tune.reopen_search``) and the
+trials the budget ended (``sweeps.driver.fit`` reopens them before Tune restores).
 
 Tune's ``Stopper.stop_all`` was not used: Tune then ends running trials at once without
 their end hooks (``tune_controller.py:1318-1326``, ``_schedule_trial_stop``), so the last
@@ -25,11 +27,13 @@ epochs' records, MLflow runs and the decision log would miss their ends.
 from __future__ import annotations
 
 import logging
+import time
 from typing import Any
 
 from ray.tune.experiment import Trial
 from ray.tune.schedulers import TrialScheduler
 
+from sweeps._ray.tune import ensure_trial_dir
 from sweeps.protocol import CLOCK_KEY
 from sweeps.search.budget import BudgetLedger
 
@@ -44,7 +48,7 @@ class BudgetScheduler(TrialScheduler):
     def __init__(self, inner: Any, ledger: BudgetLedger) -> None:
         super().__init__()
         self.inner, self.ledger = inner, ledger
-        self._reopened = False
+        self._reopened = self._finished_logged = False
 
     # Delegated as they are
     @property
@@ -91,7 +95,7 @@ class BudgetScheduler(TrialScheduler):
         if self._reopened:
             return
         self._reopened = True
-        if self.ledger.over(None) is None and any(r.get("budget")
+        if self.ledger.over(None) is None and any(r.get("budget") or r.get("budget_finished")
                                                   for r in self.inner.log.records()):
             from sweeps._ray.tune import reopen_search
 
@@ -133,11 +137,15 @@ class BudgetScheduler(TrialScheduler):
             search.set_finished()
             log.info("no new trial: its first epoch would exceed sweep.budget.%s (%s)", spent,
                      self.ledger.describe())
+        if not self._finished_logged:  # a resume reopens the search only past this record
+            self._finished_logged = True
+            self.inner.log.append({"budget_finished": spent, "t": round(time.time(), 3)})
         for trial in list(tune_controller.get_trials()):
             if trial.status in (Trial.PENDING, Trial.PAUSED):
-                if not trial.relative_logdir:  # never scheduled: the directory Tune's
-                    trial.init_local_path()  # results read (what scheduling would make)
-                self.inner._record(trial.trial_id, {}, epoch=(trial.last_result or {}).get(
-                    CLOCK_KEY, 0), action=TrialScheduler.STOP, budget=spent)
+                ensure_trial_dir(trial)  # a trial never scheduled has none; Tune's results read it
+                # a PAUSED trial (a PBT exploit not yet run on) stands at its donor's epoch
+                clock = self.ledger.epochs.furthest(trial.trial_id)
+                self.inner._record(trial.trial_id, {}, epoch=clock or 0,
+                                   action=TrialScheduler.STOP, budget=spent)
                 tune_controller.stop_trial(trial)
         return None

@@ -80,6 +80,8 @@ def read_sweep_dir(root: Path) -> list[Found]:
             logged.setdefault(trial, {}).update(r.get("metrics") or {})
             if r.get("error"):
                 failed.add(trial)
+            elif r.get("reopen"):  # a grown sweep's trial training on (decisions.reopens)
+                ended.discard(trial)
             elif r.get("end") or r.get("action") == "STOP":  # schedulers._ends
                 ended.add(trial)
     found = []

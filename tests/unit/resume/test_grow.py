@@ -92,11 +92,13 @@ def test_a_larger_max_t_continues_the_trials_that_trained_the_old_one(
     assert "e" not in growth.reopened  # stopped early by ASHA: stays stopped
 
 
-def test_a_pbt_sweep_budget_does_not_grow() -> None:
-    cfg = to_config(compose("digits", ["scheduler=pbt", "scheduler.max_t=12"]))
-    with pytest.raises(ConfigError, match="scheduler.max_t: 12 cannot grow a scheduler=pbt") as e:
-        plan_growth(cfg, {"scheduler.max_t": (9, 12)}, [], kept=8)
-    assert "scheduler.max_t=9" in e.value.fix
+@pytest.mark.parametrize(("key", "old", "new"), [("scheduler.max_t", 9, 12),
+                                                 ("search.num_samples", 8, 10)])
+def test_a_pbt_sweep_does_not_grow(key, old, new) -> None:
+    cfg = to_config(compose("digits", ["scheduler=pbt", f"{key}={new}"]))
+    with pytest.raises(ConfigError, match=f"{key}: {new} cannot grow a scheduler=pbt") as e:
+        plan_growth(cfg, {key: (old, new)}, [], kept=8)
+    assert f"{key}={old}" in e.value.fix
 
 
 @pytest.mark.parametrize(("growth", "line"), [
@@ -151,8 +153,9 @@ def test_resume_plans_and_applies_the_growth_in_a_durable_order(tmp_path) -> Non
     assert statuses == {"a": "PAUSED", "b": "PAUSED", "c": "TERMINATED", "d": "ERROR"}
     assert ended_ids(decision_log(tmp_path / "sw").records()) == {"c", "d"}
     # not saved yet (the caller saves it last): the same command plans the rest again
-    again = decide_resume(cfg, params, tmp_path / "sw")
-    assert again.growth.reopened == [] and again.growth.new == 2
+    again = decide_resume(cfg, params, tmp_path / "sw")  # the same line, the same trials
+    assert again.growth.describe() == found.growth.describe()
+    assert again.growth.reopened == ["a", "b"]
     save_record(tmp_path / "sw", found.record)
     saved = load_record(tmp_path / "sw")
     assert saved.identity["search.num_samples"] == "6" and saved.identity["scheduler.max_t"] == "5"
