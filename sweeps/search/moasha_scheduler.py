@@ -67,7 +67,9 @@ class ResumableMOASHA(_Rungs, FIFOScheduler):
         self._modes = {m: objectives[m] for m in names}  # primary first
         self._live: set[str] = set()
         self._num_stopped = 0
-        self._seen_each: dict[str, set[str]] = {}  # trial -> objectives it reported
+        # trial -> each objective's last reported value: a result missing one (a loop that
+        # reports n_params once) is judged with the last value it reported
+        self._last_each: dict[str, dict[str, Any]] = {}
         self._warned_point: set[str] = set()
         self._init_log(sweep_dir, objective, grace_period)
 
@@ -76,7 +78,7 @@ class ResumableMOASHA(_Rungs, FIFOScheduler):
         h = self._halving
         fresh = MOHalving(h.grace_period, h.max_t, h.rf, h.stop_last_trials)
         return {**super().__getstate__(), "_halving": fresh, "_num_stopped": 0,
-                "_seen_each": {}}
+                "_last_each": {}}
 
     def on_trial_result(self, tune_controller: Any, trial: Any, result: dict) -> str:
         self._ensure_replayed()
@@ -114,8 +116,8 @@ class ResumableMOASHA(_Rungs, FIFOScheduler):
     def _screen_others(self, trial_id: str, result: dict[str, Any]) -> str | None:
         """The error that fails a trial which never reported one of the objectives by the
         grace period (``_Logged._screen`` checks the primary), else None."""
-        seen = self._seen_each.setdefault(trial_id, set())
-        seen.update(m for m in self._modes if m in result)
+        seen = self._last_each.setdefault(trial_id, {})
+        seen.update({m: result[m] for m in self._modes if result.get(m) is not None})
         clock = result.get(CLOCK_KEY, 0)
         missing = [m for m in self._modes if m not in seen]
         if not missing or clock < self._first_judgement:
@@ -130,11 +132,15 @@ class ResumableMOASHA(_Rungs, FIFOScheduler):
 
     def _judged(self, trial_id: str, result: dict[str, Any]
                 ) -> tuple[float, dict[str, float]] | None:
-        """(clock, metric -> value judged) of a result holding the clock and every objective;
-        a non-finite value anywhere makes every objective its worst. None otherwise."""
+        """(clock, metric -> value judged) of a result holding the clock and the primary
+        metric, each other objective it lacks taken from the trial's last report of it; a
+        non-finite value anywhere makes every objective its worst. None otherwise (no clock,
+        no primary, or an objective never reported yet)."""
         clock = result.get(CLOCK_KEY)
-        raw = {m: result.get(m) for m in self._modes}
-        if clock is None or any(v is None for v in raw.values()):
+        last = self._last_each.get(trial_id, {})
+        raw = {m: result[m] if result.get(m) is not None else last.get(m) for m in self._modes}
+        if clock is None or result.get(self._objective.metric) is None or any(
+                v is None for v in raw.values()):
             return None
         finite = all(isinstance(v, int | float) and not isinstance(v, bool)
                      and math.isfinite(v) for v in raw.values())
@@ -154,7 +160,7 @@ class ResumableMOASHA(_Rungs, FIFOScheduler):
         values = record.get("values")
         if "epoch" not in record or not values:
             return
-        self._seen_each.setdefault(record["trial"], set()).update(values)
+        self._last_each.setdefault(record["trial"], {}).update(values)
         self._num_stopped += bool(replay_record(self._halving, record, self._signed(values)))
 
     def rungs(self) -> list[tuple[float, dict[str, tuple[float, ...]]]]:

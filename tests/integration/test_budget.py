@@ -11,7 +11,7 @@ import pytest
 
 from sweeps import run_sweep
 from sweeps.search.budget import logged_epochs
-from sweeps.search.decisions import verdicts
+from sweeps.search.decisions import decision_log, verdicts
 
 pytestmark = pytest.mark.slow
 
@@ -60,7 +60,14 @@ def test_epoch_budget_ends_sweep_early_and_a_resume_ends_at_once(small_config, c
 
     raised = small_config(*[o for o in cfg_overrides if "budget" not in o],
                           f"sweep.budget.epochs={BUDGET + 3}")
-    third = run_sweep(raised)  # a user raised the budget and resumes: the search goes on
+    # a user raised the budget and resumes: the trials the budget ended go on, from their
+    # checkpoints or (never started) from scratch, until the new budget is spent
+    third = run_sweep(raised)
     out = capsys.readouterr().out
     assert BUDGET + 3 <= sum(logged_epochs(third.sweep_dir).values()) <= BUDGET + 4, out
-    assert len(third.summary.table) > len(table) - len(never), third.summary.table
+    records = decision_log(third.sweep_dir).records()
+    assert {r["trial"] for r in records if r.get("reopen")} == set(by_budget), records
+    after = logged_epochs(third.sweep_dir)
+    assert all(after.get(t, 0) >= n for t, n in spent.items()), (spent, after)  # none lost
+    assert {t for t in by_budget if after.get(t, 0) > spent.get(t, 0)}, (spent, after)
+    assert len(third.summary.table) == 5, third.summary.table

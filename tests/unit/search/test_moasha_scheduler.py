@@ -162,13 +162,20 @@ def test_an_objective_never_reported_fails_the_trial_naming_what_it_reported(
     assert f"never reported {missing}" in error and reported in error
 
 
-def test_a_result_without_an_objective_reported_before_is_not_judged(tmp_path) -> None:
+def test_a_result_without_an_objective_is_judged_with_its_last_reported_value(tmp_path) -> None:
+    """A loop that reports n_params once (it does not change) is still judged at later rungs,
+    with that value; a result without the primary is not (a loop that never reports an
+    objective is failed by the screen, test above)."""
     s = _moasha(tmp_path)
     trial = Trial("a")
     assert s.on_trial_result(None, trial, {CLOCK_KEY: 1, "val_acc": 0.5,
                                            "n_params": 9}) == "CONTINUE"
-    assert s.on_trial_result(None, trial, {CLOCK_KEY: 3, "val_acc": 0.5}) == "CONTINUE"
-    assert s.rungs()[1][1] == {}  # rung 3 holds nothing: the result lacked n_params
+    assert s.on_trial_result(None, trial, {CLOCK_KEY: 2, "val_acc": 0.5}) == "CONTINUE"
+    assert s.on_trial_result(None, trial, {CLOCK_KEY: 3, "val_acc": 0.6}) == "CONTINUE"
+    assert s.rungs()[1][1] == {"a": (0.6, -9.0)}  # rung 3: the last n_params, carried
+    assert s.on_trial_result(None, trial, {CLOCK_KEY: 4, "n_params": 9}) == "CONTINUE"
+    logged = [r for r in decision_log(tmp_path).records() if r.get("epoch") == 3]
+    assert logged[0]["values"] == {"val_acc": 0.6, "n_params": 9}  # replayable as judged
     assert not verdicts(tmp_path)
 
 
