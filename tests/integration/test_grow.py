@@ -3,11 +3,13 @@
 write it (``tests/data/docs_loop.py``) in a project outside the checkout.
 
 The earlier trials are kept and train on from their own checkpoints (no epoch twice), the new
-trial joins the same MLflow parent run, and a smaller value is refused before Ray starts.
+trial joins the same MLflow parent run, ASHA's rung at the old ``max_t`` decides which trials go
+on (as the plan says), and a smaller value is refused before Ray starts.
 """
 
 from __future__ import annotations
 
+import re
 import subprocess
 
 import pandas as pd
@@ -17,48 +19,72 @@ from tests.integration.test_user_loop import _env, _project, _runs, _sweeps
 
 pytestmark = pytest.mark.slow
 
+PLAN = re.compile(r"grow: 2 trials kept, 1 new; (\d+) trials? continues? from epoch 2 to 4"
+                  r"(?:; (\d+) that reached epoch 2 stops? there)?")
+
 
 def _run(project, *args: str) -> subprocess.CompletedProcess:
     return subprocess.run(_sweeps(project, *args), cwd=project, env=_env(), capture_output=True,
                           text=True, timeout=600)
 
 
-@pytest.mark.parametrize("search", ["tpe", "random"])
-def test_a_finished_sweep_grows_in_samples_and_epochs(tmp_path, search) -> None:
+def _table(sweep_dir) -> dict[str, tuple[int, str]]:
+    table = pd.read_csv(sweep_dir / "summary.csv", dtype={"trial_id": str})
+    return {t: (int(e), s) for t, e, s in zip(table["trial_id"], table["epochs"],
+                                              table["status"], strict=True)}
+
+
+# tpe under a trial limit (the restored Optuna search wrapped in Tune's ConcurrencyLimiter);
+# random search under ASHA with rungs at 1, 2 (then also 4): the rung at the old max_t, never
+# used before, now judges the trials that reached it
+@pytest.mark.parametrize(("search", "scheduler"), [
+    ("tpe", ["scheduler=none", "search.max_concurrent_trials=1", "search.n_startup_trials=2"]),
+    ("random", ["scheduler=asha", "scheduler.grace_period=1", "scheduler.reduction_factor=2"]),
+])
+def test_a_finished_sweep_grows_in_samples_and_epochs(tmp_path, search, scheduler) -> None:
     project = _project(tmp_path, "mine", "train_func", {"lr": 0.1, "hidden": 16, "epochs": 100},
                        {"lr": "tag(log, interval(0.01, 0.3))", "hidden": "choice(8, 32)"})
     sweep_dir = project / "outputs" / "mine"
-    same = ["+experiment=mine", f"search={search}", "scheduler=none", "scaling.num_workers=1",
-            *(["search.n_startup_trials=2"] if search == "tpe" else [])]
+    same = ["+experiment=mine", f"search={search}", *scheduler, "scaling.num_workers=1"]
     first = _run(project, *same, "search.num_samples=2", "scheduler.max_t=2")
     assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-3000:]
-    kept = set(pd.read_csv(sweep_dir / "summary.csv", dtype={"trial_id": str})["trial_id"])
+    before = _table(sweep_dir)
+    at_budget = {t for t, (epochs, _) in before.items() if epochs == 2}
 
-    grown = [*same, "search.num_samples=3", "scheduler.max_t=3"]
+    grown = [*same, "search.num_samples=3", "scheduler.max_t=4"]
     plan = _run(project, *grown, "sweep.dry_run=true")
     assert plan.returncode == 0, plan.stderr[-3000:]
-    assert "grow: 2 trials kept, 1 new; 2 trials continue from epoch 2 to 3" in plan.stdout
-    smaller = _run(project, *same, "search.num_samples=1", "scheduler.max_t=3")
+    said = PLAN.search(plan.stdout)
+    assert said, plan.stdout
+    go_on, stop = int(said.group(1)), int(said.group(2) or 0)
+    assert go_on + stop == len(at_budget), (plan.stdout, before)
+    smaller = _run(project, *same, "search.num_samples=1", "scheduler.max_t=4")
     assert smaller.returncode == 2
     assert "search.num_samples: 1 is smaller than in the sweep being resumed" in smaller.stderr
 
     second = _run(project, *grown)
     assert second.returncode == 0, second.stdout[-3000:] + second.stderr[-3000:]
-    assert "grow: 2 trials kept, 1 new; 2 trials continue from epoch 2 to 3" in second.stdout
-    table = pd.read_csv(sweep_dir / "summary.csv", dtype={"trial_id": str})
-    assert kept < set(table["trial_id"]) and len(table) == 3, table
-    assert set(table["status"]) == {"completed"} and set(table["epochs"]) == {3}, table
+    assert said.group(0) in second.stdout
+    after = _table(sweep_dir)
+    assert set(before) < set(after) and len(after) == 3, after
+    continued = {t for t in at_budget if after[t] == (4, "completed")}
+    stopped_now = {t for t in at_budget if after[t] == (2, "stopped")}
+    assert (len(continued), len(stopped_now)) == (go_on, stop), (before, after)
+    for trial, row in before.items():  # stopped earlier: unchanged
+        if trial not in at_budget:
+            assert after[trial] == row, (before, after)
+
     client, runs = _runs(project, "mine")
     parents = [r for r in runs if r.data.tags.get("sweeps.role") == "parent"]
-    trials = [r for r in runs if r.data.tags.get("sweeps.role") == "trial"]
-    assert len(parents) == 1 and len(trials) == 3
-    assert {r.data.tags["mlflow.parentRunId"] for r in trials} == {parents[0].info.run_id}
+    trials = {r.data.tags["sweeps.trial_id"]: r for r in runs
+              if r.data.tags.get("sweeps.role") == "trial"}
+    assert len(parents) == 1 and set(trials) == set(after)
+    assert {r.data.tags["mlflow.parentRunId"] for r in trials.values()} == {
+        parents[0].info.run_id}
     assert {r.info.status for r in runs} == {"FINISHED"}
-    for run in trials:
+    for trial, run in trials.items():
         steps = [m.step for m in client.get_metric_history(run.info.run_id, "val_accuracy")]
-        assert steps == [0, 1, 2], steps  # the kept trials went on; none trained an epoch twice
+        assert steps == list(range(after[trial][0])), steps  # no epoch trained twice
         resumed = {m.value for m in client.get_metric_history(run.info.run_id, "resumed_from")}
-        if run.data.tags["sweeps.trial_id"] in kept:  # its own checkpoint handed back
-            assert resumed == {0, 2}, resumed
-        else:
-            assert resumed == {0}, resumed
+        assert resumed == ({0, 2} if trial in continued else {0}), (trial, resumed)
+        assert run.data.tags["sweeps.status"] == after[trial][1]  # the stopped ones re-tagged

@@ -15,6 +15,7 @@ from sweeps.protocol import CLOCK_KEY, REPORTS_FILE, run_file
 from sweeps.search.budget import (
     BUDGET_LOG,
     BudgetLedger,
+    budget_reopens,
     donor_epoch_of,
     efficiency_line,
     logged_epochs,
@@ -238,6 +239,38 @@ def test_a_pbt_exploit_counts_the_epochs_it_trains_again(tmp_path) -> None:
     assert resumed.spent()["epochs"] == 6.0
     resumed.observe("a", 5, 1.0)
     assert resumed.spent()["epochs"] == 7.0
+
+
+def test_an_exploited_trial_not_restarted_yet_counts_its_old_run_once(tmp_path) -> None:
+    """A trial exploited at epoch 4 (from its donor's epoch 2) whose run directory still holds
+    its old run counts 4 epochs, not 4 + the old run's reports read as the new run's; once its
+    run directory is reseeded (a new report log), what the new run reports counts."""
+    log = decision_log(tmp_path)
+    run_dir = tmp_path / "train" / "a"
+    run_dir.mkdir(parents=True)
+    reports = run_file(run_dir, REPORTS_FILE)
+    for epoch in (1, 2, 3, 4):
+        log.append({"trial": "a", "epoch": epoch, "value": 0.5, "action": "CONTINUE"})
+        reports.open("a").write(json.dumps({CLOCK_KEY: epoch}) + "\n")
+    log.append({"trial": "a", "epoch": 4, "value": 0.5, "action": "PAUSE",
+                "exploit": {"donor": "b", "donor_epoch": 2, "generation": 1}})
+    assert logged_epochs(tmp_path) == {"a": 4.0}
+    (run_dir / "pbt.json").write_text(json.dumps({"generation": 1}))  # reseeded, restarted
+    reports.write_text(json.dumps({CLOCK_KEY: 3}) + "\n")
+    assert logged_epochs(tmp_path) == {"a": 5.0}
+
+
+def test_a_raised_budget_reopens_the_trials_the_budget_ended(tmp_path) -> None:
+    log = decision_log(tmp_path)
+    log.append({"trial": "a", "epoch": 3, "value": 0.5, "action": "CONTINUE"})
+    log.append({"trial": "a", "epoch": 3, "action": "STOP", "budget": "epochs"})
+    log.append({"trial": "b", "epoch": 0, "action": "STOP", "budget": "epochs"})
+    log.append({"trial": "c", "epoch": 1, "value": 0.1, "action": "STOP"})  # ASHA's stop
+    assert budget_reopens(tmp_path, {"epochs": 4}, workers=1, start=2) == []  # 4 spent
+    assert budget_reopens(tmp_path, {"epochs": 5}, workers=1, start=2) == ["a", "b"]
+    assert budget_reopens(tmp_path, {}, workers=1, start=2) == []
+    log.append({"trial": "a", "reopen": True})
+    assert budget_reopens(tmp_path, {"epochs": 5}, workers=1, start=2) == ["b"]
 
 
 @pytest.mark.parametrize(("record", "donor"), [
