@@ -29,17 +29,26 @@ def first_rung(cfg: SweepConfig) -> int:
     return cfg.scheduler.grace_period if cfg.scheduler.name == "asha" else 1
 
 
-def budget_plan(cfg: SweepConfig, estimate: Any) -> list[str]:
-    """The plan's budget lines (none without a budget); ``estimate``: its ``EpochBudget``."""
+def budget_plan(cfg: SweepConfig, estimate: Any, resumed: Any = None) -> list[str]:
+    """The plan's budget lines (none without a budget); ``estimate``: its ``EpochBudget``
+    (the whole sweep's); ``resumed``: the sweep directory of a sweep being resumed, whose
+    logs say what it has spent already."""
     limits = budget_limits(cfg.sweep.budget)
     if not limits:
         return []
+    spent = []
+    if resumed is not None:
+        from sweeps.search.budget import BudgetLedger
+
+        ledger = BudgetLedger.load(resumed, limits, 1, 0)
+        spent = [f"    spent so far ({ledger.describe()[len('budget: '):]}); the estimates "
+                 "below are the whole sweep's"]
     b = cfg.sweep.budget
     lines = ["  budget: " + ", ".join(
         f"{name.replace('_', '-')} {value}" for name, value in
         (("epochs", b.epochs), ("worker_hours", b.worker_hours), ("wall", b.wall))
         if value is not None) + " (new trials stop once the next epoch would exceed one; "
-        "running ones at their next report)"]
+        "running ones at their next report)", *spent]
     if "epochs" in limits:
         epochs = limits["epochs"]
         expected = estimate.expected if cfg.scheduler.name == "asha" else estimate.worst

@@ -141,7 +141,7 @@ def format_plan(prepared) -> str:  # prepared: sweeps.driver.runner.Prepared
     if resume is not None:
         lines.append(f"  resumes the sweep in its dir ({resume.record.starts} start(s) so far)"
                      + (f"; {resume.growth.describe()}" if resume.growth else ""))
-    lines += budget_plan(cfg, budget)
+    lines += budget_plan(cfg, budget, prepared.sweep_dir if resume is not None else None)
     lines.append(f"  sweep dir {display(prepared.sweep_dir)}")
     lines.append(f"  tracking {prepared.tracking.describe() if prepared.tracking else 'off'}")
     lines += [f"  warning: {w}" for w in prepared.warnings]

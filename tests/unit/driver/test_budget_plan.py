@@ -48,3 +48,14 @@ def test_plan_compares_the_budget_with_its_estimate(overrides, line, absent) -> 
 ])
 def test_first_rung(overrides, rung) -> None:
     assert first_rung(compose("digits", overrides)) == rung
+
+
+def test_a_resumed_sweeps_plan_says_what_it_spent_already(tmp_path) -> None:
+    from sweeps.search.decisions import decision_log
+
+    decision_log(tmp_path).append({"trial": "a", "epoch": 4, "value": 0.5, "action": "STOP"})
+    cfg = compose("digits", [*BASE, "sweep.budget.epochs=10"])
+    lines = budget_plan(cfg, epoch_budget(cfg), resumed=tmp_path)
+    assert lines[1] == ("    spent so far (epochs 4/10); the estimates below are the whole "
+                        "sweep's")
+    assert not any("spent so far" in line for line in budget_plan(cfg, epoch_budget(cfg)))
