@@ -34,20 +34,24 @@ for it are counted as continuing, and reopening them again changes nothing).
 
 from __future__ import annotations
 
+import json
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from sweeps import files
+from sweeps._ray.tune import experiment_state_files, trials_in_state
 from sweeps.config.schema import SweepConfig
 from sweeps.errors import ConfigError
+from sweeps.layout import SweepLayout
 from sweeps.search.asha import AsyncHalving, replay_record
 from sweeps.search.decisions import decision_log, ended_ids
 from sweeps.search.outcome import read_verdicts
 from sweeps.storage.location import display
 
 __all__ = ["GROWABLE", "Growth", "identity_changes", "plan_growth", "apply_growth", "grid_note",
-           "reopen_trials"]
+           "reopen_trials", "trials_kept", "last_config"]
 
 GROWABLE = ("search.num_samples", "scheduler.max_t")  # identity keys that may grow
 
@@ -247,3 +251,22 @@ def grid_note(cfg: SweepConfig, last_config: dict[str, Any] | None) -> str | Non
     return (f"search=grid: search.num_samples ({was} -> {cfg.search.num_samples}) does not "
             "apply to a grid, whose every point runs once; growing it adds no trial (extend "
             "the grid's choice(...)/range(...) values in a new sweep instead)")
+
+
+def trials_kept(sweep_dir: Path) -> int:
+    """How many trials Tune's newest saved state holds (0 when none or unreadable)."""
+    found = experiment_state_files(sweep_dir)
+    try:
+        return len(trials_in_state(json.loads(files.read_text(found[-1])))) if found else 0
+    except (OSError, ValueError, KeyError, TypeError):
+        return 0  # check_tune_state says why, before anything runs
+
+
+def last_config(sweep_dir: Path, starts: int) -> dict | None:
+    """The config the sweep's last start ran with (``SweepLayout.config``), if readable."""
+    import yaml
+
+    try:
+        return yaml.safe_load(files.read_text(SweepLayout(sweep_dir).config(starts)))
+    except (OSError, ValueError, yaml.YAMLError):
+        return None

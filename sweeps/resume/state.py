@@ -32,7 +32,14 @@ from sweeps.config.schema import SweepConfig
 from sweeps.errors import ConfigError, StateError
 from sweeps.files import write_atomic
 from sweeps.layout import SweepLayout
-from sweeps.resume.grow import Growth, grid_note, identity_changes, plan_growth
+from sweeps.resume.grow import (
+    Growth,
+    grid_note,
+    identity_changes,
+    last_config,
+    plan_growth,
+    trials_kept,
+)
 from sweeps.search.decisions import decision_log
 from sweeps.search.space import Param, flatten, flatten_space
 from sweeps.storage.location import display
@@ -260,28 +267,9 @@ def decide_resume(cfg: SweepConfig, params: list[Param], sweep_dir: Path) -> Res
     if record.tracking_experiment is None:  # a record from before sweeps kept it
         record.tracking_experiment = _experiment_in_meta(sweep_dir)
     growth = plan_growth(cfg, changes, decision_log(sweep_dir).records(),
-                         kept=_trials_kept(sweep_dir)) if changes else None
-    note = grid_note(cfg, _last_config(sweep_dir, record.starts))
+                         kept=trials_kept(sweep_dir)) if changes else None
+    note = grid_note(cfg, last_config(sweep_dir, record.starts))
     return ResumeInfo(record, has_tune_state=sampled, growth=growth, notes=[note] if note else [])
-
-
-def _trials_kept(sweep_dir: Path) -> int:
-    """How many trials Tune's newest saved state holds (0 when none or unreadable)."""
-    found = tune_state_files(sweep_dir)
-    try:
-        return len(trials_in_state(json.loads(files.read_text(found[-1])))) if found else 0
-    except (OSError, ValueError, KeyError, TypeError):
-        return 0  # check_tune_state says why, before anything runs
-
-
-def _last_config(sweep_dir: Path, starts: int) -> dict | None:
-    """The config the sweep's last start ran with (``SweepLayout.config``), if readable."""
-    import yaml
-
-    try:
-        return yaml.safe_load(files.read_text(SweepLayout(sweep_dir).config(starts)))
-    except (OSError, ValueError, yaml.YAMLError):
-        return None
 
 
 def _experiment_in_meta(sweep_dir: Path) -> str | None:
