@@ -189,6 +189,10 @@ def _probes() -> dict[str, Callable[[], None]]:
             "resume_config.unfinished"),
         "Trial.init_local_path": _attrs("ray.tune.experiment:Trial", "init_local_path"),
         "Trial.relative_logdir": _source_sets("ray.tune.experiment:Trial", "relative_logdir"),
+        "ConcurrencyLimiter's live trials": _source_sets(
+            "ray.tune.search:ConcurrencyLimiter", "live_trials", "num_unfinished_live_trials"),
+        "random search's live trials": _source_sets(
+            "ray.tune.search.basic_variant:BasicVariantGenerator", "_live_trials"),
         "OptunaSearch's told trials": _source_sets(
             "ray.tune.search.optuna:OptunaSearch", "_completed_trials"),
         # tune_state.py, tune_state_file.py
@@ -254,7 +258,9 @@ SOFT = frozenset({"trial session queues", "Train's cleaner callback",
                   # tune_grow.py: only a grown sweep needs them
                   "SearchGenerator's restored sample count", "SearchGenerator.set_state",
                   "random search's trial iterators", "a trial iterator's samples left",
-                  "Tune requeues a paused trial", "OptunaSearch's told trials"})
+                  "Tune requeues a paused trial", "OptunaSearch's told trials",
+                  "ConcurrencyLimiter's live trials", "random search's live trials",
+                  "Trial.init_local_path", "Trial.relative_logdir"})
 
 
 @functools.cache

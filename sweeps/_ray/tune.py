@@ -150,7 +150,7 @@ def ensure_trial_dir(trial: Any) -> None:
     scheduling would make): a trial ended before it started has none, and Tune's
     ``ResultGrid`` raises reading it (``result_grid.py``: "Should not access
     ``trial_fs_path``")."""
-    if not trial.relative_logdir:
+    if not getattr(trial, "relative_logdir", True) and hasattr(trial, "init_local_path"):
         trial.init_local_path()
 
 

@@ -67,51 +67,73 @@ def told_trials(searcher: Any) -> set[str]:
     return searcher.__dict__.get("_completed_trials", set())
 
 
-def grow_search(tuner: Any, num_samples: int) -> None:
+def grow_search(tuner: Any, num_samples: int, live: list[str] | None = None) -> None:
     """Let a ``Tuner.restore``'d tuner suggest trials up to ``num_samples`` in all (its saved
-    search state would stop at the old count)."""
+    search state would stop at the old count; 0: no growth, a grid), and count the trials
+    reopened on this start (``live``) as running in its trial limit, as a trial it suggested
+    is: Tune's limit (a ``ConcurrencyLimiter``, random search's own) holds back new
+    suggestions while they run, and forwards their ends to the searcher."""
     config = tuner._local_tuner._tune_config
-    config.num_samples = num_samples
-    alg = config.search_alg
+    if num_samples:
+        config.num_samples = num_samples
+    alg, live = config.search_alg, list(live or [])
     if isinstance(alg, BasicVariantGenerator):
         grown = _GrowingVariants.__new__(_GrowingVariants)
         grown.__dict__.update(alg.__dict__)
-        grown._grow_to = num_samples
+        grown._grow_to, grown._reopened = num_samples, live
         config.search_alg = grown
         return
     if isinstance(alg, _GrowingSearch):
-        alg._grow_to = num_samples
+        alg._grow_to, alg._reopened = num_samples, live
         return
     if isinstance(alg, Searcher):
         limit = config.max_concurrent_trials
         if limit and not isinstance(alg, ConcurrencyLimiter):  # as tune.run would wrap it
             alg = ConcurrencyLimiter(alg, max_concurrent=limit)
         config.max_concurrent_trials = None
-        config.search_alg = _GrowingSearch(alg, num_samples)
+        config.search_alg = _GrowingSearch(alg, num_samples, live)
 
 
 class _GrowingSearch(SearchGenerator):
-    """``SearchGenerator`` whose restored state keeps at least ``grow_to`` samples."""
+    """``SearchGenerator`` whose restored state keeps at least ``grow_to`` samples and counts
+    the ``reopened`` trials as live in its ``ConcurrencyLimiter``."""
 
-    def __init__(self, searcher: Any, grow_to: int) -> None:
+    def __init__(self, searcher: Any, grow_to: int, reopened: list[str] | None = None) -> None:
         super().__init__(searcher)
-        self._grow_to = grow_to
+        self._grow_to, self._reopened = grow_to, list(reopened or [])
 
     def set_state(self, state: dict) -> None:
         super().set_state(state)
         if self._total_samples < self._grow_to:
             self._total_samples, self._finished = self._grow_to, False
+        limiter = self.searcher
+        while not isinstance(limiter, ConcurrencyLimiter) and hasattr(limiter, "searcher"):
+            limiter = limiter.searcher
+        if isinstance(limiter, ConcurrencyLimiter):
+            for trial in self.__dict__.get("_reopened", []):
+                if trial not in limiter.live_trials:
+                    limiter.live_trials.add(trial)
+                    limiter.num_unfinished_live_trials += 1
+        self._reopened = []
+
+    def __getstate__(self) -> dict:
+        """Pickled into ``tuner.pkl`` without this start's reopened trials (a later start
+        has its own, or none)."""
+        return {**self.__dict__, "_reopened": []}
 
 
 class _GrowingVariants(BasicVariantGenerator):
-    """``BasicVariantGenerator`` whose restored state draws up to ``_grow_to`` samples."""
+    """``BasicVariantGenerator`` whose restored state draws up to ``_grow_to`` samples and
+    counts the ``_reopened`` trials as live."""
 
     _grow_to = 0
+    _reopened: list[str] = []
 
     def set_state(self, state: dict) -> None:
-        grow_to = self.__dict__.get("_grow_to", 0)
+        grow_to, reopened = self.__dict__.get("_grow_to", 0), self.__dict__.get("_reopened", [])
         super().set_state(state)
-        self._grow_to = grow_to
+        self._grow_to, self._reopened = grow_to, []
+        self._live_trials.update(reopened)
         extra = grow_to - self._total_samples
         if extra > 0 and self._iterators:
             last = self._iterators[-1]
@@ -119,3 +141,7 @@ class _GrowingVariants(BasicVariantGenerator):
             last.num_samples_left += extra
             self._total_samples += extra
             self._finished = False
+
+    def __getstate__(self) -> dict:
+        """As ``_GrowingSearch.__getstate__``."""
+        return {**self.__dict__, "_reopened": []}

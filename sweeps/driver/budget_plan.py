@@ -40,9 +40,15 @@ def budget_plan(cfg: SweepConfig, estimate: Any, resumed: Any = None) -> list[st
     if resumed is not None:
         from sweeps.search.budget import BudgetLedger
 
+        from sweeps.search.budget import budget_reopens
+
         ledger = BudgetLedger.load(resumed, limits, 1, 0)
         spent = [f"    spent so far ({ledger.describe()[len('budget: '):]}); the estimates "
                  "below are the whole sweep's"]
+        again = budget_reopens(resumed, limits, 1, 0)
+        if again:
+            spent.append(f"    the budget was raised: {len(again)} trial(s) it ended go on "
+                         f"({', '.join(again)})")
     b = cfg.sweep.budget
     lines = ["  budget: " + ", ".join(
         f"{name.replace('_', '-')} {value}" for name, value in

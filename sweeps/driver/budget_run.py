@@ -24,19 +24,22 @@ def start_ledger(prep: Prepared, start: int) -> BudgetLedger | None:
     from sweeps.search.budget import BudgetLedger
 
     limits = budget_limits(prep.cfg.sweep.budget)
-    if not limits:
-        return None
+    if not limits and not _budget_ended(prep):
+        return None  # (a budget unset on resume keeps a ledger: it reopens what it ended)
     # elastic trials counted at their max workers: a worker-hours budget is never overrun
     ledger = BudgetLedger.load(prep.sweep_dir, limits, prep.resources.planned_workers, start)
     ledger.tick(force=True)
     spent = ledger.over(None)
-    print(f"  {ledger.describe()}" + (f"; spent (sweep.budget.{spent}): no trial will start, "
-                                      "raise it to go on" if spent else ""), flush=True)
+    if limits:
+        print(f"  {ledger.describe()}" + (f"; spent (sweep.budget.{spent}): no trial will "
+                                          "start, raise it to go on" if spent else ""),
+              flush=True)
     return ledger
 
 
-def reopen_budget_stops(prep: Prepared, start: int) -> None:
-    """The trials ``sweep.budget`` ended run again when this start's budget has room."""
+def reopen_budget_stops(prep: Prepared, start: int) -> list[str]:
+    """The trials ``sweep.budget`` ended run again when this start's budget has more room
+    than the one that ended them (``sweeps.search.budget.budget_raised``); returns them."""
     from sweeps.config.budget import budget_limits
     from sweeps.resume.grow import reopen_trials
     from sweeps.search.budget import budget_reopens
@@ -44,3 +47,12 @@ def reopen_budget_stops(prep: Prepared, start: int) -> None:
     trials = budget_reopens(prep.sweep_dir, budget_limits(prep.cfg.sweep.budget),
                             prep.resources.planned_workers, start)
     reopen_trials(prep.sweep_dir, trials, resuming=True, budget_room=True)
+    return trials
+
+
+def _budget_ended(prep: Prepared) -> bool:
+    """Whether an earlier start's budget ended trials or the search (its decision log)."""
+    from sweeps.search.decisions import decision_log
+
+    return prep.resuming and any(r.get("budget") or r.get("budget_finished")
+                                 for r in decision_log(prep.sweep_dir).records())

@@ -66,7 +66,7 @@ def fit(prep: Prepared, interrupt: Interrupt | None = None) -> SweepResult:
 
     cfg, layout, objective = prep.cfg, prep.layout, objective_of(prep.cfg)
     datasets = build_datasets(dict(cfg.experiment.datasets))  # before anything is recorded
-    record, ended = _start(prep)
+    record, ended, reopened = _start(prep)
     sweep_id = record.sweep_uid
     tracking: MLflowTracking | None = (start_tracking(prep, sweep_id, record.starts)
                                        if prep.tracking_uri else None)
@@ -93,7 +93,8 @@ def fit(prep: Prepared, interrupt: Interrupt | None = None) -> SweepResult:
     try:
         if prep.resuming:
             tuner = restore_tuner(cfg, prep.params, trial, prep.sweep_dir, callbacks, ledger,
-                                  grown=prep.resume is not None and bool(prep.resume.record.growth))
+                                  grown=prep.resume is not None and bool(prep.resume.record.growth),
+                                  reopened=reopened)
         else:
             tuner = build_tuner(cfg, prep.params, trial, prep.resources, prep.sweep_dir,
                                 callbacks, prep.warm_start,
@@ -161,7 +162,7 @@ def _tensorboard(prep: Prepared) -> TensorBoardEvents | None:
         return None
 
 
-def _start(prep: Prepared) -> tuple[SweepRecord, dict[str, dict[str, Any]]]:
+def _start(prep: Prepared) -> tuple[SweepRecord, dict[str, dict[str, Any]], list[str]]:
     """The sweep's record, counting this start, and this start's config file; the opening
     lines. Returns the record and the trials that had ended (resuming; else none)."""
     from omegaconf import OmegaConf
@@ -179,10 +180,11 @@ def _start(prep: Prepared) -> tuple[SweepRecord, dict[str, dict[str, Any]]]:
         from sweeps.resume.grow import apply_growth
 
         apply_growth(prep.sweep_dir, growth, record, prep.resuming)
+    reopened = list(growth.reopened) if growth is not None else []
     if prep.resuming:  # a larger budget: the trials it ended go on
         from sweeps.driver.budget_run import reopen_budget_stops
 
-        reopen_budget_stops(prep, record.starts + 1)
+        reopened += reopen_budget_stops(prep, record.starts + 1)
     record.starts += 1
     if prep.tracking:  # a sweep started with tracking off records where it logs from now on
         record.tracking_uri = record.tracking_uri or prep.tracking.uri
@@ -206,7 +208,7 @@ def _start(prep: Prepared) -> tuple[SweepRecord, dict[str, dict[str, Any]]]:
     elif prep.resume:
         print(f"  the previous start (of {record.starts - 1}) saved no trial state; starting "
               "the trials anew", flush=True)
-    return record, ended
+    return record, ended, reopened
 
 
 def _interrupted(prep: Prepared, interrupt: Interrupt | None) -> SweepInterrupted:

@@ -45,6 +45,7 @@ def make_scheduler(cfg: SweepConfig, sweep_dir: Path,
     log their decisions under ``sweep_dir`` so a resumed sweep keeps them. With a ``ledger``
     (``sweep.budget``), inside ``sweeps.search.budget_scheduler.BudgetScheduler``."""
     scheduler = _make_scheduler(cfg, sweep_dir)
+    scheduler.max_running = cfg.search.max_concurrent_trials
     if ledger is None:
         return scheduler
     from sweeps.search.budget_scheduler import BudgetScheduler
@@ -184,7 +185,7 @@ def build_tuner(cfg: SweepConfig, params: list[Param], trial: TrialPlan, plan: R
 
 def restore_tuner(cfg: SweepConfig, params: list[Param], trial: TrialPlan, sweep_dir: Path,
                   callbacks: list[Callback], ledger: BudgetLedger | None = None,
-                  grown: bool = False) -> Tuner:
+                  grown: bool = False, reopened: list[str] | None = None) -> Tuner:
     """``Tuner.restore`` of the sweep in ``sweep_dir``: finished trials stay finished,
     unfinished and errored ones continue from their checkpoints, the searcher's state is
     reloaded. This run's callbacks, scheduler and retry limit replace the pickled ones (the
@@ -192,7 +193,8 @@ def restore_tuner(cfg: SweepConfig, params: list[Param], trial: TrialPlan, sweep
     the sweep grew on this or an earlier start (``sweeps.resume.grow``): its searcher suggests
     up to this ``search.num_samples`` (Tune's saved search state may predate the growth, e.g.
     after a kill -9 right after the grown record was saved; the trials a larger ``max_t``
-    continues were reopened before)."""
+    continues were reopened before). ``reopened``: ended trials this start runs again (a grown
+    ``max_t``, a raised budget), counted in the search's trial limit."""
     from ray import tune
 
     from sweeps._ray.tune import replace_restored_config
@@ -206,8 +208,9 @@ def restore_tuner(cfg: SweepConfig, params: list[Param], trial: TrialPlan, sweep
     replace_restored_config(tuner, make_scheduler(cfg, sweep_dir, ledger), callbacks,
                             verbose=1 if cfg.sweep.verbose else 0,
                             failure_config=tune.FailureConfig(max_failures=cfg.trial.max_retries))
-    if grown and cfg.search.algorithm != "grid":
+    if grown or reopened:
         from sweeps._ray.tune_grow import grow_search
 
-        grow_search(tuner, cfg.search.num_samples)
+        grow_search(tuner, 0 if cfg.search.algorithm == "grid" else cfg.search.num_samples,
+                    reopened)
     return tuner

@@ -39,7 +39,7 @@ def budget_lines(epochs: list[float], verdicts: dict[str, Verdict],
         ['epochs: 13 of 27 (3 trials x 9 to max_t), 0.48x']
     """
     lines = []
-    if ledger is not None:
+    if ledger is not None and ledger.limits:
         lines.append(ledger.describe() + (f" (spent: sweep.budget.{ledger.exhausted_by})"
                                           if ledger.exhausted_by else ""))
         trained, unstarted = stopped_by_budget(verdicts)

@@ -133,7 +133,8 @@ class ProgressLines(Callback):
 
     def _budget(self) -> str:
         """`` | budget: epochs 12/30`` while the sweep has a budget, else ""."""
-        return f" | {self.budget.describe()}" if self.budget is not None else ""
+        return f" | {self.budget.describe()}" if self.budget is not None and \
+            self.budget.limits else ""
 
     def _say(self, text: str, permanent: bool = True) -> None:
         """A plain line when piped; on a terminal, ``permanent`` lines go above the block."""

@@ -35,7 +35,7 @@ from ray.tune.schedulers import TrialScheduler
 
 from sweeps._ray.tune import ensure_trial_dir
 from sweeps.protocol import CLOCK_KEY
-from sweeps.search.budget import BudgetLedger
+from sweeps.search.budget import BudgetLedger, budget_raised
 
 __all__ = ["BudgetScheduler"]
 
@@ -95,8 +95,8 @@ class BudgetScheduler(TrialScheduler):
         if self._reopened:
             return
         self._reopened = True
-        if self.ledger.over(None) is None and any(r.get("budget") or r.get("budget_finished")
-                                                  for r in self.inner.log.records()):
+        if self.ledger.over(None) is None and budget_raised(self.inner.log.records(),
+                                                            self.ledger.limits):
             from sweeps._ray.tune import reopen_search
 
             if reopen_search(tune_controller.search_alg):
@@ -123,7 +123,8 @@ class BudgetScheduler(TrialScheduler):
                  "sweep.budget.%s (%s)", trial.trial_id, result.get(CLOCK_KEY), spent,
                  self.ledger.describe())
         self.inner._record(trial.trial_id, result, epoch=result.get(CLOCK_KEY),
-                           action=TrialScheduler.STOP, budget=spent)
+                           action=TrialScheduler.STOP, budget=spent,
+                           limit=self.ledger.limits[spent])
         return TrialScheduler.STOP
 
     def choose_trial_to_run(self, tune_controller: Any) -> Any:
@@ -139,13 +140,15 @@ class BudgetScheduler(TrialScheduler):
                      self.ledger.describe())
         if not self._finished_logged:  # a resume reopens the search only past this record
             self._finished_logged = True
-            self.inner.log.append({"budget_finished": spent, "t": round(time.time(), 3)})
+            self.inner.log.append({"budget_finished": spent, "limit": self.ledger.limits[spent],
+                                   "t": round(time.time(), 3)})
         for trial in list(tune_controller.get_trials()):
             if trial.status in (Trial.PENDING, Trial.PAUSED):
                 ensure_trial_dir(trial)  # a trial never scheduled has none; Tune's results read it
                 # a PAUSED trial (a PBT exploit not yet run on) stands at its donor's epoch
                 clock = self.ledger.epochs.furthest(trial.trial_id)
                 self.inner._record(trial.trial_id, {}, epoch=clock or 0,
-                                   action=TrialScheduler.STOP, budget=spent)
+                                   action=TrialScheduler.STOP, budget=spent,
+                                   limit=self.ledger.limits[spent])
                 tune_controller.stop_trial(trial)
         return None

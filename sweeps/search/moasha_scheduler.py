@@ -89,15 +89,18 @@ class ResumableMOASHA(_Rungs, FIFOScheduler):
         error = error or self._screen_others(trial_id, result)  # primary spoils every objective
         if error:
             return self._fail(trial_id, result, error)
+        reported = {m: result[m] for m in self._modes if result.get(m) is not None}
         judged = self._judged(trial_id, result)
         if judged is None:
+            if reported:  # a value a later judgement carries: logged, so a resume has it too
+                self._record(trial_id, result, reported=reported)
             return TrialScheduler.CONTINUE
         clock, values = judged
         stop = self._halving.judge(trial_id, clock, self._signed(values))
         action = TrialScheduler.STOP if stop else TrialScheduler.CONTINUE
         self._num_stopped += stop
         self._record(trial_id, result, epoch=clock, value=values[self._objective.metric],
-                     values=values, bracket=0, action=action)
+                     values=values, reported=reported, bracket=0, action=action)
         return action
 
     def on_trial_complete(self, tune_controller: Any, trial: Any, result: dict) -> None:
@@ -158,9 +161,11 @@ class ResumableMOASHA(_Rungs, FIFOScheduler):
 
     def _replay(self, record: dict[str, Any]) -> None:
         values = record.get("values")
+        if "trial" in record:  # the values as reported (a NaN too), as _screen_others keeps them
+            reported = record.get("reported", values if "epoch" in record else None)
+            self._last_each.setdefault(record["trial"], {}).update(reported or {})
         if "epoch" not in record or not values:
             return
-        self._last_each.setdefault(record["trial"], {}).update(values)
         self._num_stopped += bool(replay_record(self._halving, record, self._signed(values)))
 
     def rungs(self) -> list[tuple[float, dict[str, tuple[float, ...]]]]:

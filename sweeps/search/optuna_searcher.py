@@ -50,6 +50,11 @@ class MetricTolerantOptunaSearch(OptunaSearch):
         last = self._seen().pop(trial_id, None)
         if trial_id in told_trials(self):  # as above: Ray would only warn
             return
+        if not error and not result and last is None:
+            # ended before it reported anything (a budget ends pending trials so): Ray would
+            # tell Optuna it was pruned, which TPE ranks as the worst; left open instead, so a
+            # resume that runs it after all tells its real result
+            return
         if not self._carries(result) and last is not None:
             result = {**(result or {}), **{k: last[k] for k in
                                            (self.metric if isinstance(self.metric, list)

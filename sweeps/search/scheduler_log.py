@@ -62,6 +62,9 @@ class _Logged:
     _first_judgement: float
     _seen: set[str]  # trials that reported the metric at least once
     _warned: set[str]
+    # search.max_concurrent_trials: Tune's limit holds back only new suggestions, so trials
+    # restored as pending (reopened by a grown max_t or a raised budget) are held here
+    max_running: int | None = None
 
     def _init_log(self, sweep_dir: str | Path, objective: Objective,
                   first_judgement: float) -> None:
@@ -80,10 +83,13 @@ class _Logged:
         """Tune asks before it starts any trial: first save its experiment state if trials
         were added since the last save, so a trial never runs (and opens an MLflow run, writes
         checkpoints) unknown to a resume after a kill -9."""
-        trials = len(tune_controller.get_trials())
-        if trials > self._trials_saved:
+        trials = tune_controller.get_trials()
+        if len(trials) > self._trials_saved:
             save_experiment_state(tune_controller)
-            self._trials_saved = trials
+            self._trials_saved = len(trials)
+        cap = getattr(self, "max_running", None)
+        if cap and sum(t.status == "RUNNING" for t in trials) >= cap:
+            return None  # reopened trials (a grown max_t, a raised budget) wait their turn
         return super().choose_trial_to_run(tune_controller)  # type: ignore[misc]
 
     @property

@@ -156,10 +156,17 @@ class MLflowSink:
             self._warned.add(key)
             log.warning(message)
 
-    def _reopen(self, run_id: str) -> None:
-        """A run closed by an interrupted sweep goes back to RUNNING when the sweep resumes."""
-        if self.client.get_run(run_id).info.status != "RUNNING":
+    def _reopen(self, run_id: str, trial: str | None = None) -> None:
+        """A run closed by an interrupted sweep goes back to RUNNING when the sweep resumes. A
+        trial's run that had ended stopped (by ASHA or the budget) and trains again (a grown
+        ``max_t``, a raised budget) loses its stop reason and its ``<id> stopped@<epoch>``
+        name until it ends again."""
+        run = self.client.get_run(run_id)
+        if run.info.status != "RUNNING":
             self.client.update_run(run_id, status="RUNNING")
+        if trial is not None and "sweeps.stop_reason" in run.data.tags:
+            self.client.delete_tag(run_id, "sweeps.stop_reason")
+            self.client.update_run(run_id, name=trial)
 
     def _op_sweep_start(self, r: dict[str, Any]) -> None:
         start = int(r.get("start", 1))
@@ -186,7 +193,7 @@ class MLflowSink:
             self.state["trials"][trial] = self._find_or_create(tags, trial, int(r["ts"]))
             self._save()
         elif self.state.setdefault("ended", {}).pop(trial, None) is not None:
-            self._reopen(self.run_id(trial))  # a trial of an interrupted sweep continues
+            self._reopen(self.run_id(trial), trial)  # a trial of an interrupted sweep goes on
             self._save()
         if r.get("rebase"):  # restarted by a PBT exploit: next steps go after the logged ones
             self.state.setdefault("rebase", {})[trial] = True

@@ -82,6 +82,11 @@ def test_a_finished_sweep_grows_in_samples_and_epochs(tmp_path, search, schedule
     assert {r.data.tags["mlflow.parentRunId"] for r in trials.values()} == {
         parents[0].info.run_id}
     assert {r.info.status for r in runs} == {"FINISHED"}
+    if "search.max_concurrent_trials=1" in scheduler:  # the reopened trials waited their turn
+        spans = sorted((min(times), max(times)) for times in (
+            [m.timestamp for m in client.get_metric_history(run.info.run_id, "val_accuracy")
+             if m.step >= 2 or trial not in before] for trial, run in trials.items()) if times)
+        assert all(a[1] < b[0] for a, b in zip(spans, spans[1:])), spans
     for trial, run in trials.items():
         steps = [m.step for m in client.get_metric_history(run.info.run_id, "val_accuracy")]
         assert steps == list(range(after[trial][0])), steps  # no epoch trained twice

@@ -59,3 +59,11 @@ def test_a_resumed_sweeps_plan_says_what_it_spent_already(tmp_path) -> None:
     assert lines[1] == ("    spent so far (epochs 4/10); the estimates below are the whole "
                         "sweep's")
     assert not any("spent so far" in line for line in budget_plan(cfg, epoch_budget(cfg)))
+    assert len(lines) == 3  # nothing the budget ended: nothing goes on
+    decision_log(tmp_path).append({"trial": "b", "epoch": 0, "action": "STOP",
+                                   "budget": "epochs", "limit": 5})
+    raised = budget_plan(cfg, epoch_budget(cfg), resumed=tmp_path)
+    assert raised[2] == "    the budget was raised: 1 trial(s) it ended go on (b)"
+    same = compose("digits", [*BASE, "sweep.budget.epochs=5"])
+    assert not any("raised" in line for line in budget_plan(same, epoch_budget(same),
+                                                            resumed=tmp_path))

@@ -6,6 +6,7 @@ Results are fed to the scheduler the way the Tune controller does (no cluster ne
 
 from __future__ import annotations
 
+import json
 import math
 import pickle
 import random
@@ -190,3 +191,24 @@ def test_make_scheduler_builds_moasha_for_several_objectives(tmp_path) -> None:
                                tmp_path / "fifo")) is ResumableFIFO
     with pytest.raises(ValueError, match="does not hold the primary"):
         ResumableMOASHA(tmp_path, Objective("loss", "min", 9), OBJECTIVES)
+
+
+@pytest.mark.parametrize("first", [
+    {CLOCK_KEY: 0, "n_params": 9},  # reported before the first evaluation, never judged
+    {CLOCK_KEY: 1, "val_acc": float("nan"), "n_params": 9},  # judged as the worst
+])
+def test_a_restarted_scheduler_carries_the_same_values_as_the_live_one(tmp_path, first) -> None:
+    """What a later judgement carries is logged as reported (a NaN too), so the scheduler a
+    resume rebuilds from the log decides as the one that ran."""
+    live, trial = _moasha(tmp_path / "live"), Trial("a")
+    live.on_trial_result(None, trial, dict(first))
+    (tmp_path / "copy").mkdir()
+    (tmp_path / "copy" / "state").mkdir()
+    (tmp_path / "copy" / "state" / "scheduler.jsonl").write_bytes(
+        (tmp_path / "live" / "state" / "scheduler.jsonl").read_bytes())
+    restored = _moasha(tmp_path / "copy")
+    later = {CLOCK_KEY: 3, "val_acc": 0.6}
+    assert restored.on_trial_result(None, trial, dict(later)) == live.on_trial_result(
+        None, trial, dict(later))
+    assert restored.rungs()[1][1] == live.rungs()[1][1] == {"a": (0.6, -9.0)}
+    assert json.dumps(restored._last_each) == json.dumps(live._last_each)  # NaN == NaN here
