@@ -38,7 +38,8 @@ def budget_plan(cfg: SweepConfig, estimate: Any, resumed: Any = None) -> list[st
         return []
     spent = []
     if resumed is not None:
-        from sweeps.search.budget import BudgetLedger, budget_reopens
+        from sweeps.search.budget import BudgetLedger
+        from sweeps.search.budget_reopen import budget_reopens
 
         ledger = BudgetLedger.load(resumed, limits, 1, 0)
         spent = [f"    spent so far ({ledger.describe()[len('budget: '):]}); the estimates "

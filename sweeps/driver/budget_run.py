@@ -42,7 +42,7 @@ def reopen_budget_stops(prep: Prepared, start: int) -> list[str]:
     than the one that ended them (``sweeps.search.budget.budget_raised``); returns them."""
     from sweeps.config.budget import budget_limits
     from sweeps.resume.grow import reopen_trials
-    from sweeps.search.budget import budget_reopens
+    from sweeps.search.budget_reopen import budget_reopens
 
     trials = budget_reopens(prep.sweep_dir, budget_limits(prep.cfg.sweep.budget),
                             prep.resources.planned_workers, start)

@@ -46,8 +46,7 @@ from sweeps.protocol import CLOCK_KEY, REPORTS_FILE, run_file
 from sweeps.storage.journal import Journal
 
 __all__ = ["BudgetLedger", "EpochCount", "BUDGET_LOG", "TICK_S", "UNITS", "efficiency_line",
-           "logged_epochs", "logged_count", "donor_epoch_of", "budget_reopens",
-           "budget_raised"]
+           "logged_epochs", "logged_count", "donor_epoch_of"]
 
 BUDGET_LOG = "budget"  # <sweep dir>/state/budget.jsonl
 TICK_S = 10.0
@@ -284,40 +283,3 @@ def efficiency_line(epochs: list[float], max_t: int) -> str:
     total, full = sum(trained), len(trained) * max_t
     ratio = f"{total / full:.2f}x" if full else "-"
     return f"epochs: {total:g} of {full} ({len(trained)} trials x {max_t} to max_t), {ratio}"
-
-
-def budget_raised(records: list[dict[str, Any]], limits: dict[str, float]) -> bool:
-    """Whether ``limits`` leave more room than the one the budget last ended trials under
-    (its record's ``limit``): a resume with a larger budget, or with that budget unset. The
-    same command again is not: a wall or worker-hours budget stops trials while a little of it
-    is left (the next epoch would not fit), which is no room for a new start.
-
-    Example:
-        >>> stop = {"trial": "a", "action": "STOP", "budget": "wall", "limit": 600}
-        >>> budget_raised([stop], {"wall": 600}), budget_raised([stop], {"wall": 900})
-        (False, True)
-        >>> budget_raised([stop], {}), budget_raised([], {"wall": 900})
-        (True, False)
-    """
-    ended = [r for r in records if r.get("budget") or r.get("budget_finished")]
-    if not ended:
-        return False
-    name = ended[-1].get("budget") or ended[-1]["budget_finished"]
-    limit = _number(ended[-1].get("limit"))
-    return limit is None or limits.get(name, math.inf) > limit
-
-
-def budget_reopens(sweep_dir: str | Path, limits: dict[str, float], workers: int,
-                   start: int) -> list[str]:
-    """The trials a budget ended (stopped, or ended before they started) that a resume
-    continues: all of them once the budget was raised (``budget_raised``) and one more epoch
-    fits, else none (each is stopped again at its next report if the room runs out: one epoch
-    per trial running at once, as always)."""
-    from sweeps.search.decisions import decision_log
-    from sweeps.search.outcome import read_verdicts
-
-    records = decision_log(sweep_dir).records()
-    if not budget_raised(records, limits) or BudgetLedger.load(
-            sweep_dir, limits, workers, start).over(None):
-        return []
-    return [t for t, v in read_verdicts(records).items() if v.budget]

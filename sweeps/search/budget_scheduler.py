@@ -35,7 +35,8 @@ from ray.tune.schedulers import TrialScheduler
 
 from sweeps._ray.tune import ensure_trial_dir
 from sweeps.protocol import CLOCK_KEY
-from sweeps.search.budget import BudgetLedger, budget_raised
+from sweeps.search.budget import BudgetLedger
+from sweeps.search.budget_reopen import budget_raised
 
 __all__ = ["BudgetScheduler"]
 

@@ -15,11 +15,11 @@ from sweeps.protocol import CLOCK_KEY, REPORTS_FILE, run_file
 from sweeps.search.budget import (
     BUDGET_LOG,
     BudgetLedger,
-    budget_reopens,
     donor_epoch_of,
     efficiency_line,
     logged_epochs,
 )
+from sweeps.search.budget_reopen import budget_reopens
 from sweeps.search.decisions import decision_log
 from sweeps.search.outcome import Objective, Verdict, read_verdicts
 from sweeps.storage.journal import Journal
@@ -261,14 +261,16 @@ def test_an_exploited_trial_not_restarted_yet_counts_its_old_run_once(tmp_path) 
 
 
 def test_a_raised_budget_reopens_the_trials_the_budget_ended(tmp_path) -> None:
+    """Only more room than the budget that ended them brings them back (a larger budget, or
+    none); the same budget again does not."""
     log = decision_log(tmp_path)
     log.append({"trial": "a", "epoch": 3, "value": 0.5, "action": "CONTINUE"})
-    log.append({"trial": "a", "epoch": 3, "action": "STOP", "budget": "epochs"})
-    log.append({"trial": "b", "epoch": 0, "action": "STOP", "budget": "epochs"})
+    log.append({"trial": "a", "epoch": 3, "action": "STOP", "budget": "epochs", "limit": 4})
+    log.append({"trial": "b", "epoch": 0, "action": "STOP", "budget": "epochs", "limit": 4})
     log.append({"trial": "c", "epoch": 1, "value": 0.1, "action": "STOP"})  # ASHA's stop
-    assert budget_reopens(tmp_path, {"epochs": 4}, workers=1, start=2) == []  # 4 spent
+    assert budget_reopens(tmp_path, {"epochs": 4}, workers=1, start=2) == []  # the same
     assert budget_reopens(tmp_path, {"epochs": 5}, workers=1, start=2) == ["a", "b"]
-    assert budget_reopens(tmp_path, {}, workers=1, start=2) == []
+    assert budget_reopens(tmp_path, {}, workers=1, start=2) == ["a", "b"]  # unset
     log.append({"trial": "a", "reopen": True})
     assert budget_reopens(tmp_path, {"epochs": 5}, workers=1, start=2) == ["b"]
 
