@@ -70,4 +70,4 @@ def test_epoch_budget_ends_sweep_early_and_a_resume_ends_at_once(small_config, c
     after = logged_epochs(third.sweep_dir)
     assert all(after.get(t, 0) >= n for t, n in spent.items()), (spent, after)  # none lost
     assert {t for t in by_budget if after.get(t, 0) > spent.get(t, 0)}, (spent, after)
-    assert len(third.summary.table) == 5, third.summary.table
+    assert set(table["trial_id"]) <= set(third.summary.table["trial_id"])  # none dropped
