@@ -46,8 +46,7 @@ def reopen_budget_stops(prep: Prepared, start: int) -> list[str]:
 
     trials = budget_reopens(prep.sweep_dir, budget_limits(prep.cfg.sweep.budget),
                             prep.resources.planned_workers, start)
-    reopen_trials(prep.sweep_dir, trials, resuming=True, budget_room=True)
-    return trials
+    return reopen_trials(prep.sweep_dir, trials, resuming=True, budget_room=True)
 
 
 def _budget_ended(prep: Prepared) -> bool:

@@ -164,7 +164,8 @@ def _tensorboard(prep: Prepared) -> TensorBoardEvents | None:
 
 def _start(prep: Prepared) -> tuple[SweepRecord, dict[str, dict[str, Any]], list[str]]:
     """The sweep's record, counting this start, and this start's config file; the opening
-    lines. Returns the record and the trials that had ended (resuming; else none)."""
+    lines. Returns the record, the trials that had ended (resuming; else none) and the ended
+    trials this start runs again (a grown max_t, a raised budget)."""
     from omegaconf import OmegaConf
 
     from sweeps.files import write_atomic
@@ -176,11 +177,11 @@ def _start(prep: Prepared) -> tuple[SweepRecord, dict[str, dict[str, Any]], list
     cfg = prep.cfg
     record = prep.resume.record if prep.resume else new_record(cfg, prep.params, prep.tracking)
     growth = prep.resume.growth if prep.resume else None
+    reopened: list[str] = []  # ended trials Tune restores as pending on this start
     if growth is not None:  # before the record: a kill -9 in between plans the same growth
         from sweeps.resume.grow import apply_growth
 
-        apply_growth(prep.sweep_dir, growth, record, prep.resuming)
-    reopened = list(growth.reopened) if growth is not None else []
+        reopened = apply_growth(prep.sweep_dir, growth, record, prep.resuming)
     if prep.resuming:  # a larger budget: the trials it ended go on
         from sweeps.driver.budget_run import reopen_budget_stops
 

@@ -217,28 +217,36 @@ def _point(record: dict[str, Any], modes: dict[str, str]) -> Any:
     return None if not values else tuple(values[m] * sign[d] for m, d in modes.items())
 
 
-def apply_growth(sweep_dir: Path, growth: Growth, record: Any, resuming: bool) -> None:
+def apply_growth(sweep_dir: Path, growth: Growth, record: Any, resuming: bool) -> list[str]:
     """Reopen the continued trials (Tune's state, then the log) and give ``record`` (the
     ``sweeps.resume.state.SweepRecord``) the grown identity and a line of its history; the
-    caller saves the record (last: see the module docstring)."""
+    caller saves the record (last: see the module docstring). Returns the trials Tune's
+    state set back to paused (``reopen_trials``)."""
     old, new = growth.changes.get("scheduler.max_t", (0, 0))
-    reopen_trials(sweep_dir, growth.reopened, resuming, from_epoch=old, to_epoch=new)
+    reopened = reopen_trials(sweep_dir, growth.reopened, resuming, from_epoch=old,
+                             to_epoch=new)
     record.identity.update({key: str(now) for key, (_, now) in growth.changes.items()})
     record.growth.append({"start": record.starts + 1,
                           **{key: [was, now] for key, (was, now) in growth.changes.items()}})
+    return reopened
 
 
-def reopen_trials(sweep_dir: Path, trials: list[str], resuming: bool, **fields: Any) -> None:
+def reopen_trials(sweep_dir: Path, trials: list[str], resuming: bool,
+                  **fields: Any) -> list[str]:
     """Ended ``trials`` run again on this start: set back to paused in Tune's saved state
     (when it is restored), then a ``reopen`` record each in the decision log (with
-    ``fields``), which its readers take as "not ended" (``sweeps.search.decisions``)."""
+    ``fields``), which its readers take as "not ended" (``sweeps.search.decisions``).
+    Returns the ones Tune's state held as ended (a trial it lacks, or already holds as not
+    ended, is not one Tune restores from ended to pending)."""
+    changed: list[str] = []
     if trials and resuming:
         from sweeps._ray.tune_grow import reopen_in_state
 
-        reopen_in_state(sweep_dir, trials)
+        changed = reopen_in_state(sweep_dir, trials)
     log = decision_log(sweep_dir)
     for trial in trials:
         log.append({"trial": trial, "reopen": True, **fields, "t": round(time.time(), 3)})
+    return changed
 
 
 def grid_note(cfg: SweepConfig, last_config: dict[str, Any] | None) -> str | None:

@@ -113,7 +113,8 @@ class ResumableMOASHA(_Rungs, FIFOScheduler):
             clock, values = judged
             self._halving.on_result(trial.trial_id, clock, self._signed(values))
             fields.update(epoch=clock, value=values[self._objective.metric], values=values,
-                          bracket=0)
+                          bracket=0, reported={m: result[m] for m in self._modes
+                                               if result.get(m) is not None})
         self._record(trial.trial_id, result, **fields)
 
     def _screen_others(self, trial_id: str, result: dict[str, Any]) -> str | None:

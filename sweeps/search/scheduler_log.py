@@ -89,8 +89,22 @@ class _Logged:
             self._trials_saved = len(trials)
         cap = getattr(self, "max_running", None)
         if cap and sum(t.status == "RUNNING" for t in trials) >= cap:
-            return None  # reopened trials (a grown max_t, a raised budget) wait their turn
+            return None  # held trials (see hold_past_cap) wait their turn
         return super().choose_trial_to_run(tune_controller)  # type: ignore[misc]
+
+    def hold_past_cap(self, tune_controller: Any, trial: Any) -> None:
+        """A trial added pending while ``max_running`` trials are already pending or running
+        (a resume restores every reopened trial as pending: a grown ``max_t``, a raised
+        budget) waits paused. Tune starts pending trials without asking the scheduler
+        (``TuneController._maybe_add_actors``), paused ones only through
+        ``choose_trial_to_run``, which holds them while the cap is reached."""
+        cap = getattr(self, "max_running", None)
+        if not cap or trial.status != "PENDING":
+            return
+        active = sum(t.status in ("PENDING", "RUNNING") for t in tune_controller.get_trials()
+                     if t is not trial)
+        if active >= cap:
+            trial.set_status("PAUSED")
 
     @property
     def log(self) -> Journal:

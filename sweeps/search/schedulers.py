@@ -69,6 +69,7 @@ class _Rungs(_Logged):
     def on_trial_add(self, tune_controller: Any, trial: Any) -> None:
         self._ensure_replayed()
         self._live.add(trial.trial_id)
+        self.hold_past_cap(tune_controller, trial)
 
     def on_trial_remove(self, tune_controller: Any, trial: Any) -> None:
         self._live.discard(trial.trial_id)
@@ -161,6 +162,9 @@ class ResumableFIFO(_Logged, FIFOScheduler):
     def __init__(self, sweep_dir: str | Path, objective: Objective) -> None:
         FIFOScheduler.__init__(self)
         self._init_log(sweep_dir, objective, 1)
+
+    def on_trial_add(self, tune_controller: Any, trial: Any) -> None:
+        self.hold_past_cap(tune_controller, trial)
 
     def on_trial_result(self, tune_controller: Any, trial: Any, result: dict) -> str:
         self._ensure_replayed()

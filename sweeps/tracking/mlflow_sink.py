@@ -157,15 +157,15 @@ class MLflowSink:
             log.warning(message)
 
     def _reopen(self, run_id: str, trial: str | None = None) -> None:
-        """A run closed by an interrupted sweep goes back to RUNNING when the sweep resumes. A
-        trial's run that had ended stopped (by ASHA or the budget) and trains again (a grown
-        ``max_t``, a raised budget) loses its stop reason and its ``<id> stopped@<epoch>``
-        name until it ends again."""
+        """A closed run goes back to RUNNING when its trial trains again; a trial's run that
+        ended stopped or failed (a grown ``max_t``, a raised budget) loses those labels."""
         run = self.client.get_run(run_id)
         if run.info.status != "RUNNING":
             self.client.update_run(run_id, status="RUNNING")
-        if trial is not None and "sweeps.stop_reason" in run.data.tags:
-            self.client.delete_tag(run_id, "sweeps.stop_reason")
+        if trial is not None and run.data.tags.get("sweeps.status") in ("stopped", "error"):
+            for key in {"sweeps.stop_reason", "sweeps.error"} & set(run.data.tags):
+                self.client.delete_tag(run_id, key)
+            self.client.set_tag(run_id, "sweeps.status", "running")
             self.client.update_run(run_id, name=trial)
 
     def _op_sweep_start(self, r: dict[str, Any]) -> None:

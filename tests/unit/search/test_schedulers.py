@@ -426,3 +426,38 @@ def test_tune_state_is_saved_before_a_new_trial_can_start(tmp_path, make) -> Non
     restored = pickle.loads(pickle.dumps(scheduler))  # Tune's tuner.pkl: a new driver saves anew
     controller.choose(restored)
     assert controller.saves[-1] == ["a", "b"] and len(controller.saves) == 3
+
+
+class _Held:
+    def __init__(self, trial_id: str, status: str) -> None:
+        self.trial_id, self.status = trial_id, status
+
+    def set_status(self, status: str) -> None:
+        self.status = status
+
+
+class _Controller:
+    def __init__(self, trials: list) -> None:
+        self.trials = trials
+
+    def get_trials(self) -> list:
+        return self.trials
+
+
+@pytest.mark.parametrize(("cap", "before", "added"), [
+    (None, ["RUNNING", "RUNNING"], "PENDING"),   # no search.max_concurrent_trials: no hold
+    (2, ["RUNNING"], "PENDING"),                 # room for it
+    (2, ["RUNNING", "PENDING"], "PAUSED"),       # a resume restored two already: it waits
+    (1, ["TERMINATED", "TERMINATED"], "PENDING"),
+    (1, ["PAUSED"], "PENDING"),                  # held ones do not count: one starts
+])
+def test_trials_restored_past_the_trial_limit_wait_paused(tmp_path, cap, before, added) -> None:
+    """Tune starts pending trials without asking the scheduler, so the ones a resume restores
+    past search.max_concurrent_trials (reopened by a grown max_t or a raised budget) are
+    added paused, which only choose_trial_to_run starts, under the cap."""
+    scheduler = ResumableFIFO(tmp_path, Objective("val_acc", "max", 3))
+    scheduler.max_running = cap
+    trials = [_Held(f"t{i}", s) for i, s in enumerate(before)]
+    new = _Held("new", "PENDING")
+    scheduler.on_trial_add(_Controller([*trials, new]), new)
+    assert new.status == added
