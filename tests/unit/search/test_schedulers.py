@@ -436,7 +436,7 @@ class _Held:
         self.status = status
 
 
-class _Controller:
+class _AddedTo:
     def __init__(self, trials: list) -> None:
         self.trials = trials
 
@@ -459,5 +459,5 @@ def test_trials_restored_past_the_trial_limit_wait_paused(tmp_path, cap, before,
     scheduler.max_running = cap
     trials = [_Held(f"t{i}", s) for i, s in enumerate(before)]
     new = _Held("new", "PENDING")
-    scheduler.on_trial_add(_Controller([*trials, new]), new)
+    scheduler.on_trial_add(_AddedTo([*trials, new]), new)
     assert new.status == added
