@@ -34,14 +34,14 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
+
+from bench.search_efficiency import sweep_in_process
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results"
@@ -106,17 +106,7 @@ def run_one(contender: str, seed: int, trials: int, epochs: int, workers: int,
                  f"scheduler.max_t={epochs}", f"scaling.num_workers={workers}",
                  f"sweep.seed={seed}", f"sweep.dir={sweep_dir}",
                  f"tracking.uri=sqlite:///{storage / 'mlflow.db'}"]
-    out, log = storage / f"{name}.timing.json", storage / f"{name}.log"
-    cmd = [sys.executable, "-m", "bench.moasha", "_sweep", str(out), *overrides]
-    cmd = ["flock", lock, *cmd] if lock else cmd
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
-        p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)}
-    with log.open("w") as f:
-        proc = subprocess.run(cmd, cwd=ROOT, env=env, stdout=f, stderr=subprocess.STDOUT)
-    if proc.returncode != 0:
-        tail = "\n".join(log.read_text(errors="replace").splitlines()[-40:])
-        raise RuntimeError(f"sweep {name} failed ({proc.returncode}):\n{tail}")
-    timing = json.loads(out.read_text())
+    timing = sweep_in_process("bench.moasha", storage, name, overrides, lock)
     front = json.loads((sweep_dir / "pareto.json").read_text())
     records = decision_log(sweep_dir).records()
     points = [normalised(m["values"]["val_acc"], m["values"]["n_params"])

@@ -294,9 +294,19 @@ def run_one(contender: str, seed: int, trials: int, epochs: int, workers: int,
     from sweeps.search.schedulers import decision_log
 
     overrides = sweep_overrides(contender, seed, trials, epochs, workers, storage)
-    out = Path(storage) / f"{contender}-s{seed}.timing.json"
-    log = Path(storage) / f"{contender}-s{seed}.log"
-    cmd = [sys.executable, "-m", "bench.search_efficiency", "_sweep", str(out), *overrides]
+    timing = sweep_in_process("bench.search_efficiency", Path(storage), f"{contender}-s{seed}",
+                              overrides, lock)
+    return {**timing, "records": list(decision_log(Path(storage) / f"{contender}-s{seed}")
+                                      .records())}
+
+
+def sweep_in_process(module: str, storage: Path, name: str, overrides: list[str],
+                     lock: str | None) -> dict[str, float]:
+    """``python -m <module> _sweep <storage>/<name>.timing.json <overrides>`` in a new process
+    (under ``flock lock`` unless None), its output in ``<name>.log``; the timing it wrote
+    (``{"start", "end"}``). ``RuntimeError`` with the log's tail if it failed."""
+    out, log = storage / f"{name}.timing.json", storage / f"{name}.log"
+    cmd = [sys.executable, "-m", module, "_sweep", str(out), *overrides]
     if lock:
         cmd = ["flock", lock, *cmd]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(
@@ -305,11 +315,9 @@ def run_one(contender: str, seed: int, trials: int, epochs: int, workers: int,
         proc = subprocess.run(cmd, cwd=ROOT, env=env, stdout=f, stderr=subprocess.STDOUT)
     if proc.returncode != 0:
         tail = "\n".join(log.read_text(errors="replace").splitlines()[-40:])
-        raise RuntimeError(f"sweep {contender} seed {seed} failed ({proc.returncode}); "
-                           f"{' '.join(overrides)}:\n{tail}")
-    timing = json.loads(out.read_text())
-    return {**timing, "records": list(decision_log(Path(storage) / f"{contender}-s{seed}")
-                                      .records())}
+        raise RuntimeError(f"sweep {name} failed ({proc.returncode}); {' '.join(overrides)}:"
+                           f"\n{tail}")
+    return json.loads(out.read_text())
 
 
 def reports_of(records: list[dict[str, Any]], start: float) -> list[Report]:
