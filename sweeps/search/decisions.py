@@ -18,8 +18,8 @@ from sweeps.protocol import SCHEDULER_LOG, TUNE_STOP
 from sweeps.search.outcome import Verdict, read_verdicts
 from sweeps.storage.journal import Journal
 
-__all__ = ["LOG_NAME", "STOP", "decision_log", "verdicts", "ended_ids", "ended_trials", "ends",
-           "reopens"]
+__all__ = ["LOG_NAME", "STOP", "decision_log", "verdicts", "ended_ids", "ended_trials", "ended_in",
+           "ends", "reopens"]
 
 LOG_NAME = SCHEDULER_LOG  # the file name, shared with the trial drivers
 STOP = TUNE_STOP  # Tune's decision to stop a trial (sweeps._ray.compat checks the value)
@@ -36,10 +36,22 @@ def verdicts(sweep_dir: str | Path) -> dict[str, Verdict]:
 
 
 def ended_trials(sweep_dir: str | Path) -> dict[str, dict[str, Any]]:
-    """Trial id -> final metrics of every trial the log says ended (stopped or completed) and
-    that no later record reopened (a grown ``scheduler.max_t``, ``sweeps.resume.grow``)."""
+    """Trial id -> final metrics of every trial the log says ended (``ended_in``)."""
+    return ended_in(decision_log(sweep_dir).records())
+
+
+def ended_in(records: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Trial id -> final metrics of every trial ``records`` (the log's) say ended (stopped or
+    completed) and that no later record reopened (a grown ``scheduler.max_t``, a raised
+    budget: ``sweeps.resume.grow.reopen_trials``).
+
+    Example:
+        >>> ended_in([{"trial": "a", "action": "STOP", "metrics": {"x": 1}},
+        ...           {"trial": "b", "end": True}, {"trial": "b", "reopen": True}])
+        {'a': {'x': 1}}
+    """
     out: dict[str, dict[str, Any]] = {}
-    for r in decision_log(sweep_dir).records():
+    for r in records:
         if "trial" not in r:
             continue
         if ends(r):
@@ -50,24 +62,14 @@ def ended_trials(sweep_dir: str | Path) -> dict[str, dict[str, Any]]:
 
 
 def ended_ids(records: list[dict[str, Any]]) -> set[str]:
-    """The trials that ``records`` (the log's) say ended, and no later record reopened.
+    """The trials ``records`` say ended and no later record reopened (``ended_in``).
 
     Example:
         >>> sorted(ended_ids([{"trial": "a", "end": True}, {"trial": "b", "action": "STOP"},
         ...                   {"trial": "c", "action": "CONTINUE"}]))
         ['a', 'b']
-        >>> ended_ids([{"trial": "a", "action": "STOP"}, {"trial": "a", "reopen": True}])
-        set()
     """
-    out: set[str] = set()
-    for r in records:
-        if "trial" not in r:
-            continue
-        if ends(r):
-            out.add(r["trial"])
-        elif reopens(r):
-            out.discard(r["trial"])
-    return out
+    return set(ended_in(records))
 
 
 def ends(record: dict[str, Any]) -> bool:

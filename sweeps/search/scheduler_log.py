@@ -26,7 +26,7 @@ from ray.tune.schedulers import TrialScheduler
 
 from sweeps._ray.tune_state import save_experiment_state
 from sweeps.protocol import CLOCK_KEY, ERROR_KEY, NOT_METRICS
-from sweeps.search.decisions import decision_log, ends, reopens
+from sweeps.search.decisions import decision_log, ended_in, ends
 from sweeps.search.outcome import Objective
 from sweeps.storage.journal import Journal
 
@@ -116,14 +116,12 @@ class _Logged:
         if self._replayed:
             return
         self._replayed = True
-        for record in self.log.records():
+        records = self.log.records()
+        self._ended = ended_in(records)
+        for record in records:
             if record.get("value") is not None:
                 self._seen.add(record["trial"])
             self._replay(record)
-            if ends(record):
-                self._ended[record["trial"]] = record.get("metrics", {})
-            elif reopens(record):
-                self._ended.pop(record["trial"], None)
 
     def _replay(self, record: dict[str, Any]) -> None:
         """Re-apply one logged judgement to the in-memory state."""
