@@ -45,7 +45,7 @@ from sweeps._ray.tune import experiment_state_files, trials_in_state
 from sweeps.config.schema import SweepConfig
 from sweeps.errors import ConfigError
 from sweeps.layout import SweepLayout
-from sweeps.search.asha import AsyncHalving, replay_record
+from sweeps.search.asha import AsyncHalving, logged_point, replay_record
 from sweeps.search.decisions import decision_log, ended_ids
 from sweeps.search.outcome import read_verdicts
 from sweeps.storage.location import display
@@ -201,20 +201,9 @@ def _rung_stops(cfg: SweepConfig, records: list[dict[str, Any]], old: int,
         halving = AsyncHalving(s.grace_period, new, s.reduction_factor)
     stopped: set[str] = set()
     for r in records:
-        if replay_record(halving, r, _point(r, modes)) and (r.get("epoch") or 0) >= old:
+        if replay_record(halving, r, logged_point(r, modes)) and (r.get("epoch") or 0) >= old:
             stopped.add(r["trial"])
     return stopped
-
-
-def _point(record: dict[str, Any], modes: dict[str, str]) -> Any:
-    """A logged judgement as the rungs compare it: the value signed so that higher is better,
-    or (several objectives) the tuple of them, primary first; None without one."""
-    sign = {"max": 1.0, "min": -1.0}
-    if len(modes) == 1:
-        value = record.get("value")
-        return None if value is None else sign[next(iter(modes.values()))] * value
-    values = record.get("values")
-    return None if not values else tuple(values[m] * sign[d] for m, d in modes.items())
 
 
 def apply_growth(sweep_dir: Path, growth: Growth, record: Any, resuming: bool) -> list[str]:

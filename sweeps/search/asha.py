@@ -30,7 +30,7 @@ from typing import Any
 
 from sweeps.errors import ConfigError
 
-__all__ = ["AsyncHalving", "percentile", "replay_record"]
+__all__ = ["AsyncHalving", "percentile", "replay_record", "logged_point"]
 
 
 def percentile(values: list[float], pct: float) -> float:
@@ -142,3 +142,22 @@ def replay_record(halving: AsyncHalving, record: dict, point: Any) -> bool | Non
         halving.on_result(record["trial"], record["epoch"], point)
         return None
     return halving.judge(record["trial"], record["epoch"], point)
+
+
+def logged_point(record: dict, modes: dict[str, str]) -> Any:
+    """A decision-log record's value as the rungs compare it: signed so that higher is better
+    (``modes``: objective -> min|max, primary first), or with several objectives the tuple of
+    its ``values``, primary first; None for a record without one.
+
+    Example:
+        >>> logged_point({"value": 0.2}, {"loss": "min"})
+        -0.2
+        >>> logged_point({"values": {"acc": 0.9, "n": 5}}, {"acc": "max", "n": "min"})
+        (0.9, -5.0)
+    """
+    sign = {"max": 1.0, "min": -1.0}
+    if len(modes) == 1:
+        value = record.get("value")
+        return None if value is None else sign[next(iter(modes.values()))] * value
+    values = record.get("values")
+    return None if not values else tuple(values[m] * sign[d] for m, d in modes.items())

@@ -31,7 +31,7 @@ from ray.tune.schedulers import FIFOScheduler, TrialScheduler
 
 from sweeps.errors import ConfigError
 from sweeps.protocol import CLOCK_KEY
-from sweeps.search.asha import replay_record
+from sweeps.search.asha import logged_point, replay_record
 from sweeps.search.moasha import MOHalving
 from sweeps.search.outcome import WORST, Objective
 from sweeps.search.scheduler_log import _close_key, _reported
@@ -165,9 +165,8 @@ class ResumableMOASHA(_Rungs, FIFOScheduler):
         if "trial" in record:  # the values as reported (a NaN too), as _screen_others keeps them
             reported = record.get("reported", values if "epoch" in record else None)
             self._last_each.setdefault(record["trial"], {}).update(reported or {})
-        if "epoch" not in record or not values:
-            return
-        self._num_stopped += bool(replay_record(self._halving, record, self._signed(values)))
+        self._num_stopped += bool(replay_record(self._halving, record,
+                                                logged_point(record, self._modes)))
 
     def rungs(self) -> list[tuple[float, dict[str, tuple[float, ...]]]]:
         """(milestone, {trial id: signed point, primary first}), highest milestone first."""

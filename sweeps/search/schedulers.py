@@ -38,7 +38,7 @@ from ray.tune.schedulers import FIFOScheduler, TrialScheduler
 
 from sweeps.errors import ConfigError
 from sweeps.protocol import CLOCK_KEY
-from sweeps.search.asha import AsyncHalving, replay_record
+from sweeps.search.asha import AsyncHalving, logged_point, replay_record
 from sweeps.search.decisions import LOG_NAME, decision_log, ended_trials, verdicts
 from sweeps.search.outcome import Objective
 from sweeps.search.scheduler_log import _Logged
@@ -140,9 +140,9 @@ class ResumableASHA(_Rungs, FIFOScheduler):
 
     def _replay(self, record: dict[str, Any]) -> None:
         # Every log so far has one bracket, so a record's "bracket" (always 0) is not read.
-        value = record.get("value")
-        point = None if value is None else self._sign * value
-        self._num_stopped += bool(replay_record(self._halving, record, point))
+        o = self._objective
+        self._num_stopped += bool(replay_record(self._halving, record,
+                                                logged_point(record, {o.metric: o.mode})))
 
     def rungs(self) -> list[tuple[float, dict[str, float]]]:
         """(milestone, {trial id: signed metric}), highest milestone first."""
