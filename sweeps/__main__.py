@@ -46,8 +46,8 @@ def main(cfg: DictConfig) -> None:
             from sweeps.config.search_path import remember
             from sweeps.driver.dry_run import format_plan
 
+            remember(sweep_cfg, _composed_from())  # before prepare, which copies what it settles
             prepared = prepare(sweep_cfg)
-            remember(sweep_cfg, _composed_from())
             print(format_plan(prepared))
             return
         result = run_sweep(sweep_cfg)  # claims the sweep directory, then prepares

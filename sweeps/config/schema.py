@@ -116,7 +116,10 @@ class SearchSection:
     algorithm: str = "tpe"
     num_samples: int = 8
     max_concurrent_trials: int | None = None  # None: as many trials as the cluster fits at once
-    n_startup_trials: int = 4  # TPE: random trials before the model kicks in
+    # TPE's random trials before it models, and whether trial 1 runs experiment.params (tpe,
+    # optuna); None: by the sweep's size and search (sweeps.search.defaults says why)
+    n_startup_trials: int | None = None
+    params_first: bool | None = None
     # search=optuna: the Optuna sampler, {_target_: optuna.samplers.CmaEsSampler, <its args>};
     # only optuna.samplers.* may be named; seed defaults to sweep.seed
     sampler: dict[str, Any] = field(default_factory=dict)

@@ -169,12 +169,15 @@ def _objectives(cfg: SweepConfig) -> str:
 
 
 def _search(cfg: SweepConfig, params: list, trials: int) -> str:
-    """``tpe (TPESampler), 8 trials`` / ``grid, 6 points x 1 = 6 trials``."""
+    """``tpe (TPESampler), 8 trials (trial 1: experiment.params; ...)`` / ``grid, 6 points x 1 =
+    6 trials``."""
     algorithm = cfg.search.algorithm
     if algorithm == "grid":
         return f"grid, {trials} points = {trials} trials (each once)"
+    from sweeps.search.defaults import search_story
+
     if algorithm in ("tpe", "optuna"):
         from sweeps.search.samplers import sampler_name
 
-        return f"{algorithm} ({sampler_name(cfg)}), {trials} trials"
-    return f"{algorithm}, {trials} trials"
+        return f"{algorithm} ({sampler_name(cfg)}), {trials} trials{search_story(cfg, params)}"
+    return f"{algorithm}, {trials} trials{search_story(cfg, params)}"

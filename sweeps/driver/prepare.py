@@ -25,8 +25,10 @@ from sweeps.driver.code_shipping import check_shipping, runtime_env
 from sweeps.driver.resources import ResourcePlan, local_cluster_totals, plan_resources
 from sweeps.errors import ConfigError
 from sweeps.layout import SweepLayout
-from sweeps.resume.state import ResumeInfo, check_same_tracking, check_tune_state, decide_resume
+from sweeps.resume.state import (ResumeInfo, check_same_tracking, check_tune_state,
+                                 decide_resume, load_record)
 from sweeps.search.checks import check_search, objectives_of, trial_count
+from sweeps.search.defaults import budget_note, settle_defaults
 from sweeps.search.space import Param, parse_space
 from sweeps.storage.location import remote_of, sweep_root, uri_of
 from sweeps.storage.preflight import check_store
@@ -179,6 +181,9 @@ def prepare(cfg: SweepConfig) -> Prepared:
     sweep_dir = sweep_dir_of(cfg)
     check_writable(sweep_dir)
     claim_gen = _free_claim(sweep_dir)  # before the directory is read
+    # unset search defaults: the resumed sweep's, else this sweep size's (sweeps.search.defaults)
+    record = load_record(sweep_dir)
+    cfg = settle_defaults(cfg, record.identity if record is not None else None)
     resume = decide_resume(cfg, params, sweep_dir)
     if resume is not None:
         warnings.extend(resume.notes)
@@ -221,6 +226,9 @@ def prepare(cfg: SweepConfig) -> Prepared:
     warnings.extend(resources.notes)
     at_once = min(resources.trials_that_fit, resources.max_concurrent_trials)
     trials = trial_count(cfg, params)
+    few = budget_note(cfg, trials)
+    if few and not (resume and resume.has_tune_state):  # a resumed sweep was told at its start
+        warnings.append(few)
     if cfg.scheduler.name == "pbt" and at_once < trials:
         warnings.append(f"scheduler=pbt: {at_once} of {trials} trials run at once here, and PBT "
                         "ranks the trials that run together: trials that finish before the "

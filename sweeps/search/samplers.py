@@ -3,7 +3,8 @@
     python -m sweeps +experiment=digits search=optuna \\
         search.sampler._target_=optuna.samplers.CmaEsSampler ++search.sampler.sigma0=0.5
 
-``search=tpe`` is ``TPESampler(seed=sweep.seed, n_startup_trials=search.n_startup_trials)``.
+``search=tpe`` is ``TPESampler(**sweeps.search.defaults.tpe_arguments(cfg))``: seeded by
+``sweep.seed``, ``search.n_startup_trials`` start-up trials, multivariate and constant liar.
 ``search=optuna`` instantiates ``search.sampler``: ``_target_`` must name a sampler class in
 ``optuna.samplers`` (nothing else is imported, so a config cannot run arbitrary code), the other
 keys are its arguments, checked against its signature, and a nested ``{_target_: ...}`` (e.g.
@@ -63,8 +64,9 @@ def build_sampler(cfg: SweepConfig, warn: bool = False) -> optuna.samplers.BaseS
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     if cfg.search.algorithm == "tpe":
-        return optuna.samplers.TPESampler(seed=cfg.sweep.seed,
-                                          n_startup_trials=cfg.search.n_startup_trials)
+        from sweeps.search.defaults import tpe_arguments
+
+        return optuna.samplers.TPESampler(**tpe_arguments(cfg))
     return _instantiate(dict(cfg.search.sampler), KEY, cfg.sweep.seed, warn)
 
 

@@ -13,6 +13,9 @@
   Tuner's ``param_space`` is then empty. Several objectives (``experiment.metrics``) become
   Optuna's ``directions``.
 
+``search.params_first`` (``sweeps.search.defaults``): the values of ``experiment.params`` inside
+the space go to the searcher as Ray's ``points_to_evaluate``, so the first trial runs them.
+
 Warm start (``search.warm_start``): the earlier trials go into the Optuna study as finished
 trials before the first suggestion, through an ``InMemoryStorage`` handed to ``OptunaSearch``
 (which loads the study of that name). Divergence from Ray's own ``points_to_evaluate`` +
@@ -48,10 +51,17 @@ def make_search_alg(cfg: SweepConfig, max_concurrent: int = 0, params: list[Para
     """
     if params is None:
         params = parse_space(cfg.experiment.search_space)[0]
+    from sweeps.search.defaults import first_point, params_first
+
+    first = first_point(cfg, params) if params_first(cfg) else {}
     if cfg.search.algorithm in ("random", "grid"):
         from ray.tune.search.basic_variant import BasicVariantGenerator
 
-        return BasicVariantGenerator(random_state=cfg.sweep.seed, max_concurrent=max_concurrent)
+        from sweeps.search.nested import unflatten
+
+        return BasicVariantGenerator(random_state=cfg.sweep.seed, max_concurrent=max_concurrent,
+                                     points_to_evaluate=[unflatten(first, sep="/")]
+                                     if first else None)
     from sweeps.search.optuna_searcher import MetricTolerantOptunaSearch
     from sweeps.search.optuna_space import DefineByRun
     from sweeps.search.samplers import build_sampler
@@ -63,6 +73,7 @@ def make_search_alg(cfg: SweepConfig, max_concurrent: int = 0, params: list[Para
         metric=list(objectives) if several else cfg.experiment.metric,
         mode=list(objectives.values()) if several else cfg.experiment.mode,
         sampler=build_sampler(cfg), study_name=STUDY_NAME,
+        points_to_evaluate=[first] if first else None,  # enqueued: trial 1 runs them
         storage=seeded_storage(objectives, params, warm) if warm and warm.trials else None)
 
 

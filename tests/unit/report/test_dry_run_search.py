@@ -50,11 +50,13 @@ def _plan(tmp_path: Path, overrides: list[str]) -> str:
          ["search grid, 216 points = 216 trials (each once)",
           "  warning: search=grid runs 216 trials (2 lr x 4 hidden x 3 depth x 3 dropout x 3 "
           "batch_size); trim the choices or use search=tpe if that is more than you meant"], []),
-        (["search=tpe"], ["  search tpe (TPESampler), 8 trials, seed 0; 5 parameter(s):"],
+        (["search=tpe"], ["  search tpe (TPESampler), 8 trials (trial 1: experiment.params; TPE models from trial 4, after 3 start-up trials), "
+          "seed 0; 5 parameter(s):"],
          ["warning:", "Pareto", "MO-ASHA"]),
         (["search=optuna", "search.sampler._target_=optuna.samplers.QMCSampler",
           "++search.sampler.scramble=true", "sweep.seed=3", "search.num_samples=6"],
-         ["  search optuna (QMCSampler), 6 trials, seed 3; 5 parameter(s):"], ["warning:"]),
+         ["  search optuna (QMCSampler), 6 trials (trial 1: experiment.params), seed 3; 5 "
+          "parameter(s):"], ["warning:"]),
         (["search=optuna", "search.sampler._target_=optuna.samplers.CmaEsSampler"],
          ["search optuna (CmaEsSampler), 8 trials",
           "  warning: CmaEsSampler models only some of these params; it samples batch_size, "
@@ -78,7 +80,8 @@ def _plan(tmp_path: Path, overrides: list[str]) -> str:
           "worst case 72 (8 x 9)"], ["ASHA", "Pareto"]),
         (["search=tpe", CONDITIONAL],
          ["    momentum    float uniform [0.5, 0.9] only when hidden=32",
-          "search tpe (TPESampler), 8 trials, seed 0; 6 parameter(s):"], []),
+          "search tpe (TPESampler), 8 trials (trial 1: experiment.params; TPE models from trial 4, after 3 start-up trials), seed "
+          "0; 6 parameter(s):"], []),
         (["search=random"], ["  search random, 8 trials, seed 0; 5 parameter(s):"], []),
     ],
 )

@@ -1,0 +1,191 @@
+"""The search defaults that depend on the sweep's size, settled once when a sweep starts.
+
+    cfg = settle_defaults(cfg, record.identity)          # sweeps.driver.prepare
+    startup_trials(8)                                    # 3
+
+Chosen from ``python -m bench.search_sim`` (31 seeds per setting, ``bench/results/
+search_sim.json``) and checked by ``python -m bench.search_efficiency --defaults``
+(``bench/results/search_defaults.json``), on the built-in experiments:
+
+* ``search.n_startup_trials`` (TPE's random trials before it models; Optuna's own default is
+  10, more than the built-in experiments' whole 8 trials): unset, it is ``startup_trials
+  (search.num_samples)``, about a third of the trials, at least 2 and at most 10. Fewer start-up
+  trials modelled too early on too few points (2 of 16 did no better than random search); a
+  third reached random search's median best soonest at 8, 16 and 24 trials.
+* ``search.params_first`` (TPE and Optuna samplers): unset, the first trial runs
+  ``experiment.params``, the experiment's own configuration, where it lies inside the search
+  space; the sampler draws the other params. The model then starts from one known point, and
+  every sweep has its starting configuration as a trial to compare against. Random and grid
+  search stay as they are: random search is the reference every other search is measured
+  against, and a grid walks its points.
+
+A value the user set is kept. Resuming keeps what the sweep started with: an unset
+``search.n_startup_trials`` takes the value in the sweep's record (``identity``), so a sweep
+started under older defaults, or one grown to more trials, resumes with the count it began
+with and its identity does not change.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from sweeps.config.schema import SweepConfig
+    from sweeps.search.space import Param
+
+__all__ = ["tpe_arguments", "search_story", "startup_trials", "settle_defaults", "params_first", "first_point", "budget_note",
+           "MODEL_BASED", "FEW_TRIALS"]
+
+MODEL_BASED = ("tpe", "optuna")  # the searches params_first applies to by default
+STARTUP_KEY = "search.n_startup_trials"
+# Below this many trials TPE's model added nothing in bench.search_sim (at 4 trials, TPE and
+# random search with the same first trial reached the target alike; from 6 on TPE was ahead):
+# the plan says so.
+FEW_TRIALS = 6
+
+
+def startup_trials(num_samples: int) -> int:
+    """TPE's random start-up trials for a sweep of ``num_samples``: a third, within 2..10.
+
+    Example:
+        >>> [startup_trials(n) for n in (4, 8, 16, 24, 50)]
+        [2, 3, 5, 8, 10]
+    """
+    return max(2, min(10, round(num_samples / 3)))
+
+
+def tpe_arguments(cfg: SweepConfig) -> dict[str, Any]:
+    """``TPESampler``'s arguments for ``search=tpe``: seeded by ``sweep.seed``; the start-up
+    trials; ``multivariate`` (one objective) and ``constant_liar``, Optuna 5's defaults, named
+    so that Optuna 4 (whose defaults were False) samples the same way.
+
+    Example:
+        >>> tpe_arguments(compose("digits", ["sweep.seed=7"]))
+        {'seed': 7, 'n_startup_trials': 3, 'constant_liar': True, 'multivariate': True}
+    """
+    s = cfg.search
+    startup = s.n_startup_trials
+    out: dict[str, Any] = {"seed": cfg.sweep.seed,
+                           "n_startup_trials": startup_trials(s.num_samples) if startup is None
+                           else startup, "constant_liar": True}
+    if len(cfg.experiment.metrics) <= 1:  # several objectives: Optuna's own choice (False)
+        out["multivariate"] = True
+    return out
+
+
+def settle_defaults(cfg: SweepConfig, identity: dict[str, str] | None = None) -> SweepConfig:
+    """``cfg`` with ``search.n_startup_trials`` and ``search.params_first`` set: the user's
+    value, else the resumed sweep's (its record's ``identity``), else the default for this
+    sweep's size.
+
+    Example:
+        >>> cfg = compose("digits")
+        >>> settle_defaults(cfg).search.n_startup_trials                  # a new sweep of 8
+        3
+        >>> settle_defaults(cfg, {"search.n_startup_trials": "4"}).search.n_startup_trials
+        4
+    """
+    s = cfg.search
+    startup = s.n_startup_trials
+    if startup is None:
+        recorded = (identity or {}).get(STARTUP_KEY)
+        startup = int(recorded) if recorded and recorded.isdigit() else \
+            startup_trials(s.num_samples)
+    first = params_first(cfg) if s.params_first is None else s.params_first
+    if (startup, first) == (s.n_startup_trials, s.params_first):
+        return cfg
+    from sweeps.config import search_path
+
+    settled = dataclasses.replace(cfg, search=dataclasses.replace(
+        s, n_startup_trials=startup, params_first=first))
+    search_path.remember(settled, search_path.source_of(cfg))  # the plan names its file
+    return settled
+
+
+def params_first(cfg: SweepConfig) -> bool:
+    """Whether the first trial runs ``experiment.params`` (unset: for TPE and Optuna)."""
+    if cfg.search.params_first is not None:
+        return bool(cfg.search.params_first)
+    return cfg.search.algorithm in MODEL_BASED
+
+
+def first_point(cfg: SweepConfig, params: list[Param]) -> dict[str, Any]:
+    """The searched params' values in ``experiment.params`` that lie inside the space, as
+    Optuna names them (what ``OptunaSearch(points_to_evaluate=[...])`` enqueues); the rest are
+    drawn by the sampler.
+
+    Example:
+        >>> from sweeps.search.space import parse_space
+        >>> cfg = compose("digits_cnn")
+        >>> first_point(cfg, parse_space(cfg.experiment.search_space)[0])  # weight_decay 0.0:
+        {'lr': 0.01, 'channels': 32, 'blocks': 2}
+    """
+    from sweeps.search.nested import flatten
+    from sweeps.search.optuna_space import optuna_name
+
+    fixed = flatten(dict(cfg.experiment.params))
+    point: dict[str, Any] = {}
+    for p in params:  # a conditional one is asked only where its condition holds
+        if p.path in fixed and _inside(p, fixed[p.path]):
+            point[optuna_name(p.path)] = fixed[p.path]
+    return point
+
+
+def _inside(p: Param, value: Any) -> bool:
+    """Whether ``value`` is one ``p`` can take (a choice, or on its range or interval)."""
+    if p.kind == "choice":
+        from sweeps.search.nested import same_value
+
+        return any(same_value(value, c) for c in p.choices)
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    if not p.low <= value <= p.high:
+        return False
+    if p.kind == "int":
+        return float(value).is_integer() and (value - p.low) % (p.step or 1) == 0
+    return not p.step or abs(p.snap(value) - value) <= 1e-9 * max(1.0, abs(value))
+
+
+def search_story(cfg: SweepConfig, params: list[Param]) -> str:
+    """What the plan's search line adds: which trial runs ``experiment.params`` and when TPE
+    starts modelling.
+
+    Example:
+        >>> from sweeps.search.space import parse_space
+        >>> cfg = settle_defaults(compose("digits"))
+        >>> search_story(cfg, parse_space(cfg.experiment.search_space)[0])
+        ' (trial 1: experiment.params; TPE models from trial 4, after 3 start-up trials)'
+    """
+    parts = []
+    if params_first(cfg):
+        point = first_point(cfg, params)
+        left = len(params) - len(point)
+        parts.append("trial 1: experiment.params" + (f", {left} of {len(params)} params drawn "
+                                                     "(outside the space there)" if left else "")
+                     if point else "")
+    if cfg.search.algorithm == "tpe":
+        startup = tpe_arguments(cfg)["n_startup_trials"]
+        parts.append(f"TPE models from trial {startup + 1}, after {startup} start-up trials")
+    parts = [p for p in parts if p]
+    return f" ({'; '.join(parts)})" if parts else ""
+
+
+def budget_note(cfg: SweepConfig, trials: int) -> str | None:
+    """The plan's warning when ``trials`` are too few for TPE's model to help (None: enough,
+    or not TPE).
+
+    Example:
+        >>> budget_note(settle_defaults(compose("digits", ["search.num_samples=4"])), 4)
+        '4 trials: TPE models only trials 3-4, after 2 start-up trials; at 4 trials it found no \
+better than random search with the same first trial (bench/results/search_sim.json); consider \
+search.num_samples >= 8'
+    """
+    if cfg.search.algorithm != "tpe" or trials >= FEW_TRIALS:
+        return None
+    startup = tpe_arguments(cfg)["n_startup_trials"]
+    modelled = (f"only trials {startup + 1}-{trials}" if startup + 1 < trials else
+                f"only trial {trials}" if startup < trials else "no trial")
+    return (f"{trials} trials: TPE models {modelled}, after {startup} start-up trials; at 4 "
+            "trials it found no better than random search with the same first trial "
+            "(bench/results/search_sim.json); consider search.num_samples >= 8")
