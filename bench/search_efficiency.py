@@ -1,5 +1,7 @@
 """python -m bench.search_efficiency [--seeds 0 1 2] [--trials 6] [--epochs 6] [--workers 1]
 [--contenders ...] [--hydra] [--keep] [--no-lock]
+python -m bench.search_efficiency --defaults ...   (bench/search_defaults.py: every built-in
+experiment, the default search against random search; its docstring)
 
 Search efficiency on the built-in CNN experiment (``+experiment=digits_cnn``: its search space
 of lr, channels, blocks and weight_decay), every contender with the same budget of
@@ -505,6 +507,10 @@ def _hydra_only(seeds: list[int], trials: int, epochs: int, lock: str | None,
 
 def main(argv: list[str] | None = None) -> None:
     argv = sys.argv[1:] if argv is None else argv
+    if "--defaults" in argv:  # the built-in experiments' default search against random's
+        from bench.search_defaults import main as defaults_main
+
+        return defaults_main([a for a in argv if a != "--defaults"])
     if argv[:1] == ["_sweep"]:  # one sweep, in the process run_one starts
         return _sweep_child(argv[2:], argv[1])
     if argv[:1] == ["_legacy"]:
