@@ -21,7 +21,8 @@ The real sweeps (``bench.search_efficiency --all``) check what this chose.
 A contender is ``search x scheduler``; the baseline is random search under the same scheduler.
 Per contender: the median over seeds of the best value, and of the epochs until a report first
 reaches the target, the median over seeds of random's best (as ``bench.search_efficiency``).
-Writes ``bench/results/search_sim.json``.
+Appends each run (its command, seeds and per-contender summary) to
+``bench/results/search_sim.json``.
 """
 
 from __future__ import annotations
@@ -148,9 +149,10 @@ def simulate(name: str, contender: str, seed: int,
                optuna.samplers.TPESampler(seed=seed, **sampler_kw))
     study = optuna.create_study(direction="maximize", sampler=sampler)
     space = DefineByRun(params)
-    if params_first:
-        study.enqueue_trial({p.path.replace(".", "/"): fixed[p.path] for p in params
-                             if p.path in fixed})
+    if params_first:  # the values inside the space, as a sweep's first trial takes them
+        from sweeps.search.defaults import first_point
+
+        study.enqueue_trial(first_point(cfg, params))
     max_t = cfg.scheduler.max_t
     halving = AsyncHalving(max_t=max_t, **asha_kw) if asha_kw else None
     slots = cfg.search.max_concurrent_trials or 1
@@ -203,6 +205,9 @@ def summarize(runs: dict[str, dict[str, dict[int, list]]]) -> dict[str, Any]:
             rows[contender] = {"target": target,
                                "best": statistics.median(max(r[2] for r in reps)
                                                          for reps in by_seed.values()),
+                               "best_per_seed": [max(r[2] for r in by_seed[s]) for s in by_seed],
+                               "to_target_per_seed": [None if math.isinf(t) else t
+                                                      for t in to_target],
                                "epochs_to_target": statistics.median(to_target),
                                "reached": sum(not math.isinf(t) for t in to_target),
                                "epochs": statistics.median(len(r) for r in by_seed.values())}
@@ -230,8 +235,11 @@ def main(argv: list[str] | None = None) -> None:
     with ProcessPoolExecutor(args.jobs) as pool:
         for name, contender, seed, reports in pool.map(_one, jobs, chunksize=4):
             runs.setdefault(name, {}).setdefault(contender, {})[seed] = reports
-    result = {"seeds": args.seeds, "samples": args.samples, "summary": summarize(runs), "runs": runs}
-    Path(args.out).write_text(json.dumps(result) + "\n")
+    result = {"command": " ".join(["python -m bench.search_sim", *(argv or sys.argv[1:])]),
+              "seeds": args.seeds, "samples": args.samples, "summary": summarize(runs)}
+    out = Path(args.out)  # every run is appended: the file holds each setting measured
+    earlier = json.loads(out.read_text())["runs"] if out.exists() else []
+    out.write_text(json.dumps({"runs": [*earlier, result]}, indent=1) + "\n")
     for name, rows in result["summary"].items():
         print(name)
         for contender, row in rows.items():
