@@ -14,8 +14,14 @@ from sweeps import compose
 from sweeps.config import search_path
 from sweeps.config.validate import validate
 from sweeps.errors import ConfigError
-from sweeps.search.defaults import (budget_note, first_point, params_first, settle_defaults,
-                                    startup_trials, tpe_arguments)
+from sweeps.search.defaults import (
+    budget_note,
+    first_point,
+    params_first,
+    settle_defaults,
+    startup_trials,
+    tpe_arguments,
+)
 from sweeps.search.samplers import build_sampler
 from sweeps.search.space import parse_space
 
