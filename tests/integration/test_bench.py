@@ -1,15 +1,15 @@
 """Smoke test: every benchmark runs once with tiny sizes, so `python -m bench` keeps working.
 
 Not a performance assertion (timings are the benchmarks' job, as ratios, never a test's).
+The tests that start Ray are ``slow``; the ones of the benchmarks' arithmetic are not.
 """
 
 from __future__ import annotations
 
 import pytest
 
-pytestmark = pytest.mark.slow
 
-
+@pytest.mark.slow
 def test_bench_quick_runs_every_benchmark(monkeypatch) -> None:
     import ray
 
@@ -133,6 +133,7 @@ def test_search_efficiency_counts_reports_and_takes_medians_over_seeds() -> None
     assert random["seconds_total"] == 10.0
 
 
+@pytest.mark.slow
 def test_search_efficiency_runs_each_sweep_in_its_own_process(tmp_path) -> None:
     """``compare`` at tiny size: random (always) and PBT, one seed, each sweep a process of its
     own (no lock taken: run the suite under ``flock /tmp/sweeps-ray.lock``); no Ray left here."""
@@ -152,3 +153,92 @@ def test_search_efficiency_runs_each_sweep_in_its_own_process(tmp_path) -> None:
     assert (tmp_path / "sweeps" / "pbt-s0" / "state" / "scheduler.jsonl").is_file()
     assert "| PBT | 0 |" in format_markdown(result)
     assert not ray.is_initialized()
+
+
+def _defaults_run(*reports: tuple) -> dict:
+    """A sweep as ``bench.search_defaults.run_one`` returns it: reports (seconds, trial, epoch,
+    value) since its start."""
+    return {"start": 100.0, "end": 110.0, "reports": list(reports)}
+
+
+def test_search_defaults_target_ratios_and_goal() -> None:
+    """Ray-free: what ``python -m bench.search_efficiency --defaults`` makes of 3 seeds' reports.
+
+    Random's bests 0.9, 0.8, 0.7: the target is 0.8; a seed that misses it counts as infinite.
+    """
+    from bench.search_defaults import format_markdown, summarize
+
+    random = {0: _defaults_run((1, "a", 1, 0.9)),
+              1: _defaults_run((1, "a", 1, 0.5), (3, "a", 2, 0.8)),
+              2: _defaults_run((2, "a", 1, 0.7))}
+    runs = {
+        "random": random,
+        "default": {0: _defaults_run((1, "a", 1, 0.85)), 1: _defaults_run((1, "a", 1, 0.81)),
+                    2: _defaults_run((1, "a", 1, 0.6), (2, "b", 1, 0.95))},
+        "previous": {s: _defaults_run((1, "a", 1, 0.6)) for s in range(3)},
+    }
+    result = summarize("digits", runs)
+    assert (result["target"], result["random_best_per_seed"], result["seeds"]) == (
+        0.8, [0.9, 0.8, 0.7], [0, 1, 2])
+    rows = result["rows"]
+    base, default, previous = rows["random"], rows["default"], rows["previous"]
+    assert (base["reached"], base["epochs_to_target"], base["seconds_to_target"]) == (2, 2, 3)
+    assert (base["epochs_ratio"], base["seconds_ratio"], base["best"]) == (1.0, 1.0, 0.8)
+    assert (default["reached"], default["epochs_to_target"], default["seconds_to_target"]) == (
+        3, 1, 1)
+    assert (default["epochs_ratio"], default["seconds_ratio"]) == (0.5, 1 / 3)
+    assert (default["best"], default["best_low"], default["best_high"]) == (0.85, 0.81, 0.95)
+    assert (default["epochs_total"], default["seconds_total"]) == (1, 10.0)
+    assert default["per_seed"]["2"]["epochs_to_target"] == 2
+    assert (previous["reached"], previous["epochs_to_target"], previous["epochs_ratio"]) == (
+        0, None, None)
+    assert result["goal"] == {"best_at_least_random": True, "epochs_ratio_at_most_half": True}
+    table = format_markdown({"experiments": {"digits": result}}).splitlines()
+    assert table[2:] == [
+        "| digits | random | 0.8000 (0.7000-0.9000) | 2/3 | 2 | 1.00 | 3 | 1.00 | 1 |",
+        "| digits | default | 0.8500 (0.8100-0.9500) | 3/3 | 1 | 0.50 | 1 | 0.33 | 1 |",
+        "| digits | previous | 0.6000 (0.6000-0.6000) | 0/3 | not reached | not reached | "
+        "not reached | not reached | 1 |"]
+
+    runs["default"] = runs.pop("previous")  # below random's best, never reaching its target
+    assert summarize("digits", runs)["goal"] == {"best_at_least_random": False,
+                                                 "epochs_ratio_at_most_half": False}
+    runs["default"] = {s: _defaults_run((1, "a", 1, 0.5), (2, "a", 2, 0.9)) for s in range(3)}
+    assert summarize("digits", runs)["goal"] == {  # as good, but no faster than random
+        "best_at_least_random": True, "epochs_ratio_at_most_half": False}
+    del runs["default"]
+    assert summarize("digits", runs)["goal"] is None
+
+
+@pytest.mark.parametrize(("contender", "parsed"), [
+    ("random/g1r3", (None, False, {"grace_period": 1, "reduction_factor": 3})),
+    ("random+base/none", (None, True, None)),
+    ("tpe4/g1r3", ({"n_startup_trials": 4}, False, {"grace_period": 1, "reduction_factor": 3})),
+    ("tpe2+base/g1r3", ({"n_startup_trials": 2}, True,
+                        {"grace_period": 1, "reduction_factor": 3})),
+    ("tpe10+base/g2r4", ({"n_startup_trials": 10}, True,
+                         {"grace_period": 2, "reduction_factor": 4})),
+    ("tpe3/none", ({"n_startup_trials": 3}, False, None)),
+])
+def test_search_sim_parses_contenders(contender, parsed) -> None:
+    from bench.search_sim import parse
+
+    assert parse(contender) == parsed
+
+
+def test_search_sim_runs_a_tiny_sweep_from_experiment_params() -> None:
+    """Ray-free: 3 trials of digits (real training: 3 s on an idle 2-core machine, 25 s on a
+    loaded one), trial 0 the experiment's own params (its first epoch is that config's first
+    epoch), ASHA stopping some at rung 1."""
+    from bench.search_sim import experiment, simulate
+
+    reports = simulate("digits", "tpe2+base/g1r3", seed=0, samples=3)
+    cfg, curve = experiment("digits")
+    assert sorted({r[0] for r in reports}, key=int) == ["0", "1", "2"]
+    for trial in ("0", "1", "2"):
+        epochs = [r[1] for r in reports if r[0] == trial]
+        assert epochs == list(range(1, len(epochs) + 1))
+        assert len(epochs) in (1, 3, 9)  # ASHA g1r3 rungs, max_t 9
+    assert len(reports) < 3 * cfg.scheduler.max_t  # ASHA stopped a trial at a rung
+    assert reports[0][:2] == ("0", 1)
+    assert reports[0][2] == next(curve(dict(cfg.experiment.params), 0, 0))
