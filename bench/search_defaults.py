@@ -33,8 +33,15 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.search_efficiency import (LOCK, RESULTS, _median, reach, reports_of, run_hydra,
-                                     sweep_in_process)
+from bench.search_efficiency import (
+    LOCK,
+    RESULTS,
+    _median,
+    reach,
+    reports_of,
+    run_hydra,
+    sweep_in_process,
+)
 
 # experiment -> overrides that make it small enough (none: as it ships)
 EXPERIMENTS: dict[str, list[str]] = {

@@ -32,9 +32,10 @@ import json
 import math
 import statistics
 import sys
+from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results"
@@ -71,7 +72,7 @@ def _digits_curve(kind: str) -> Callable[..., Iterator[float]]:
     def curve(params: dict[str, Any], seed: int, trial_no: int) -> Iterator[float]:
         import torch
 
-        from trainables.digits import _optimizer, build_cnn, build_mlp, load_split, shard
+        from trainables.digits import _optimizer, build_cnn, build_mlp, load_split
 
         torch.manual_seed(seed)  # TrialSession.build_model: the same init in every trial
         if kind == "mlp":

@@ -25,8 +25,13 @@ from sweeps.driver.code_shipping import check_shipping, runtime_env
 from sweeps.driver.resources import ResourcePlan, local_cluster_totals, plan_resources
 from sweeps.errors import ConfigError
 from sweeps.layout import SweepLayout
-from sweeps.resume.state import (ResumeInfo, check_same_tracking, check_tune_state,
-                                 decide_resume, load_record)
+from sweeps.resume.state import (
+    ResumeInfo,
+    check_same_tracking,
+    check_tune_state,
+    decide_resume,
+    load_record,
+)
 from sweeps.search.checks import check_search, objectives_of, trial_count
 from sweeps.search.defaults import budget_note, settle_defaults
 from sweeps.search.space import Param, parse_space

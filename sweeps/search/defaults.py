@@ -34,8 +34,8 @@ if TYPE_CHECKING:
     from sweeps.config.schema import SweepConfig
     from sweeps.search.space import Param
 
-__all__ = ["tpe_arguments", "search_story", "startup_trials", "settle_defaults", "params_first", "first_point", "budget_note",
-           "MODEL_BASED", "FEW_TRIALS"]
+__all__ = ["tpe_arguments", "search_story", "startup_trials", "settle_defaults", "params_first",
+           "first_point", "budget_note", "MODEL_BASED", "FEW_TRIALS"]
 
 MODEL_BASED = ("tpe", "optuna")  # the searches params_first applies to by default
 STARTUP_KEY = "search.n_startup_trials"

@@ -125,6 +125,6 @@ def test_gpu_sweep_trains_the_vit_with_nccl(small_config) -> None:
     cfg = small_config(*TINY, "scaling=gpu", f"scaling.num_workers={workers}",
                        experiment="hf_vit")
     result = run_sweep(cfg)
-    # Not measured on a GPU (no GPU was lent when the CPU bar was): above chance (0.1) only.
+    # One GPU run (docs/development.md, "On a GPU") is no measured bar: above chance (0.1) only.
     _check_sweep(result, workers=workers, bar=0.2)  # saved from the GPU, reloaded on the CPU
     assert not result.failed

@@ -188,6 +188,10 @@ def test_docs_loop_from_a_user_project_resumes_after_kill9_with_its_own_checkpoi
     client, runs = _runs(project, "mine")
     trials = [r for r in runs if r.data.tags.get("sweeps.role") == "trial"]
     assert len(trials) == 3 and {r.info.status for r in runs} == {"FINISHED"}
+    # Trial 1 ran the experiment's own lr (search.params_first, a TPE default); its hidden, 16,
+    # is not one of the space's choices, so TPE drew that one.
+    assert 0.1 in {float(run.data.params["lr"]) for run in trials}
+    assert {int(run.data.params["hidden"]) for run in trials} <= {8, 32}
     resumed = []
     for run in trials:  # each trial's loop received its own sampled values
         assert float(run.data.params["lr"]) == pytest.approx(run.data.metrics["lr_seen"])

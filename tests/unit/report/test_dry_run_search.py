@@ -27,6 +27,9 @@ def _no_ray():
 
     assert "ray" not in sys.modules or not sys.modules["ray"].is_initialized()
 
+TPE_STORY = ("(trial 1: experiment.params; TPE models from trial 4, after 3 start-up "
+             "trials)")
+
 
 def _plan(tmp_path: Path, overrides: list[str]) -> str:
     cfg = compose("digits", [f"sweep.dir={tmp_path / 'sweep'}", "tracking.enabled=false",
@@ -50,7 +53,7 @@ def _plan(tmp_path: Path, overrides: list[str]) -> str:
          ["search grid, 216 points = 216 trials (each once)",
           "  warning: search=grid runs 216 trials (2 lr x 4 hidden x 3 depth x 3 dropout x 3 "
           "batch_size); trim the choices or use search=tpe if that is more than you meant"], []),
-        (["search=tpe"], ["  search tpe (TPESampler), 8 trials (trial 1: experiment.params; TPE models from trial 4, after 3 start-up trials), "
+        (["search=tpe"], [f"  search tpe (TPESampler), 8 trials {TPE_STORY}, "
           "seed 0; 5 parameter(s):"],
          ["warning:", "Pareto", "MO-ASHA"]),
         (["search=optuna", "search.sampler._target_=optuna.samplers.QMCSampler",
@@ -80,7 +83,7 @@ def _plan(tmp_path: Path, overrides: list[str]) -> str:
           "worst case 72 (8 x 9)"], ["ASHA", "Pareto"]),
         (["search=tpe", CONDITIONAL],
          ["    momentum    float uniform [0.5, 0.9] only when hidden=32",
-          "search tpe (TPESampler), 8 trials (trial 1: experiment.params; TPE models from trial 4, after 3 start-up trials), seed "
+          f"search tpe (TPESampler), 8 trials {TPE_STORY}, seed "
           "0; 6 parameter(s):"], []),
         (["search=random"], ["  search random, 8 trials, seed 0; 5 parameter(s):"], []),
     ],
