@@ -71,7 +71,7 @@ def validate(cfg: SweepConfig) -> None:
              "leave it null to run as many trials as fit, or set a positive number")
     _require(s.n_startup_trials is None or s.n_startup_trials >= 0, "search.n_startup_trials",
              s.n_startup_trials, "must be >= 0 or null", "leave it null (a third of "
-             "search.num_samples, 2 to 10), or set search.n_startup_trials=4")
+             "search.num_samples, 2 to 4), or set search.n_startup_trials=4")
     _require(not (s.params_first and s.algorithm == "grid"), "search.params_first",
              s.params_first, "is set, but search=grid runs every point of its grid once",
              "drop search.params_first, or use search=tpe")

@@ -62,4 +62,4 @@ def test_a_grown_sweep_keeps_the_count_it_started_with(tmp_path) -> None:
 def test_a_new_sweep_gets_the_default_of_its_size(tmp_path) -> None:
     prepared = prepare(_compose(tmp_path, "search.num_samples=24"))
     assert prepared.resume is None
-    assert (prepared.cfg.search.n_startup_trials, prepared.cfg.search.params_first) == (8, True)
+    assert (prepared.cfg.search.n_startup_trials, prepared.cfg.search.params_first) == (4, True)

@@ -46,19 +46,19 @@ def _with_params(params: dict[str, Any]) -> Any:
 
 
 @pytest.mark.parametrize(("num_samples", "startup"), [
-    (1, 2), (2, 2), (4, 2), (5, 2), (6, 2), (8, 3), (16, 5), (24, 8), (29, 10), (30, 10),
-    (31, 10), (100, 10)])
-def test_startup_trials_are_a_third_of_the_sweep_within_2_to_10(num_samples, startup) -> None:
+    (1, 2), (2, 2), (4, 2), (5, 2), (6, 2), (7, 2), (8, 3), (10, 3), (11, 4), (16, 4), (24, 4),
+    (100, 4)])
+def test_startup_trials_are_a_third_of_the_sweep_within_2_to_4(num_samples, startup) -> None:
     assert startup_trials(num_samples) == startup
 
 
 @pytest.mark.parametrize(("overrides", "expected"), [
     ((), {"seed": 0, "n_startup_trials": 3, "constant_liar": True, "multivariate": True}),
     (("sweep.seed=7", "search.num_samples=24"),
-     {"seed": 7, "n_startup_trials": 8, "constant_liar": True, "multivariate": True}),
+     {"seed": 7, "n_startup_trials": 4, "constant_liar": True, "multivariate": True}),
     (("search.n_startup_trials=0",),
      {"seed": 0, "n_startup_trials": 0, "constant_liar": True, "multivariate": True}),
-    (("search.n_startup_trials=12",),  # the user's count, above the 10 of the default
+    (("search.n_startup_trials=12",),  # the user's count, above the default's 4 at most
      {"seed": 0, "n_startup_trials": 12, "constant_liar": True, "multivariate": True}),
     ((TWO_METRICS,),  # several objectives: Optuna's own choice, not multivariate
      {"seed": 0, "n_startup_trials": 3, "constant_liar": True}),
@@ -71,7 +71,7 @@ def test_tpe_arguments(overrides, expected) -> None:
 
 @pytest.mark.parametrize(("overrides", "identity", "startup"), [
     ((), None, 3),  # a new sweep of 8
-    (("search.num_samples=16",), None, 5),
+    (("search.num_samples=16",), None, 4),
     (("search.n_startup_trials=0",), None, 0),  # the user's value is kept ...
     (("search.n_startup_trials=7",), {"search.n_startup_trials": "4"}, 7),  # ... over the record
     ((), {"search.n_startup_trials": "4"}, 4),  # a sweep started under the old default
@@ -181,7 +181,7 @@ def test_budget_note(overrides, trials, note) -> None:
 @pytest.mark.parametrize(("overrides", "message"), [
     (("search.n_startup_trials=-1",),
      "search.n_startup_trials: -1 must be >= 0 or null; leave it null (a third of "
-     "search.num_samples, 2 to 10), or set search.n_startup_trials=4"),
+     "search.num_samples, 2 to 4), or set search.n_startup_trials=4"),
     (("search=grid", "search.params_first=true"),
      "search.params_first: True is set, but search=grid runs every point of its grid once; "
      "drop search.params_first, or use search=tpe"),
@@ -201,7 +201,7 @@ def test_validate_accepts(overrides) -> None:
 
 @pytest.mark.parametrize(("overrides", "startup", "multivariate"), [
     ((), 3, True),
-    (("search.num_samples=30",), 10, True),
+    (("search.num_samples=30",), 4, True),
     (("search.n_startup_trials=7",), 7, True),
     ((TWO_METRICS,), 3, None),  # Optuna 5 decides per study: False for several objectives
 ])
