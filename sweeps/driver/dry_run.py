@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from sweeps.config.schema import SweepConfig
 from sweeps.config.search_path import active, source_of
 from sweeps.driver.budget_plan import budget_plan
+from sweeps.search.defaults import size_note
 from sweeps.storage.location import display
 
 __all__ = ["asha_rungs", "expected_epochs", "EpochBudget", "epoch_budget", "format_plan",
@@ -144,6 +145,9 @@ def format_plan(prepared) -> str:  # prepared: sweeps.driver.runner.Prepared
     lines += budget_plan(cfg, budget, prepared.sweep_dir if resume is not None else None)
     lines.append(f"  sweep dir {display(prepared.sweep_dir)}")
     lines.append(f"  tracking {prepared.tracking.describe() if prepared.tracking else 'off'}")
+    note = size_note(cfg, n)
+    if note:
+        lines.append(f"  note: {note}")
     lines += [f"  warning: {w}" for w in prepared.warnings]
     return "\n".join(lines)
 

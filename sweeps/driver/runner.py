@@ -130,6 +130,11 @@ def _run(cfg: SweepConfig, prep: Prepared, interrupt: Interrupt, fit: Any) -> Sw
     compat.check()  # a Ray whose internals changed fails here, in one line, before anything starts
     for warning in prep.warnings:
         log.warning(warning)
+    from sweeps.search.defaults import size_note
+
+    note = size_note(prep.cfg, prep.trials) if prep.resume is None else None
+    if note:
+        log.info(note)  # what the plan's "note:" says, once, when the sweep starts
     res = prep.resources
     if res.max_concurrent_trials > res.trials_that_fit:
         log.warning("search.max_concurrent_trials=%d but only %d trial(s) fit at once; the "

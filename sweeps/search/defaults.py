@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from sweeps.search.space import Param
 
 __all__ = ["tpe_arguments", "search_story", "startup_trials", "settle_defaults", "params_first",
-           "first_point", "budget_note", "MODEL_BASED", "FEW_TRIALS"]
+           "first_point", "budget_note", "size_note", "MODEL_BASED", "FEW_TRIALS", "ENOUGH_TRIALS"]
 
 MODEL_BASED = ("tpe", "optuna")  # the searches params_first applies to by default
 STARTUP_KEY = "search.n_startup_trials"
@@ -45,6 +45,9 @@ STARTUP_KEY = "search.n_startup_trials"
 # random search with the same first trial reached the target alike; from 6 on TPE was ahead):
 # the plan says so.
 FEW_TRIALS = 6
+# Below this many, TPE beat random search on 1 of the 3 built-in experiments bench.search_sim
+# measured (digits, at 8 trials); at 16 on all 3: the plan notes it.
+ENOUGH_TRIALS = 16
 
 
 def startup_trials(num_samples: int) -> int:
@@ -191,3 +194,22 @@ search.num_samples >= 8'
     return (f"{trials} trials: TPE models {modelled}, after {startup} start-up trials; at 4 "
             "trials it found no better than random search with the same first trial "
             "(bench/results/search_sim.json); consider search.num_samples >= 8")
+
+
+def size_note(cfg: SweepConfig, trials: int) -> str | None:
+    """The plan's note for a TPE sweep of ``FEW_TRIALS`` to ``ENOUGH_TRIALS - 1`` trials: what
+    the benchmark found at that size (None otherwise; below ``FEW_TRIALS``, ``budget_note``).
+
+    Example:
+        >>> size_note(settle_defaults(compose("digits")), 8)
+        '8 trials: TPE models trials 4-8; in bench/results/search_sim.json it beat random search \
+with 8 trials on 1 of 3 built-in experiments, with 16 on all 3; consider search.num_samples >= 16 \
+where trials are cheap'
+    """
+    if cfg.search.algorithm != "tpe" or not FEW_TRIALS <= trials < ENOUGH_TRIALS:
+        return None
+    startup = tpe_arguments(cfg)["n_startup_trials"]
+    return (f"{trials} trials: TPE models trials {startup + 1}-{trials}; in "
+            "bench/results/search_sim.json it beat random search with 8 trials on 1 of 3 "
+            f"built-in experiments, with {ENOUGH_TRIALS} on all 3; consider search.num_samples "
+            f">= {ENOUGH_TRIALS} where trials are cheap")
