@@ -97,7 +97,46 @@ def run_hydra_digits(seed: int, storage: Path, lock: str | None) -> dict[str, An
     where.mkdir(parents=True, exist_ok=True)
     start = time.time()
     reports = run_hydra(cfg.search.num_samples, cfg.scheduler.max_t, seed, str(where))
-    return {"start": start, "end": time.time(), "reports": reports}
+    timing = {"start": start, "end": time.time()}
+    (storage / f"hydra-s{seed}.timing.json").write_text(json.dumps(timing))
+    return {**timing, "reports": reports}
+
+
+def kept_runs(storages: list[Path], experiment: str) -> dict[str, dict[int, dict[str, Any]]]:
+    """The sweeps of ``experiment`` that ``--keep`` left in ``storages`` (each contender's
+    seeds that every contender finished), read as ``compare`` would have: for summarizing a
+    benchmark run in parts (``--from``)."""
+    from sweeps.search.schedulers import decision_log
+
+    runs: dict[str, dict[int, dict[str, Any]]] = {}
+    for storage in storages:
+        for timing_file in storage.glob(f"{experiment}-*-s*.timing.json"):
+            name = timing_file.name.removesuffix(".timing.json")
+            contender, _, seed = name.removeprefix(f"{experiment}-").rpartition("-s")
+            if contender not in CONTENDERS:
+                continue
+            timing = json.loads(timing_file.read_text())
+            runs.setdefault(contender, {})[int(seed)] = {
+                **timing, "reports": reports_of(list(decision_log(storage / name).records()),
+                                                timing["start"])}
+        if experiment == "digits":
+            for timing_file in storage.glob("hydra-s*.timing.json"):
+                seed = int(timing_file.name.removesuffix(".timing.json").rpartition("-s")[2])
+                log = storage / f"hydra-s{seed}" / "hydra_epochs.jsonl"
+                rows = [json.loads(line) for line in log.read_text().splitlines()]
+                runs.setdefault(HYDRA, {})[seed] = {**json.loads(timing_file.read_text()),
+                                                    "reports": _hydra_reports(rows, timing_file)}
+    common = set.intersection(*(set(by_seed) for by_seed in runs.values())) if runs else set()
+    order = [c for c in (*CONTENDERS, HYDRA) if c in runs]  # as compare() lists them
+    return {c: {s: runs[c][s] for s in sorted(common)} for c in order}
+
+
+def _hydra_reports(rows: list[dict[str, Any]], timing_file: Path) -> list[Any]:
+    from bench.search_efficiency import _first_reports
+
+    start = json.loads(timing_file.read_text())["start"]
+    return _first_reports((r["t"] - start, str(r["trial"]), r["epoch"], r["val_acc"])
+                          for r in rows)
 
 
 def summarize(experiment: str, runs: dict[str, dict[int, dict[str, Any]]]) -> dict[str, Any]:
@@ -199,7 +238,17 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--keep", metavar="DIR", help="put the sweeps in DIR and keep them")
     parser.add_argument("--no-lock", action="store_true")
     parser.add_argument("--out", default=str(RESULTS / "search_defaults.json"))
+    parser.add_argument("--from", dest="kept", nargs="+", metavar="DIR",
+                        help="run nothing: summarize the sweeps --keep left in these DIRs")
     args = parser.parse_args(argv)
+    if args.kept:
+        experiments = {e: summarize(e, runs) for e in args.experiments
+                       if (runs := kept_runs([Path(d) for d in args.kept], e))}
+        result = {"seeds": sorted({s for e in experiments.values() for s in e["seeds"]}),
+                  "contenders": CONTENDERS, "experiments": experiments,
+                  "from": args.kept}
+        Path(args.out).write_text(json.dumps(result, indent=1) + "\n")
+        return print(format_markdown(result))
     result = compare(args.seeds, args.experiments, args.contenders, not args.no_hydra,
                      None if args.no_lock else LOCK, args.keep,
                      progress=lambda line: print(line, flush=True))
