@@ -236,6 +236,6 @@ def test_size_note_between_few_and_enough_trials(overrides, trials, models) -> N
         assert note is None
     else:
         assert note == (f"{trials} trials: TPE models {models}; in bench/results/search_sim.json "
-                        "it beat random search with 8 trials on 1 of 3 built-in experiments, "
-                        "with 16 on all 3; consider search.num_samples >= 16 where trials are "
-                        "cheap")
+                        "it reached random search's median best sooner with 8 trials on 1 of 3 "
+                        "built-in experiments, with 16 on all 3; consider search.num_samples >= "
+                        "16 where trials are cheap")
