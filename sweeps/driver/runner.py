@@ -132,7 +132,9 @@ def _run(cfg: SweepConfig, prep: Prepared, interrupt: Interrupt, fit: Any) -> Sw
         log.warning(warning)
     from sweeps.search.defaults import size_note
 
-    note = size_note(prep.cfg, prep.trials) if prep.resume is None else None
+    warm = prep.warm_start
+    note = (size_note(prep.cfg, prep.trials)
+            if prep.resume is None and not (warm and warm.trials) else None)
     if note:
         log.info(note)  # what the plan's "note:" says, once, when the sweep starts
     res = prep.resources

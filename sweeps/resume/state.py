@@ -103,8 +103,10 @@ def identity_of(cfg: SweepConfig, params: list[Param]) -> dict[str, str]:
              "experiment.mode": e.mode, "search.algorithm": s.algorithm,
              "search.num_samples": str(s.num_samples), "sweep.seed": str(cfg.sweep.seed),
              "scheduler.name": sc.name, "scheduler.max_t": str(sc.max_t)}
-    if s.algorithm == "tpe":
-        ident["search.n_startup_trials"] = str(s.n_startup_trials)
+    if s.algorithm == "tpe":  # what the sampler uses, also for a config not settled yet
+        from sweeps.search.defaults import tpe_arguments
+
+        ident["search.n_startup_trials"] = str(tpe_arguments(cfg)["n_startup_trials"])
     if s.algorithm == "optuna":
         ident["search.sampler"] = repr(sorted(dict(s.sampler).items()))
     if e.metrics:

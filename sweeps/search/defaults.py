@@ -3,23 +3,28 @@
     cfg = settle_defaults(cfg, record.identity)          # sweeps.driver.prepare
     startup_trials(8)                                    # 3
 
-Chosen from ``python -m bench.search_sim`` (31 seeds per setting, ``bench/results/
-search_sim.json``) and checked by ``python -m bench.search_efficiency --defaults``
-(``bench/results/search_defaults.json``), on the built-in experiments:
+Chosen with ``python -m bench.search_sim`` (a Ray-free replay: 31 seeds per setting on
+``digits``, 15 on ``digits_cnn`` and ``digits_data``; ``bench/results/search_sim.json``) and
+measured with real sweeps by ``python -m bench.search_efficiency --defaults``
+(``bench/results/search_defaults.json``); docs/search.md has both, experiment by experiment:
 
 * ``search.n_startup_trials`` (TPE's random trials before it models; Optuna's own default is
   10, more than the built-in experiments' whole 8 trials): unset, it is ``startup_trials
   (search.num_samples)``, a third of the trials, at least 2 and at most 4. With trial 1 the
-  experiment's own params, 2 start-up trials did worse than 3 or 4 at 8 trials (TPE modelled
-  too few points), and 5 to 8 did worse than 4 at 16 and 24 trials (fewer trials left to
-  model). Sweeps of more than 24 trials were not measured: set the key (Optuna's 10, say)
-  there if you want a longer random start.
-* ``search.params_first`` (TPE and Optuna samplers): unset, the first trial runs
-  ``experiment.params``, the experiment's own configuration, where it lies inside the search
-  space; the sampler draws the other params. The model then starts from one known point, and
-  every sweep has its starting configuration as a trial to compare against. Random and grid
-  search stay as they are: random search is the reference every other search is measured
-  against, and a grid walks its points.
+  experiment's own params, 2 start-up trials did worse than 3 or 4 at 8 trials on ``digits``.
+  From 4 to 8 at 16 and 24 trials the order changed from one experiment to the next (4 best
+  on ``digits``, 5 on the other two), within the noise of the replay; 4 keeps more trials for
+  the model. Sweeps of more than 24 trials were not measured: set the key (Optuna's 10, say)
+  there for a longer random start.
+* ``search.params_first`` (TPE): unset, the first trial runs ``experiment.params``, the
+  experiment's own configuration, where it lies inside the search space; the sampler draws the
+  other params. The model then starts from one known point, and every sweep has its starting
+  configuration as a trial to compare against. Random and grid search, and a sampler named
+  with ``search=optuna``, sample as designed (set the key to ``true`` to have it there too,
+  but grid): random search is the reference every other search is measured against. With
+  warm-start trials the searcher already has known points, and nothing is enqueued.
+* TPE is multivariate with constant liar (Optuna 5's defaults, named), and grouped where the
+  space has conditional params.
 
 A value the user set is kept. Resuming keeps what the sweep started with: an unset
 ``search.n_startup_trials`` takes the value in the sweep's record (``identity``), so a sweep
@@ -39,7 +44,7 @@ if TYPE_CHECKING:
 __all__ = ["tpe_arguments", "search_story", "startup_trials", "settle_defaults", "params_first",
            "first_point", "budget_note", "size_note", "MODEL_BASED", "FEW_TRIALS", "ENOUGH_TRIALS"]
 
-MODEL_BASED = ("tpe", "optuna")  # the searches params_first applies to by default
+MODEL_BASED = ("tpe",)  # the searches params_first applies to by default
 STARTUP_KEY = "search.n_startup_trials"
 # Below this many trials TPE's model added nothing in bench.search_sim (at 4 trials, TPE and
 # random search with the same first trial reached the target alike; from 6 on TPE was ahead):
@@ -63,12 +68,16 @@ def startup_trials(num_samples: int) -> int:
 def tpe_arguments(cfg: SweepConfig) -> dict[str, Any]:
     """``TPESampler``'s arguments for ``search=tpe``: seeded by ``sweep.seed``; the start-up
     trials; ``multivariate`` (one objective) and ``constant_liar``, Optuna 5's defaults, named
-    so that Optuna 4 (whose defaults were False) samples the same way.
+    so that Optuna 4 (whose defaults were False) samples the same way; ``group`` where the
+    space has conditional params (one objective), so TPE models them jointly with the params
+    they depend on (multivariate TPE alone samples a param that not every trial has at random).
 
     Example:
         >>> tpe_arguments(compose("digits", ["sweep.seed=7"]))
         {'seed': 7, 'n_startup_trials': 3, 'constant_liar': True, 'multivariate': True}
     """
+    from sweeps.search.space import parse_space
+
     s = cfg.search
     startup = s.n_startup_trials
     out: dict[str, Any] = {"seed": cfg.sweep.seed,
@@ -76,6 +85,8 @@ def tpe_arguments(cfg: SweepConfig) -> dict[str, Any]:
                            else startup, "constant_liar": True}
     if len(cfg.experiment.metrics) <= 1:  # several objectives: Optuna's own choice (False)
         out["multivariate"] = True
+        if any(p.when for p in parse_space(dict(cfg.experiment.search_space))[0]):
+            out["group"] = True
     return out
 
 
@@ -109,7 +120,8 @@ def settle_defaults(cfg: SweepConfig, identity: dict[str, str] | None = None) ->
 
 
 def params_first(cfg: SweepConfig) -> bool:
-    """Whether the first trial runs ``experiment.params`` (unset: for TPE and Optuna)."""
+    """Whether the first trial runs ``experiment.params`` (unset: for TPE only; a sampler named
+    with ``search=optuna`` is left to sample as it was designed to)."""
     if cfg.search.params_first is not None:
         return bool(cfg.search.params_first)
     return cfg.search.algorithm in MODEL_BASED
@@ -133,8 +145,18 @@ def first_point(cfg: SweepConfig, params: list[Param]) -> dict[str, Any]:
     point: dict[str, Any] = {}
     for p in params:  # a conditional one is asked only where its condition holds
         if p.path in fixed and _inside(p, fixed[p.path]):
-            point[optuna_name(p.path)] = fixed[p.path]
+            point[optuna_name(p.path)] = _as_param(p, fixed[p.path])
     return point
+
+
+def _as_param(p: Param, value: Any) -> Any:
+    """``value`` as the space holds it: the matching choice itself (``1`` for ``1.0``), an int
+    for an int param, a float for a float one."""
+    if p.kind == "choice":
+        from sweeps.search.nested import same_value
+
+        return next(c for c in p.choices if same_value(value, c))
+    return int(value) if p.kind == "int" else float(value)
 
 
 def _inside(p: Param, value: Any) -> bool:
@@ -152,26 +174,27 @@ def _inside(p: Param, value: Any) -> bool:
     return not p.step or abs(p.snap(value) - value) <= 1e-9 * max(1.0, abs(value))
 
 
-def search_story(cfg: SweepConfig, params: list[Param]) -> str:
+def search_story(cfg: SweepConfig, params: list[Param], warm: int = 0) -> str:
     """What the plan's search line adds: which trial runs ``experiment.params`` and when TPE
-    starts modelling.
+    starts modelling (``warm``: the warm-start trials, which count as finished).
 
     Example:
         >>> from sweeps.search.space import parse_space
         >>> cfg = settle_defaults(compose("digits"))
         >>> search_story(cfg, parse_space(cfg.experiment.search_space)[0])
-        ' (trial 1: experiment.params; TPE models from trial 4, after 3 start-up trials)'
+        ' (trial 1: experiment.params; TPE models once 3 trials have finished)'
     """
     parts = []
-    if params_first(cfg):
+    if params_first(cfg) and not warm:
         point = first_point(cfg, params)
         left = len(params) - len(point)
-        parts.append("trial 1: experiment.params" + (f", {left} of {len(params)} params drawn "
-                                                     "(outside the space there)" if left else "")
-                     if point else "")
+        parts.append("trial 1: experiment.params" + (
+            f", {left} of {len(params)} params drawn (not in experiment.params, or outside the "
+            "space there)" if left else "") if point else "")
     if cfg.search.algorithm == "tpe":
         startup = tpe_arguments(cfg)["n_startup_trials"]
-        parts.append(f"TPE models from trial {startup + 1}, after {startup} start-up trials")
+        parts.append(f"TPE models once {startup} trials have finished" if startup > warm else
+                     f"TPE models from the start ({warm} warm-start trials)")
     parts = [p for p in parts if p]
     return f" ({'; '.join(parts)})" if parts else ""
 

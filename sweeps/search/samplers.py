@@ -64,9 +64,13 @@ def build_sampler(cfg: SweepConfig, warn: bool = False) -> optuna.samplers.BaseS
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     if cfg.search.algorithm == "tpe":
+        import warnings
+
         from sweeps.search.defaults import tpe_arguments
 
-        return optuna.samplers.TPESampler(**tpe_arguments(cfg))
+        with warnings.catch_warnings():  # group=True is "experimental" since Optuna 2.8
+            warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+            return optuna.samplers.TPESampler(**tpe_arguments(cfg))
     return _instantiate(dict(cfg.search.sampler), KEY, cfg.sweep.seed, warn)
 
 

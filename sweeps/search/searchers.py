@@ -14,7 +14,8 @@
   Optuna's ``directions``.
 
 ``search.params_first`` (``sweeps.search.defaults``): the values of ``experiment.params`` inside
-the space go to the searcher as Ray's ``points_to_evaluate``, so the first trial runs them.
+the space go to the searcher as Ray's ``points_to_evaluate``, so the first trial runs them
+(not with warm-start trials, which already give the searcher known points).
 
 Warm start (``search.warm_start``): the earlier trials go into the Optuna study as finished
 trials before the first suggestion, through an ``InMemoryStorage`` handed to ``OptunaSearch``
@@ -53,7 +54,8 @@ def make_search_alg(cfg: SweepConfig, max_concurrent: int = 0, params: list[Para
         params = parse_space(cfg.experiment.search_space)[0]
     from sweeps.search.defaults import first_point, params_first
 
-    first = first_point(cfg, params) if params_first(cfg) else {}
+    # with warm-start trials the searcher already has known points: nothing is enqueued
+    first = first_point(cfg, params) if params_first(cfg) and not (warm and warm.trials) else {}
     if cfg.search.algorithm in ("random", "grid"):
         from ray.tune.search.basic_variant import BasicVariantGenerator
 

@@ -27,8 +27,7 @@ def _no_ray():
 
     assert "ray" not in sys.modules or not sys.modules["ray"].is_initialized()
 
-TPE_STORY = ("(trial 1: experiment.params; TPE models from trial 4, after 3 start-up "
-             "trials)")
+TPE_STORY = "(trial 1: experiment.params; TPE models once 3 trials have finished)"
 
 
 def _plan(tmp_path: Path, overrides: list[str]) -> str:
@@ -58,8 +57,7 @@ def _plan(tmp_path: Path, overrides: list[str]) -> str:
          ["warning:", "Pareto", "MO-ASHA"]),
         (["search=optuna", "search.sampler._target_=optuna.samplers.QMCSampler",
           "++search.sampler.scramble=true", "sweep.seed=3", "search.num_samples=6"],
-         ["  search optuna (QMCSampler), 6 trials (trial 1: experiment.params), seed 3; 5 "
-          "parameter(s):"], ["warning:"]),
+         ["  search optuna (QMCSampler), 6 trials, seed 3; 5 parameter(s):"], ["warning:"]),
         (["search=optuna", "search.sampler._target_=optuna.samplers.CmaEsSampler"],
          ["search optuna (CmaEsSampler), 8 trials",
           "  warning: CmaEsSampler models only some of these params; it samples batch_size, "

@@ -18,6 +18,7 @@ from sweeps.search.defaults import (
     budget_note,
     first_point,
     params_first,
+    search_story,
     settle_defaults,
     startup_trials,
     tpe_arguments,
@@ -88,7 +89,8 @@ def test_settle_startup_trials(overrides, identity, startup) -> None:
 
 @pytest.mark.parametrize(("overrides", "first"), [
     (("search=tpe",), True),
-    (("search=optuna",), True),
+    (("search=optuna",), False),  # a named sampler samples as it was designed to
+    (("search=optuna", "search.params_first=true"), True),
     (("search=random",), False),
     (("search=grid",), False),
     (("search=tpe", "search.params_first=false"), False),
@@ -132,7 +134,9 @@ SPACE = {"c": "choice(a, b)", "flag": "choice(1, 2)", "s": "range(0.1, 0.9, 0.2)
      {"c": "a", "flag": 2, "s": 0.5, "n": 6, "x": 1.0, "lg": 1e-3}),  # all inside, bounds too
     ({"c": "z"}, {}),  # not one of the choices
     ({"flag": True}, {}),  # True is not the choice 1 (same_value)
-    ({"flag": 1.0}, {"flag": 1.0}),  # 1.0 is
+    ({"flag": 1.0}, {"flag": 1}),  # 1.0 is, and the point holds the choice itself
+    ({"n": 6.0}, {"n": 6}),  # an int param gets an int
+    ({"x": 0}, {"x": 0.0}),  # a float param a float
     ({"s": 0.4}, {}),  # off the grid 0.1, 0.3, ...
     ({"n": 5}, {}),
     ({"n": 6.5}, {}),
@@ -144,7 +148,9 @@ SPACE = {"c": "choice(a, b)", "flag": "choice(1, 2)", "s": "range(0.1, 0.9, 0.2)
     ({"other": 3}, {}),  # not searched
 ])
 def test_first_point_takes_only_values_inside_the_space(params, expected) -> None:
-    assert first_point(_with_params(params), parse_space(SPACE)[0]) == expected
+    point = first_point(_with_params(params), parse_space(SPACE)[0])
+    assert point == expected
+    assert {k: type(v) for k, v in point.items()} == {k: type(v) for k, v in expected.items()}
 
 
 @pytest.mark.parametrize("space", [{"model.hidden": "choice(32, 64)"},
@@ -239,3 +245,31 @@ def test_size_note_between_few_and_enough_trials(overrides, trials, models) -> N
                         "it reached random search's median best sooner with 8 trials on 1 of 3 "
                         "built-in experiments, with 16 on all 3; consider search.num_samples >= "
                         "16 where trials are cheap")
+
+
+CONDITIONAL_SPACE = ("+experiment.search_space.momentum="
+                     "{when: {hidden: 32}, sample: 'interval(0.5, 0.9)'}")
+
+
+@pytest.mark.parametrize(("overrides", "group"), [
+    ((), None),  # no conditional param: plain multivariate TPE
+    ((CONDITIONAL_SPACE,), True),  # grouped: momentum is modelled with the trials that have it
+    ((CONDITIONAL_SPACE, "+experiment.metrics={val_acc: max, val_loss: min}"), None),
+])
+def test_tpe_is_grouped_where_the_space_has_conditional_params(overrides, group) -> None:
+    assert tpe_arguments(_cfg(*overrides)).get("group") is group
+    sampler = build_sampler(_cfg(*overrides))
+    assert sampler._group is bool(group)
+
+
+def test_warm_start_trials_replace_the_first_point_and_the_size_note(tmp_path) -> None:
+    from sweeps.search.searchers import make_search_alg
+    from sweeps.search.warm_start import EarlierTrial, WarmStart
+
+    cfg = settle_defaults(_cfg())
+    params = parse_space(dict(cfg.experiment.search_space))[0]
+    warm = WarmStart("earlier", [EarlierTrial({"lr": 0.05}, {"val_acc": 0.9}, "t0")], {})
+    assert make_search_alg(cfg, 0, params)._points_to_evaluate  # no warm start: enqueued
+    assert not make_search_alg(cfg, 0, params, warm)._points_to_evaluate
+    assert search_story(cfg, params, warm=1) == " (TPE models once 3 trials have finished)"
+    assert search_story(cfg, params, warm=3) == " (TPE models from the start (3 warm-start trials))"
