@@ -15,7 +15,9 @@ mean loss over both ranks' batches.
 
 What differs: random search draws through Optuna's ``RandomSampler`` (a sweep's through Tune's
 generator: the same distributions, other draws); every epoch takes one time unit, so trials
-that run at once (``digits_data``: 2) report in lock step; dropout masks are not the workers'.
+that run at once report in lock step; as many run at once as on this 2-CPU machine (one, and
+``digits_data``'s 2), not as on a larger one; dropout masks are not the workers'; and
+``digits_data``'s ranks split the rows as ``shard`` does, not as Ray Data's split does.
 The real sweeps (``bench.search_efficiency --all``) check what this chose.
 
 A contender is ``search x scheduler``; the baseline is random search under the same scheduler.
