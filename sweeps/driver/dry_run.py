@@ -102,7 +102,8 @@ def format_plan(prepared) -> str:  # prepared: sweeps.driver.runner.Prepared
     lines = [f"plan for sweep {cfg.sweep.name} (dry run: Ray not started, nothing written)",
              f"  {source_line(cfg)}",
              f"  trainable {cfg.experiment.trainable}, {_objectives(cfg)}",
-             f"  search {_search(cfg, prepared.params, n, prepared.warm_start)}, seed "
+             f"  search {_search(cfg, prepared.params, n, prepared.warm_start, prepared.resume)}"
+             f", seed "
              f"{cfg.sweep.seed}; "
              f"{len(prepared.params)} parameter(s):"]
     lines += [f"    {p.path:<{width}}  {p.describe()}" for p in prepared.params]
@@ -146,7 +147,8 @@ def format_plan(prepared) -> str:  # prepared: sweeps.driver.runner.Prepared
     lines += budget_plan(cfg, budget, prepared.sweep_dir if resume is not None else None)
     lines.append(f"  sweep dir {display(prepared.sweep_dir)}")
     lines.append(f"  tracking {prepared.tracking.describe() if prepared.tracking else 'off'}")
-    note = size_note(cfg, n) if not (warm and warm.trials) else None
+    note = (size_note(cfg, n) if prepared.resume is None and not (warm and warm.trials)
+            else None)  # as the sweep logs it: at a new sweep's start
     if note:
         lines.append(f"  note: {note}")
     lines += [f"  warning: {w}" for w in prepared.warnings]
@@ -173,7 +175,7 @@ def _objectives(cfg: SweepConfig) -> str:
     return f"{e.mode}imize {e.metric}"
 
 
-def _search(cfg: SweepConfig, params: list, trials: int, warm=None) -> str:
+def _search(cfg: SweepConfig, params: list, trials: int, warm=None, resume=None) -> str:
     """``tpe (TPESampler), 8 trials (trial 1: experiment.params; ...)`` / ``grid, 6 points x 1 =
     6 trials``."""
     algorithm = cfg.search.algorithm
@@ -181,7 +183,7 @@ def _search(cfg: SweepConfig, params: list, trials: int, warm=None) -> str:
         return f"grid, {trials} points = {trials} trials (each once)"
     from sweeps.search.defaults import search_story
 
-    story = search_story(cfg, params, len(warm.trials) if warm else 0)
+    story = search_story(cfg, params, len(warm.trials) if warm else 0, resumed=resume is not None)
     if algorithm in ("tpe", "optuna"):
         from sweeps.search.samplers import sampler_name
 

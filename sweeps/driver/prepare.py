@@ -233,7 +233,7 @@ def prepare(cfg: SweepConfig) -> Prepared:
     trials = trial_count(cfg, params)
     few = budget_note(cfg, trials)
     # a resumed sweep was told at its start; warm-start trials are points TPE models on too
-    if few and not (resume and resume.has_tune_state) and not (warm and warm.trials):
+    if few and resume is None and not (warm and warm.trials):
         warnings.append(few)
     if cfg.scheduler.name == "pbt" and at_once < trials:
         warnings.append(f"scheduler=pbt: {at_once} of {trials} trials run at once here, and PBT "

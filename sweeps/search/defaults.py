@@ -4,7 +4,8 @@
     startup_trials(8)                                    # 3
 
 Chosen with ``python -m bench.search_sim`` (a Ray-free replay: 31 seeds per setting on
-``digits``, 15 on ``digits_cnn`` and ``digits_data``; ``bench/results/search_sim.json``) and
+``digits``, 21 for an early grid, 15 on ``digits_cnn`` and ``digits_data``;
+``bench/results/search_sim.json``) and
 measured with real sweeps by ``python -m bench.search_efficiency --defaults``
 (``bench/results/search_defaults.json``); docs/search.md has both, experiment by experiment:
 
@@ -12,10 +13,11 @@ measured with real sweeps by ``python -m bench.search_efficiency --defaults``
   10, more than the built-in experiments' whole 8 trials): unset, it is ``startup_trials
   (search.num_samples)``, a third of the trials, at least 2 and at most 4. With trial 1 the
   experiment's own params, 2 start-up trials did worse than 3 or 4 at 8 trials on ``digits``.
-  From 4 to 8 at 16 and 24 trials the order changed from one experiment to the next (4 best
-  on ``digits``, 5 on the other two), within the noise of the replay; 4 keeps more trials for
-  the model. Sweeps of more than 24 trials were not measured: set the key (Optuna's 10, say)
-  there for a longer random start.
+  At 16 trials 4 beat 5 to 8 on ``digits`` (0.51x random's epochs against 0.69-0.75x) and 5
+  beat 4 on ``digits_cnn`` and ``digits_data`` (0.78x and 0.66x against 0.91x and 0.89x); at
+  24 on ``digits`` 4 beat 8 (0.47x against 0.66x). 4 is kept: more trials for the model.
+  Sweeps of more than 24 trials were not measured: set the key (Optuna's 10, say) there for a
+  longer random start.
 * ``search.params_first`` (TPE): unset, the first trial runs ``experiment.params``, the
   experiment's own configuration, where it lies inside the search space; the sampler draws the
   other params. The model then starts from one known point, and every sweep has its starting
@@ -50,8 +52,9 @@ STARTUP_KEY = "search.n_startup_trials"
 # random search with the same first trial reached the target alike; from 6 on TPE was ahead):
 # the plan says so.
 FEW_TRIALS = 6
-# Below this many, TPE reached random search's median best sooner on 1 of the 3 built-in
-# experiments bench.search_sim measured (digits, at 8 trials); at 16 on all 3: the plan notes it.
+# Below this many, TPE reached random search's median best clearly sooner on 1 of the 3
+# built-in experiments bench.search_sim measured (digits, at 8 trials); at 16 on all three:
+# the plan notes it.
 ENOUGH_TRIALS = 16
 
 
@@ -156,6 +159,8 @@ def _as_param(p: Param, value: Any) -> Any:
         from sweeps.search.nested import same_value
 
         return next(c for c in p.choices if same_value(value, c))
+    if p.step:  # exactly on the grid, as DefineByRun puts a stepped value
+        return p.snap(value)
     return int(value) if p.kind == "int" else float(value)
 
 
@@ -174,9 +179,11 @@ def _inside(p: Param, value: Any) -> bool:
     return not p.step or abs(p.snap(value) - value) <= 1e-9 * max(1.0, abs(value))
 
 
-def search_story(cfg: SweepConfig, params: list[Param], warm: int = 0) -> str:
+def search_story(cfg: SweepConfig, params: list[Param], warm: int = 0,
+                 resumed: bool = False) -> str:
     """What the plan's search line adds: which trial runs ``experiment.params`` and when TPE
-    starts modelling (``warm``: the warm-start trials, which count as finished).
+    starts modelling (``warm``: the warm-start trials, which count as finished; ``resumed``: a
+    sweep that has started, whose first trial the plan does not know, is not told).
 
     Example:
         >>> from sweeps.search.space import parse_space
@@ -185,7 +192,7 @@ def search_story(cfg: SweepConfig, params: list[Param], warm: int = 0) -> str:
         ' (trial 1: experiment.params; TPE models once 3 trials have finished)'
     """
     parts = []
-    if params_first(cfg) and not warm:
+    if params_first(cfg) and not warm and not resumed:
         point = first_point(cfg, params)
         left = len(params) - len(point)
         parts.append("trial 1: experiment.params" + (
@@ -193,8 +200,9 @@ def search_story(cfg: SweepConfig, params: list[Param], warm: int = 0) -> str:
             "space there)" if left else "") if point else "")
     if cfg.search.algorithm == "tpe":
         startup = tpe_arguments(cfg)["n_startup_trials"]
-        parts.append(f"TPE models once {startup} trials have finished" if startup > warm else
-                     f"TPE models from the start ({warm} warm-start trials)")
+        among = f", {warm} warm-start trials among them" if warm else ""
+        parts.append(f"TPE models once {startup} trials have finished{among}" if startup > warm
+                     else f"TPE models from the start ({warm} warm-start trials)")
     parts = [p for p in parts if p]
     return f" ({'; '.join(parts)})" if parts else ""
 
@@ -226,13 +234,15 @@ def size_note(cfg: SweepConfig, trials: int) -> str | None:
     Example:
         >>> size_note(settle_defaults(compose("digits")), 8)
         "8 trials: TPE models trials 4-8; in bench/results/search_sim.json it reached random \
-search's median best sooner with 8 trials on 1 of 3 built-in experiments, with 16 on all 3; \
-consider search.num_samples >= 16 where trials are cheap"
+search's median best clearly sooner with 8 trials only on digits (0.57x its epochs; 0.96x and \
+1.05x on digits_data and digits_cnn), with 16 on all three; consider search.num_samples >= 16 \
+where trials are cheap"
     """
     if cfg.search.algorithm != "tpe" or not FEW_TRIALS <= trials < ENOUGH_TRIALS:
         return None
     startup = tpe_arguments(cfg)["n_startup_trials"]
     return (f"{trials} trials: TPE models trials {startup + 1}-{trials}; in "
-            "bench/results/search_sim.json it reached random search's median best sooner with 8 "
-            f"trials on 1 of 3 built-in experiments, with {ENOUGH_TRIALS} on all 3; consider "
+            "bench/results/search_sim.json it reached random search's median best clearly "
+            "sooner with 8 trials only on digits (0.57x its epochs; 0.96x and 1.05x on "
+            f"digits_data and digits_cnn), with {ENOUGH_TRIALS} on all three; consider "
             f"search.num_samples >= {ENOUGH_TRIALS} where trials are cheap")
