@@ -162,8 +162,13 @@ def _assert_clean_end(tmp_path: Path, trial_ids: set[str]) -> None:
 def test_sweep_driver_killed_at_seeded_moments_resumes_to_the_same_sweep(tmp_path, workers,
                                                                          executor) -> None:
     num_samples = 6
+    # A Train run's workers go on while ASHA's stop travels back (about 0.3 s on 2 loaded
+    # cores): with 0.4 s epochs a trial stopped at rung 3 could finish epoch 4 first, which the
+    # last assertion below catches. Its epochs are longer than that latency; inline trials stop
+    # at the report itself.
+    sleep = 1.0 if executor == "train" else 0.4
     sweep = Sweep(tmp_path, _args(tmp_path, f"search.num_samples={num_samples}",
-                                  "scheduler.max_t=4", "+experiment.params.epoch_sleep=0.4",
+                                  "scheduler.max_t=4", f"+experiment.params.epoch_sleep={sleep}",
                                   f"scaling.num_workers={workers}", f"trial.executor={executor}"))
     log = tmp_path / "sweep" / "state" / "scheduler.jsonl"
     rng = random.Random(20261122)
