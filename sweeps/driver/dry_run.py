@@ -23,7 +23,6 @@ from dataclasses import dataclass
 from sweeps.config.schema import SweepConfig
 from sweeps.config.search_path import active, source_of
 from sweeps.driver.budget_plan import budget_plan
-from sweeps.search.defaults import size_note
 from sweeps.storage.location import display
 
 __all__ = ["asha_rungs", "expected_epochs", "EpochBudget", "epoch_budget", "format_plan",
@@ -96,21 +95,18 @@ def source_line(cfg: SweepConfig) -> str:
 
 def format_plan(prepared) -> str:  # prepared: sweeps.driver.runner.Prepared
     """The dry-run report as plain text."""
-    cfg, n = prepared.cfg, prepared.trials
+    cfg, n, warm = prepared.cfg, prepared.trials, prepared.warm_start
     s, budget = cfg.scheduler, epoch_budget(cfg, n)
     width = max((len(p.path) for p in prepared.params), default=0)
     lines = [f"plan for sweep {cfg.sweep.name} (dry run: Ray not started, nothing written)",
              f"  {source_line(cfg)}",
              f"  trainable {cfg.experiment.trainable}, {_objectives(cfg)}",
-             f"  search {_search(cfg, prepared.params, n, prepared.warm_start, prepared.resume)}"
-             f", seed "
-             f"{cfg.sweep.seed}; "
-             f"{len(prepared.params)} parameter(s):"]
+             f"  search {_search(cfg, prepared.params, n, warm, prepared.resume)}, seed "
+             f"{cfg.sweep.seed}; {len(prepared.params)} parameter(s):"]
     lines += [f"    {p.path:<{width}}  {p.describe()}" for p in prepared.params]
     if prepared.constants:
         lines.append("  constants: " + ", ".join(f"{k}={v!r}" for k, v in
                                                  prepared.constants.items()))
-    warm = prepared.warm_start
     if warm is not None:
         lines.append(f"  warm start: {warm.describe()}")
     if s.name == "asha":
@@ -147,10 +143,7 @@ def format_plan(prepared) -> str:  # prepared: sweeps.driver.runner.Prepared
     lines += budget_plan(cfg, budget, prepared.sweep_dir if resume is not None else None)
     lines.append(f"  sweep dir {display(prepared.sweep_dir)}")
     lines.append(f"  tracking {prepared.tracking.describe() if prepared.tracking else 'off'}")
-    note = (size_note(cfg, n) if prepared.resume is None and not (warm and warm.trials)
-            else None)  # as the sweep logs it: at a new sweep's start
-    if note:
-        lines.append(f"  note: {note}")
+    lines += [f"  note: {note}" for note in prepared.notes]
     lines += [f"  warning: {w}" for w in prepared.warnings]
     return "\n".join(lines)
 

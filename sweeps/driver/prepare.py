@@ -33,7 +33,7 @@ from sweeps.resume.state import (
     load_record,
 )
 from sweeps.search.checks import check_search, objectives_of, trial_count
-from sweeps.search.defaults import budget_note, settle_defaults
+from sweeps.search.defaults import budget_note, settle_defaults, size_note
 from sweeps.search.space import Param, parse_space
 from sweeps.storage.location import remote_of, sweep_root, uri_of
 from sweeps.storage.preflight import check_store
@@ -62,6 +62,7 @@ class Prepared:
     # the newest claim on sweep_dir before it was read, -1 if a driver held it (run_sweep
     # reuses this plan only if the claim it takes is the next one)
     claim_gen: int = -1
+    notes: list[str] = field(default_factory=list)  # the plan's "note:" lines, logged as info
 
     @property
     def layout(self) -> SweepLayout:
@@ -231,10 +232,11 @@ def prepare(cfg: SweepConfig) -> Prepared:
     warnings.extend(resources.notes)
     at_once = min(resources.trials_that_fit, resources.max_concurrent_trials)
     trials = trial_count(cfg, params)
-    few = budget_note(cfg, trials)
+    notes: list[str] = []
     # a resumed sweep was told at its start; warm-start trials are points TPE models on too
-    if few and resume is None and not (warm and warm.trials):
-        warnings.append(few)
+    if resume is None and not (warm and warm.trials):
+        warnings += [w for w in [budget_note(cfg, trials)] if w]
+        notes += [n for n in [size_note(cfg, trials)] if n]
     if cfg.scheduler.name == "pbt" and at_once < trials:
         warnings.append(f"scheduler=pbt: {at_once} of {trials} trials run at once here, and PBT "
                         "ranks the trials that run together: trials that finish before the "
@@ -242,7 +244,7 @@ def prepare(cfg: SweepConfig) -> Prepared:
                         "lower scaling.num_workers or scaling.cpus_per_worker, or "
                         "search.num_samples, so the population runs together")
     return Prepared(cfg, params, constants, resources, sweep_dir, target, resume, warnings,
-                    warm, claim_gen)
+                    warm, claim_gen, notes)
 
 
 def _free_claim(sweep_dir: Path) -> int:

@@ -130,12 +130,7 @@ def _run(cfg: SweepConfig, prep: Prepared, interrupt: Interrupt, fit: Any) -> Sw
     compat.check()  # a Ray whose internals changed fails here, in one line, before anything starts
     for warning in prep.warnings:
         log.warning(warning)
-    from sweeps.search.defaults import size_note
-
-    warm = prep.warm_start
-    note = (size_note(prep.cfg, prep.trials)
-            if prep.resume is None and not (warm and warm.trials) else None)
-    if note:
+    for note in prep.notes:
         log.info(note)  # what the plan's "note:" says, once, when the sweep starts
     res = prep.resources
     if res.max_concurrent_trials > res.trials_that_fit:

@@ -132,8 +132,10 @@ def params_first(cfg: SweepConfig) -> bool:
 
 def first_point(cfg: SweepConfig, params: list[Param]) -> dict[str, Any]:
     """The searched params' values in ``experiment.params`` that lie inside the space, as
-    Optuna names them (what ``OptunaSearch(points_to_evaluate=[...])`` enqueues); the rest are
-    drawn by the sampler.
+    Optuna names them and as the space holds them (warm start's own test,
+    ``sweeps.search.warm_start.in_space``: the choice itself, an int for an int param, a
+    stepped value on its grid); what ``OptunaSearch(points_to_evaluate=[...])`` enqueues. The
+    rest are drawn by the sampler.
 
     Example:
         >>> from sweeps.search.space import parse_space
@@ -143,40 +145,15 @@ def first_point(cfg: SweepConfig, params: list[Param]) -> dict[str, Any]:
     """
     from sweeps.search.nested import flatten
     from sweeps.search.optuna_space import optuna_name
+    from sweeps.search.warm_start import OUTSIDE, in_space
 
     fixed = flatten(dict(cfg.experiment.params))
     point: dict[str, Any] = {}
     for p in params:  # a conditional one is asked only where its condition holds
-        if p.path in fixed and _inside(p, fixed[p.path]):
-            point[optuna_name(p.path)] = _as_param(p, fixed[p.path])
+        value = in_space(p, fixed[p.path]) if p.path in fixed else OUTSIDE
+        if value is not OUTSIDE:
+            point[optuna_name(p.path)] = value
     return point
-
-
-def _as_param(p: Param, value: Any) -> Any:
-    """``value`` as the space holds it: the matching choice itself (``1`` for ``1.0``), an int
-    for an int param, a float for a float one."""
-    if p.kind == "choice":
-        from sweeps.search.nested import same_value
-
-        return next(c for c in p.choices if same_value(value, c))
-    if p.step:  # exactly on the grid, as DefineByRun puts a stepped value
-        return p.snap(value)
-    return int(value) if p.kind == "int" else float(value)
-
-
-def _inside(p: Param, value: Any) -> bool:
-    """Whether ``value`` is one ``p`` can take (a choice, or on its range or interval)."""
-    if p.kind == "choice":
-        from sweeps.search.nested import same_value
-
-        return any(same_value(value, c) for c in p.choices)
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return False
-    if not p.low <= value <= p.high:
-        return False
-    if p.kind == "int":
-        return float(value).is_integer() and (value - p.low) % (p.step or 1) == 0
-    return not p.step or abs(p.snap(value) - value) <= 1e-9 * max(1.0, abs(value))
 
 
 def search_story(cfg: SweepConfig, params: list[Param], warm: int = 0,

@@ -44,10 +44,10 @@ from sweeps.search.outcome import WORST
 from sweeps.search.space import Param, same_value
 from sweeps.search.warm_start_sources import Found, is_sweep_dir, read_mlflow, read_sweep_dir
 
-__all__ = ["EarlierTrial", "WarmStart", "load_warm_start", "screen"]
+__all__ = ["EarlierTrial", "WarmStart", "load_warm_start", "screen", "in_space", "OUTSIDE"]
 
 KEY = "search.warm_start"
-_OUTSIDE = object()  # a value that is not in the current space
+OUTSIDE = object()  # a value that is not in the current space
 
 
 @dataclass(frozen=True)
@@ -105,11 +105,12 @@ def _choice(choices: tuple[Any, ...], raw: Any) -> Any:
         found = [c for c in choices if pick(c)]
         if found:
             return found[0]
-    return _OUTSIDE
+    return OUTSIDE
 
 
-def _convert(p: Param, raw: Any) -> Any:
-    """``raw`` in ``p``'s type when ``p``'s distribution can produce it, else ``_OUTSIDE``.
+def in_space(p: Param, raw: Any) -> Any:
+    """``raw`` in ``p``'s type when ``p``'s distribution can produce it, else ``OUTSIDE`` (also
+    ``sweeps.search.defaults.first_point``'s test of ``experiment.params``).
     Bounds are inclusive, with a relative tolerance of 1e-9 (a value sampled at a log bound
     may come back a rounding off it), for a stepped range also 1e-6 of a step (the grid's own
     tolerance: a bound of 0 has no relative one); such a value is moved onto the bound."""
@@ -117,17 +118,17 @@ def _convert(p: Param, raw: Any) -> Any:
         return _choice(p.choices, raw)
     value = _number(raw)
     if value is None or (p.kind == "int" and value != int(value)):
-        return _OUTSIDE
+        return OUTSIDE
     value = int(value) if p.kind == "int" else float(value)
     low, high = p.low, p.high
     for bound, outside in ((low, value < low), (high, value > high)):
         if outside:
             if not math.isclose(value, bound, rel_tol=1e-9, abs_tol=1e-6 * (p.step or 0)):
-                return _OUTSIDE
+                return OUTSIDE
             value = int(bound) if p.kind == "int" else float(bound)
     if p.step and not math.isclose((value - low) / p.step, round((value - low) / p.step),
                                    abs_tol=1e-6):
-        return _OUTSIDE
+        return OUTSIDE
     return p.snap(value)  # onto the grid exactly: Optuna's containment check allows 1e-8
 
 
@@ -156,9 +157,9 @@ def screen(trial_id: str, raw_params: dict[str, Any], raw_metrics: dict[str, Any
         if value is None or abs(value) >= WORST:  # WORST: the scheduler's NaN; max float: inf
             return f"{name} not finite"
         metrics[name] = float(value)
-    values = {p.path: _convert(p, raw_params[p.path]) for p in params if p.path in raw_params}
+    values = {p.path: in_space(p, raw_params[p.path]) for p in params if p.path in raw_params}
     for p in params:
-        if values.get(p.path) is _OUTSIDE:
+        if values.get(p.path) is OUTSIDE:
             return f"{p.path} outside the space"
     for p in params:
         holds = p.applies(values)

@@ -53,7 +53,8 @@ def _plan(tmp_path: Path, overrides: list[str]) -> str:
           "  warning: search=grid runs 216 trials (2 lr x 4 hidden x 3 depth x 3 dropout x 3 "
           "batch_size); trim the choices or use search=tpe if that is more than you meant"], []),
         (["search=tpe"], [f"  search tpe (TPESampler), 8 trials {TPE_STORY}, "
-          "seed 0; 5 parameter(s):"],
+          "seed 0; 5 parameter(s):",
+          "  note: 8 trials: TPE models trials 4-8; in bench/results/search_sim.json"],
          ["warning:", "Pareto", "MO-ASHA"]),
         (["search=optuna", "search.sampler._target_=optuna.samplers.QMCSampler",
           "++search.sampler.scramble=true", "sweep.seed=3", "search.num_samples=6"],

@@ -143,7 +143,7 @@ SPACE = {"c": "choice(a, b)", "flag": "choice(1, 2)", "s": "range(0.1, 0.9, 0.2)
     ({"n": 12}, {}),  # beyond the range
     ({"x": 1.5}, {}),
     ({"x": True}, {}),  # a bool is no number here
-    ({"x": "0.5"}, {}),
+    ({"x": "0.5"}, {"x": 0.5}),  # a number written as text, as warm start reads MLflow's
     ({"lg": 0.0}, {}),  # outside the log interval
     ({"other": 3}, {}),  # not searched
 ])
