@@ -14,7 +14,7 @@ import re
 from pathlib import Path
 
 __all__ = ["CLOCK_KEY", "STEP_KEY", "CHECKPOINT_PATH_KEY", "RANK_ATTR", "WORLD_SIZE_ATTR",
-           "ERROR_KEY", "NOT_METRICS",
+           "ERROR_KEY", "RESTARTS_KEY", "FAILURE_KEY", "NOT_METRICS",
            "REPORTS_FILE",
            "CONFIG_READS_FILE", "CLOCK_FILE", "TRIAL_FILE", "OUT_OF_MEMORY_FILE", "SCHEDULER_LOG",
            "TUNE_STOP",
@@ -38,6 +38,12 @@ WORLD_SIZE_ATTR = "sweeps_world_size"
 # does not retry it): the reason, which the scheduler makes the trial's verdict
 # (sweeps.loop.gpu_memory: a trial out of GPU memory).
 ERROR_KEY = "sweeps_error"
+# On every report after a trial's loop raised and was restarted from its checkpoint (by the
+# inline backend, or by Ray Train: trial.max_failures): how many times, and the last failure
+# in one line (sweeps.trial.clock.TrialClock.restarted); the console, the summary and MLflow
+# show them.
+RESTARTS_KEY = "sweeps_restarts"
+FAILURE_KEY = "sweeps_last_failure"
 
 # Keys of a Tune result that are bookkeeping (Tune's, Train's, the bridge's), not the loop's
 # metrics: every tracker (MLflow, TensorBoard) logs a result minus these.
@@ -46,7 +52,7 @@ NOT_METRICS = frozenset({
     "hostname", "pid", "time_this_iter_s", "timestamp", "date", "time_since_restore",
     "timesteps_since_restore", "iterations_since_restore", "config", "checkpoint_dir_name",
     "done", "trial_id", "experiment_tag", "should_checkpoint", CHECKPOINT_PATH_KEY, "epoch",
-    CLOCK_KEY, STEP_KEY, ERROR_KEY,
+    CLOCK_KEY, STEP_KEY, ERROR_KEY, RESTARTS_KEY, FAILURE_KEY,
 })
 
 # Files in a trial's run directory.

@@ -32,14 +32,33 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-__all__ = ["replace_restored_config", "concurrency_limit", "experiment_state_files",
-           "trials_in_state", "trial_statuses", "tune_env", "set_trial_config", "STATE_GLOB",
-           "ensure_trial_dir", "THREAD_TIMEOUT_ENV"]
+__all__ = ["quiet_trial_lines", "replace_restored_config", "concurrency_limit",
+           "experiment_state_files", "trials_in_state", "trial_statuses", "tune_env",
+           "set_trial_config", "STATE_GLOB", "ensure_trial_dir", "THREAD_TIMEOUT_ENV"]
 
 STATE_GLOB = "experiment_state-*.json"
 # How long a reused function-trainable process waits for the last trial's thread to end
 # (FunctionTrainable.reset_config, read at each reuse; Ray's default 2 s). Public route: none.
 THREAD_TIMEOUT_ENV = "TUNE_FUNCTION_THREAD_TIMEOUT_S"
+
+
+def quiet_trial_lines() -> Any:
+    """Tune's own per-trial printer (``TrialProgressCallback``, which Tune adds unless one is
+    given) with its lines sent to the log (the sweep's ``ray.log``) instead of stdout: at
+    verbose 0 it still prints "Trial run_trial_<id> completed. Last result: ..." for some
+    trials, beside the sweep's own lines (``sweeps.report.progress``)."""
+    import logging
+
+    from ray.tune.progress_reporter import TrialProgressCallback
+
+    class QuietTrialLines(TrialProgressCallback):
+        def _print(self, msg: str) -> None:
+            logging.getLogger("ray.tune").info("%s", msg)
+
+        def __reduce__(self) -> tuple[Any, ...]:  # Tune pickles its callbacks (tuner.pkl)
+            return quiet_trial_lines, ()
+
+    return QuietTrialLines()
 
 
 def replace_restored_config(tuner: Any, scheduler: Any, callbacks: list, verbose: int,

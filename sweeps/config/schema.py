@@ -16,6 +16,7 @@ from typing import Any
 
 from omegaconf import MISSING, DictConfig, OmegaConf
 
+from sweeps.config.loop_api import settle_workers
 from sweeps.errors import ConfigError
 
 __all__ = [
@@ -154,12 +155,11 @@ class SchedulerSection:
 class ScalingSection:
     """Ray Train workers per trial and what each one reserves."""
 
-    # A count, or [min, max]: elastic trials that start with what the cluster holds (at least
-    # min) and that Ray Train grows or shrinks as nodes come and go (sweeps.config.workers;
-    # Any because OmegaConf has no Union type: validate checks it)
-    num_workers: Any = 2
-    # Elastic trials: how often Train looks for room to resize a healthy trial (its
-    # elastic_resize_monitor_interval_s, default 60 s there; a resize restarts the workers)
+    # A count, or [min, max]: elastic trials that Ray Train grows or shrinks as nodes come and
+    # go (sweeps.config.workers; Any: OmegaConf has no Union). None: 2 for a Ray Train loop, 1
+    # for a Ray Tune function (sweeps.config.loop_api)
+    num_workers: Any = None
+    # Elastic trials: how often Train looks for room to resize one (its 60 s default)
     elastic_resize_interval_s: float = 10.0
     use_gpu: bool | None = None  # None: GPU when the cluster has one, else CPU (gloo)
     cpus_per_worker: float | None = None  # None: 1, or an equal share when that does not fit
@@ -296,6 +296,7 @@ def to_config(cfg: DictConfig | SweepConfig) -> SweepConfig:
     obj = OmegaConf.to_object(cfg)
     if not isinstance(obj, SweepConfig):  # composed without the schema (tests, library use)
         obj = OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(SweepConfig), cfg))
+    obj.scaling.num_workers = settle_workers(obj.scaling.num_workers, obj.experiment.trainable)
     return obj
 
 

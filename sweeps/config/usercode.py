@@ -16,6 +16,7 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
+from sweeps.config.loop_api import check_trainable_class
 from sweeps.errors import ConfigError
 
 __all__ = ["EXTRAS", "import_function", "import_trainable", "required_args", "takes_config"]
@@ -102,6 +103,8 @@ def import_trainable(ref: str, key: str = "experiment.trainable",
         'train_mlp'
     """
     fn = import_function(ref, key, example)
+    if arity is None:
+        check_trainable_class(ref, fn)
     try:
         required = required_args(fn)
     except (TypeError, ValueError):  # a builtin without a signature: let Ray decide
@@ -109,7 +112,8 @@ def import_trainable(ref: str, key: str = "experiment.trainable",
     limit = 1 if arity is None else arity
     if required > limit or (arity is not None and required != arity):
         raise ConfigError(key, ref, f"takes {required} required arguments",
-                          f"Ray Train calls it with {limit} (config)" if arity is None else
+                          f"Ray Train and Ray Tune call it with {limit} (config)"
+                          if arity is None else
                           f"it is called with {arity} (the checkpoint directory)")
     return fn
 

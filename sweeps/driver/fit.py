@@ -53,6 +53,7 @@ def fit(prep: Prepared, interrupt: Interrupt | None = None) -> SweepResult:
         >>> fit(prepare(cfg)).summary.best["trial_id"]  # doctest: +SKIP
         '9a6685fe'
     """
+    from sweeps._ray.tune import quiet_trial_lines
     from sweeps.driver.budget_run import start_ledger
     from sweeps.driver.datasets import build_datasets
     from sweeps.driver.storage_watch import StorageWatch
@@ -88,7 +89,8 @@ def fit(prep: Prepared, interrupt: Interrupt | None = None) -> SweepResult:
             if trial.executor == "train" and trial.prestart and not trial.datasets else None)
     callbacks: list[Callback] = ([storage, reaper, progress, unread] + ([watch] if watch else [])
                                  + ([gate] if gate else [])
-                                 + ([tracking] if tracking else []) + ([events] if events else []))
+                                 + ([tracking] if tracking else []) + ([events] if events else [])
+                                 + ([] if cfg.sweep.verbose else [quiet_trial_lines()]))
     groups_before = job_groups()
     try:
         if prep.resuming:

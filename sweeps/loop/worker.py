@@ -1,6 +1,7 @@
 """The entry point of every Train worker of a trial: the user's loop, called as Ray calls it.
 
     train_loop_per_worker = loop_entry(user_train_func, context)  # sweeps.trial.driver
+    loop_entry(objective, context, "tune", tune_trial)  # a Ray Tune function trainable
 
 The user's function receives the trial's flat hyperparameter dict, exactly what it would get
 from ``TorchTrainer(train_loop_config=...)``, as a ``TrackedConfig``: a ``dict`` subclass that
@@ -16,7 +17,9 @@ of the same attempt raises it again at once (``sweeps.loop.gpu_memory``).
 from __future__ import annotations
 
 import functools
+import inspect
 import json
+import numbers
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -132,12 +135,14 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def run_loop(config: dict[str, Any], *, loop: Callable[..., Any],
-             context: TrialContext) -> None:
-    """Call ``loop`` the way Ray Train would, with the sweep's context set."""
+def run_loop(config: dict[str, Any], *, loop: Callable[..., Any], context: TrialContext,
+             api: str = "train", tune_trial: dict[str, Any] | None = None) -> None:
+    """Call ``loop`` the way Ray Train (``api="train"``) or Ray Tune (``"tune"``: a function
+    trainable, ``tune_trial`` its Tune trial) would, with the sweep's context set."""
     import ray.train
 
     from sweeps._ray.prestart import match_cold_threads
+    from sweeps._ray.tune_fn import tune_api
     from sweeps.loop import gpu_memory
 
     match_cold_threads(_THREADS_BEFORE_THE_LOOP)  # a prestarted worker's pools, as if cold
@@ -146,10 +151,15 @@ def run_loop(config: dict[str, Any], *, loop: Callable[..., Any],
     log = ReadLog(run_file(context.run_dir, CONFIG_READS_FILE) if rank == 0 else None)
     _set(context)
     try:
-        if takes_config(loop):
-            loop(TrackedConfig(config, log))
-        else:
-            loop()
+        with tune_api(api, tune_trial):
+            args = (TrackedConfig(config, log),) if takes_config(loop) else ()
+            if api != "tune":
+                loop(*args)
+            elif inspect.isgeneratorfunction(loop):
+                for output in loop(*args):
+                    _report_output(output)
+            else:
+                _report_output(loop(*args))
     except Exception as exc:
         if gpu_memory.is_out_of_memory(exc):
             gpu_memory.note(context.run_dir, rank, exc)
@@ -158,9 +168,27 @@ def run_loop(config: dict[str, Any], *, loop: Callable[..., Any],
         _set(None)
 
 
-def loop_entry(loop: Callable[..., Any], context: TrialContext) -> Callable[[dict], None]:
+def _report_output(output: Any) -> None:
+    """A Tune function's returned or yielded value, as Tune takes it: a dict is reported,
+    a number as Tune's ``_metric``, nothing is nothing, anything else refused in Tune's words."""
+    from ray import tune
+
+    if not output:
+        return
+    if isinstance(output, dict):
+        tune.report(output)
+    elif isinstance(output, numbers.Number):
+        tune.report({"_metric": output})
+    else:
+        raise ValueError("Invalid return or yield value. Either return/yield a single number "
+                         "or a dictionary object in your trainable function.")
+
+
+def loop_entry(loop: Callable[..., Any], context: TrialContext, api: str = "train",
+               tune_trial: dict[str, Any] | None = None) -> Callable[[dict], None]:
     """``train_loop_per_worker`` for a trial: ``run_loop`` bound to the user's loop."""
-    entry = functools.partial(run_loop, loop=loop, context=context)
+    entry = functools.partial(run_loop, loop=loop, context=context, api=api,
+                              tune_trial=tune_trial)
     functools.update_wrapper(entry, loop, assigned=("__module__", "__name__", "__qualname__",
                                                     "__doc__"), updated=())
     del entry.__wrapped__  # Ray reads the signature: it must stay (config), not the loop's

@@ -74,6 +74,10 @@ def print_result(result: SweepResult, cfg: SweepConfig) -> None:
         from sweeps.report.pareto import format_pareto
 
         print("\n" + format_pareto(result.summary.table, front))
+    if result.summary.restarts:
+        print(f"\n{len(result.summary.restarts)} trial(s) restarted after their loop raised:")
+        for trial_id, (count, line) in result.summary.restarts.items():
+            print(f"  {trial_id}: {count} restart(s); last: {line}")
     if result.failed:
         print(f"\n{len(result.failed)} trial(s) failed:")
         for trial_id, reason in result.failed.items():
@@ -88,8 +92,9 @@ def print_result(result: SweepResult, cfg: SweepConfig) -> None:
               f"{', '.join(result.unread_keys)}: the search changed nothing for them")
     best = result.best
     if best is None:
-        print(f"\nno trial reported {metric}; see the trials' error.txt under "
-              f"{display(result.sweep_dir)}")
+        where = ("every trial failed, as listed above" if result.failed else
+                 f"see the sweep's log, {display(layout.ray_log)}")
+        print(f"\nno trial reported {metric}: {where}")
         _tensorboard_line(result, cfg)
         return
     overrides = best_overrides(best["config"])

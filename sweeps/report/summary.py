@@ -32,7 +32,7 @@ import pandas as pd
 from sweeps.files import listdir, remove_file, write_atomic
 from sweeps.layout import SweepLayout
 from sweeps.protocol import CHECKPOINT_PATH_KEY as CHECKPOINT_KEY
-from sweeps.protocol import CLOCK_KEY
+from sweeps.protocol import CLOCK_KEY, FAILURE_KEY, RESTARTS_KEY
 from sweeps.report.pareto import ParetoFront, front_of, pareto_records
 from sweeps.search.outcome import Objective, Verdict
 from sweeps.search.space import flatten
@@ -52,6 +52,8 @@ class Summary:
     failed: dict[str, str] = field(default_factory=dict)
     pareto: ParetoFront | None = None  # multi-objective sweeps only
     budget: list[str] = field(default_factory=list)  # spent / budget, efficiency (report.budget)
+    # trials whose loop raised and was restarted: id -> (restarts, the last failure's line)
+    restarts: dict[str, tuple[int, str]] = field(default_factory=dict)
 
 
 def _error_line(error: Any) -> str:
@@ -168,15 +170,20 @@ def summarize(results: Any, objective: Objective, param_paths: list[str],
     _listing.cache_clear()  # checkpoints come and go between calls
     objectives = dict(metrics or {}) if len(metrics or {}) >= 2 else {}
     extra = [m for m in objectives if m != objective.metric]
-    rows, bests, failed = [], [], {}
+    rows, bests, failed, restarts = [], [], {}, {}
     for result in results:
         row, best, failure = _trial_row(result, objective, verdicts or {}, param_paths, extra)
         rows.append(row)
+        restarted = _restarts(result.metrics_dataframe)
+        if restarted:
+            restarts[row["trial_id"]] = restarted
         if best is not None:
             bests.append(best)
         if row["status"] == "error":
             failed[row["trial_id"]] = failure or "failed"
     table = pd.DataFrame(rows)
+    if restarts:  # a column only where some trial restarted
+        table["restarts"] = [restarts.get(t, (0, ""))[0] for t in table["trial_id"]]
     if not table.empty:
         table = table.sort_values(objective.metric, ascending=(objective.mode == "min"),
                                   na_position="last")
@@ -192,7 +199,18 @@ def summarize(results: Any, objective: Objective, param_paths: list[str],
     if candidates:
         pick = max if objective.mode == "max" else min
         best = pick(candidates, key=lambda b: b["value"])
-    return Summary(table=table, best=best, failed=failed, pareto=front)
+    return Summary(table=table, best=best, failed=failed, pareto=front, restarts=restarts)
+
+
+def _restarts(history: pd.DataFrame | None) -> tuple[int, str] | None:
+    """(restarts, the last failure's line) a trial's reports carry, or None."""
+    if history is None or RESTARTS_KEY not in history:
+        return None
+    counts = pd.to_numeric(history[RESTARTS_KEY], errors="coerce").fillna(0)
+    if counts.empty or counts.max() <= 0:
+        return None
+    last = history.loc[counts.idxmax(), FAILURE_KEY] if FAILURE_KEY in history else ""
+    return int(counts.max()), str(last or "")
 
 
 _ENTRY = "sweeps/loop/worker.py"  # run_loop, which calls the user's loop

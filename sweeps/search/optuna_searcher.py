@@ -13,6 +13,7 @@ Optuna nothing, marking the trial pruned, so TPE would never learn from it).
 
 from __future__ import annotations
 
+import numbers
 from typing import Any
 
 from ray.tune.search.optuna import OptunaSearch
@@ -35,9 +36,11 @@ class MetricTolerantOptunaSearch(OptunaSearch):
         return self.__dict__.setdefault("_last", {})
 
     def _carries(self, result: dict[str, Any] | None) -> bool:
-        if isinstance(self.metric, list):
-            return bool(result) and all(result.get(m) is not None for m in self.metric)
-        return bool(result) and result.get(self.metric) is not None
+        """Whether ``result`` holds a number for every metric (a text value fails the trial
+        in the scheduler; Optuna would raise and end the sweep)."""
+        metrics = self.metric if isinstance(self.metric, list) else [self.metric]
+        return bool(result) and all(isinstance(result.get(m), numbers.Real)
+                                    and not isinstance(result.get(m), bool) for m in metrics)
 
     def on_trial_result(self, trial_id: str, result: dict[str, Any]) -> None:
         if not self._carries(result) or trial_id in told_trials(self):

@@ -141,6 +141,11 @@ class _Logged:
         if metric in result:
             self._seen.add(trial_id)
             value = result[metric]
+            if value is not None and (isinstance(value, bool) or not isinstance(
+                    value, int | float)):
+                return result, (f"reported {metric}={value!r} (a {type(value).__name__}) at "
+                                f"epoch {result.get(CLOCK_KEY, 0):g}; experiment.metric must be a "
+                                f"number: report it as one (float(...), .item())")
             judged = objective.judged(value)
             if judged != value:
                 if trial_id not in self._warned:
@@ -155,8 +160,9 @@ class _Logged:
         keys = sorted(k for k in result if _reported(k))
         return result, (f"never reported {metric} (experiment.metric) by epoch {clock:g}; it "
                         f"reported: {', '.join(keys) or 'nothing'}. {_close_key(metric, keys)}"
-                        f"Report it with ray.train.report({{'{metric}': ...}}), or set "
-                        "experiment.metric to one of those keys")
+                        f"Report it with ray.train.report({{'{metric}': ...}}) (ray.tune."
+                        "report in a Tune function), or set experiment.metric to one of those "
+                        "keys")
 
     def _fail(self, trial_id: str, result: dict[str, Any], error: str) -> str:
         log.warning("trial %s: %s", trial_id, error)

@@ -134,9 +134,10 @@ class ResumableASHA(_Rungs, FIFOScheduler):
         self._record(trial.trial_id, result, **fields)
 
     def _judged(self, result: dict[str, Any]) -> tuple[float, float] | None:
-        """(clock, metric) of a result that has both, else None."""
+        """(clock, metric) of a result that has both as numbers, else None."""
         clock, value = result.get(CLOCK_KEY), result.get(self._objective.metric)
-        return None if clock is None or value is None else (clock, value)
+        number = isinstance(value, int | float) and not isinstance(value, bool)
+        return None if clock is None or not number else (clock, value)
 
     def _replay(self, record: dict[str, Any]) -> None:
         # Every log so far has one bracket, so a record's "bracket" (always 0) is not read.

@@ -38,7 +38,7 @@ from ray.tune import Callback
 
 from sweeps import files
 from sweeps.layout import SweepLayout
-from sweeps.protocol import CLOCK_KEY, NOT_METRICS, STEP_KEY
+from sweeps.protocol import CLOCK_KEY, FAILURE_KEY, NOT_METRICS, RESTARTS_KEY, STEP_KEY
 from sweeps.search.space import flatten
 from sweeps.storage.journal import Journal
 from sweeps.tracking.masking import mask_params, mask_tree
@@ -133,11 +133,12 @@ class MLflowTracking(Callback):
         self._writer: TrackingWriter | None = None
         self._open: set[str] = set()  # trials started and not yet ended
         self._warmed = False
+        self._restarts: dict[str, int] = {}  # trial id -> restarts tagged on its run
 
     def __getstate__(self) -> dict[str, Any]:
         # Tune pickles callbacks into its experiment state; a restore passes new ones.
         return {"settings": self.settings.stored(), "_journal": None, "_writer": None,
-                "_open": set(), "_warmed": False}
+                "_open": set(), "_warmed": False, "_restarts": {}}
 
     @property
     def journal(self) -> Journal:
@@ -193,6 +194,12 @@ class MLflowTracking(Callback):
         step = result.get(STEP_KEY, result.get("training_iteration", 0))
         self.record({"op": "metrics", "trial": trial.trial_id, "step": int(step),
                      "values": values})
+        restarts = result.get(RESTARTS_KEY) or 0  # the loop raised and was restarted
+        if restarts > self._restarts.get(trial.trial_id, 0):
+            self._restarts[trial.trial_id] = restarts
+            self.record({"op": "trial_tags", "tags": {trial.trial_id: {
+                "sweeps.restarts": str(restarts),
+                "sweeps.last_failure": str(result.get(FAILURE_KEY, ""))[:500]}}})
         if not self._warmed:  # a trial is training: import the model's flavor meanwhile
             self._warmed = True
             warm_model_logging()

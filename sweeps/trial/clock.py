@@ -27,7 +27,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from sweeps.protocol import CLOCK_FILE, CLOCK_KEY, STEP_KEY, run_file
+from sweeps.protocol import CLOCK_FILE, CLOCK_KEY, FAILURE_KEY, RESTARTS_KEY, STEP_KEY, run_file
 
 __all__ = ["TrialClock", "numeric"]
 
@@ -54,6 +54,33 @@ class TrialClock:
     count: int = 0  # reports so far (continued across resumes)
     last_clock: float = 0.0
     last_step: int = 0
+    restarts: int = 0  # restarts of the loop after it raised, in this trial process
+    failure: str = ""  # the last one, in one line
+
+    def restarted(self, who: str, error: BaseException, attempt: int, limit: int,
+                  resumed: float | None) -> str:
+        """Note that the loop raised ``error`` (``who``: "the loop", "rank 1 of 2") and runs
+        again from its latest checkpoint (written at epoch ``resumed``; None: none) as attempt
+        ``attempt`` of ``limit`` (-1: unlimited); the line the console and MLflow show, carried
+        by every report from now on.
+
+        Example:
+            >>> print(TrialClock("epoch").restarted("rank 1 of 2", RuntimeError("boom"), 2, 3,
+            ...                                     None))
+            rank 1 of 2 raised RuntimeError: boom before its first report; restarted from the
+            start, attempt 2 of 3 (trial.max_failures)
+        """
+        cause = getattr(error, "cause", None)
+        error = cause if isinstance(cause, BaseException) else error
+        text = (str(error).strip().splitlines() or [""])[0][:200]
+        self.restarts += 1
+        when = f"after epoch {self.last_clock:g}" if self.last_clock else "before its first report"
+        self.failure = (f"{who} raised {type(error).__name__}{': ' + text if text else ''} "
+                        f"{when}; restarted from "
+                        + (f"the checkpoint of epoch {resumed:g}" if resumed else "the start")
+                        + f", attempt {attempt} of {'unlimited' if limit == -1 else limit} "
+                        "(trial.max_failures)")
+        return self.failure
 
     @classmethod
     def load(cls, run_dir: str | Path, time_attr: str | None,
@@ -112,4 +139,6 @@ class TrialClock:
             clock, step = count, count
         if advance:
             self.last_clock, self.last_step = clock, step
-        return {**metrics, CLOCK_KEY: clock, STEP_KEY: step}
+        restarts = {RESTARTS_KEY: self.restarts, FAILURE_KEY: self.failure} if self.restarts \
+            else {}
+        return {**metrics, CLOCK_KEY: clock, STEP_KEY: step, **restarts}

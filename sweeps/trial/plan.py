@@ -68,6 +68,9 @@ class TrialPlan:
     # how often Ray Train looks for room to resize one (scaling.elastic_resize_interval_s)
     max_workers: int | None = None
     resize_interval_s: float = 10.0
+    # "tune" for a Ray Tune function trainable (ray.tune.report), else "train"
+    # (sweeps.config.loop_api): which of Ray's APIs its loop is served
+    loop_api: str = "train"
 
     @property
     def train_workers(self) -> int | tuple[int, int]:

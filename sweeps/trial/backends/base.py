@@ -65,7 +65,8 @@ class Refusal:
 @dataclass
 class TrialAttempt:
     """One run of a trial's loop on a backend, as ``run_trial`` hands it over: the restored
-    clock, and the reports re-handed to Tune before it (``unseen``)."""
+    clock, the reports re-handed to Tune before it (``unseen``), and for a Tune function
+    trainable its Tune trial's name, id and directory (``tune``)."""
 
     plan: TrialPlan
     trial_id: str
@@ -73,6 +74,7 @@ class TrialAttempt:
     config: dict[str, Any]
     clock: TrialClock
     unseen: int = 0
+    tune: dict[str, Any] | None = None  # a Tune function's trial (sweeps._ray.tune_fn)
 
 
 class TrialBackend(ABC):

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import math
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -133,7 +134,7 @@ class InlineBackend(TrialBackend):
 
         try:
             run_inline(attempt.plan, attempt.trial_id, attempt.run_dir, attempt.config,
-                       attempt.clock)
+                       attempt.clock, attempt.tune)
         except Exception:
             if gpu_memory.noted(attempt.run_dir) is None:
                 raise
@@ -243,7 +244,7 @@ def _finish(group: PeerGroup, trial_id: str, ended: str) -> tuple[int, str] | No
 
 
 def run_inline(plan: TrialPlan, trial_id: str, run_dir: Path, config: dict[str, Any],
-               clock: TrialClock) -> None:
+               clock: TrialClock, tune_trial: dict[str, Any] | None = None) -> None:
     """Run the trial's loop here (rank 0; the other ranks in this process's peers) until it
     returns, restarting it from its latest checkpoint when a rank raises or a peer dies (up to
     ``plan.max_failures``; -1: always), except after it ran out of GPU memory
@@ -252,9 +253,12 @@ def run_inline(plan: TrialPlan, trial_id: str, run_dir: Path, config: dict[str, 
     from sweeps.loop import gpu_memory
     from sweeps.loop.worker import loop_entry
 
+    # A Tune function's report that reaches the budget is Tune's to stop at, as under a Tuner
+    # (it does not return); a Train loop's returns first, as in a Train run (InlineRun)
     run = InlineRun(run_dir, plan.objective.metric, plan.objective.mode, plan.checkpoint_keep,
-                    clock, float(plan.objective.budget))
-    entry = loop_entry(import_trainable(plan.trainable), plan.context(trial_id))
+                    clock, math.inf if plan.loop_api == "tune" else float(plan.objective.budget))
+    entry = loop_entry(import_trainable(plan.trainable), plan.context(trial_id), plan.loop_api,
+                       tune_trial)
     datasets = {name: ds.iterator() for name, ds in plan.datasets.items()}
     failures = 0
     while True:
@@ -265,6 +269,8 @@ def run_inline(plan: TrialPlan, trial_id: str, run_dir: Path, config: dict[str, 
                 run.flush()
             return
         except Exception as exc:
+            from sweeps.report.failure import rank_of
+            from sweeps.trial.report_log import restored_clock
             from sweeps.trial.backends.rendezvous import ReportMismatch
 
             if isinstance(exc, ReportMismatch):  # the same again on every restart
@@ -279,9 +285,9 @@ def run_inline(plan: TrialPlan, trial_id: str, run_dir: Path, config: dict[str, 
             if plan.max_failures != -1 and failures >= plan.max_failures:
                 raise
             failures += 1
-            log.warning("trial %s: the loop raised %s: %s after %.1f s; restarting it from "
-                        "%s (failure %d of %s, trial.max_failures)", trial_id,
-                        type(exc).__name__, exc, time.monotonic() - started,
-                        run.latest or "the start", failures,
-                        "unlimited" if plan.max_failures == -1 else plan.max_failures)
+            rank = rank_of(exc) or ((0, plan.num_workers) if plan.num_workers > 1 else None)
+            log.warning("trial %s: %s (after %.1f s)", trial_id, clock.restarted(
+                f"rank {rank[0]} of {rank[1]}" if rank else "the loop", exc, failures + 1,
+                -1 if plan.max_failures == -1 else plan.max_failures + 1,
+                restored_clock(run_dir)), time.monotonic() - started)
             run.restart()

@@ -136,8 +136,7 @@ class InlineRun:
 
     def _report(self, metrics: dict[str, Any], checkpoint: Any, checkpoint_dir_name: str | None,
                 delete_source: bool, upload: Any) -> None:
-        from ray import tune
-
+        from sweeps._ray.tune_fn import report_to_tune
         from sweeps.trial import report_log
 
         self.flush()  # a report past the budget: Tune ends the trial here
@@ -163,18 +162,18 @@ class InlineRun:
         if float(stamped[CLOCK_KEY]) >= self.budget:
             self.pending = handover  # Tune would stop the loop inside this call
         else:
-            tune.report(handover)
+            report_to_tune(handover)
         if self.ranks:
             self.ranks.go()
 
     def flush(self) -> None:
         """Hand Tune the budget's last report, if one waits (Tune then ends the trial: in this
         thread that is a ``SystemExit`` raised here, as at any report of a stopped trial)."""
-        from ray import tune
+        from sweeps._ray.tune_fn import report_to_tune
 
         pending, self.pending = self.pending, None
         if pending is not None:
-            tune.report(pending)
+            report_to_tune(pending)
 
     def _persist(self, checkpoint: Any, name: str, delete_source: bool, upload: Any) -> Path:
         target = self.run_dir / name

@@ -21,6 +21,7 @@ is the one the sweep's placement-group reaper sets (``sweeps.placement``).
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -35,6 +36,8 @@ from sweeps.trial.clock import TrialClock
 
 __all__ = ["SweepReportCallback", "RECHECK_S"]
 
+log = logging.getLogger(__name__)
+
 RECHECK_S = 0.5  # how often a report waiting for Tune checks whether its trial was stopped
 
 
@@ -42,10 +45,30 @@ class SweepReportCallback(TuneReportCallback):
     """``TuneReportCallback`` that stamps the trial's clock on every result and drops the
     reports of a trial the sweep has stopped (``stopped()``: the sweep's flag for it)."""
 
-    def __init__(self, clock: TrialClock, stopped: Callable[[], bool]) -> None:
+    def __init__(self, clock: TrialClock, stopped: Callable[[], bool],
+                 max_failures: int = 0, world: int = 1) -> None:
         super().__init__()
-        self.clock = clock
+        self.clock, self.max_failures, self.world, self.failures = clock, max_failures, world, 0
         stop_aware_report_queue(self, stopped, RECHECK_S)
+
+    def after_exception(self, run_context: Any, worker_exceptions: dict[int, Exception]) -> None:
+        """Ranks raised: when Train restarts the workers from the latest checkpoint
+        (``trial.max_failures`` not spent), say which rank raised what (its own error, not a
+        peer's "connection closed"), in the log and on every later report."""
+        from sweeps.trial.backends.rank_error import is_consequence
+
+        self.failures += 1
+        if not worker_exceptions or (self.max_failures != -1
+                                     and self.failures > self.max_failures):
+            return  # the run fails: the trial's error says it
+        ranks = sorted(worker_exceptions)
+        own = [r for r in ranks if not is_consequence(
+            getattr(worker_exceptions[r], "cause", None) or worker_exceptions[r])] or ranks
+        who = f"rank {own[0]} of {self.world}" if self.world > 1 else "the loop"
+        log.warning("%s", self.clock.restarted(
+            who, worker_exceptions[own[0]], self.failures + 1,
+            -1 if self.max_failures == -1 else self.max_failures + 1,
+            report_log.restored_clock(self.clock.run_dir) if self.clock.run_dir else None))
 
     def after_report(self, run_context: Any, metrics: list[dict[str, Any]],
                      checkpoint: Any) -> None:

@@ -56,6 +56,15 @@ class TrainBackend(TrialBackend):
 
     @classmethod
     def refusal(cls, request: BackendRequest) -> Refusal | None:
+        """A Ray Tune function trainable: in a Train worker its ``ray.tune.report`` reports
+        nothing (Ray's rule), and Tune's stop at a report has no Train counterpart."""
+        from sweeps.config.loop_api import TUNE, loop_api
+
+        if request.trainable and loop_api(request.trainable) == TUNE:
+            return Refusal(f"runs Ray Train loops in Train workers, but {request.trainable} is a "
+                           "Ray Tune function (ray.tune.report), which runs as one process",
+                           "set trial.executor=auto (it runs in the trial's own process, as "
+                           "under a plain Tuner)")
         return None
 
     @classmethod
@@ -129,7 +138,8 @@ class TrainBackend(TrialBackend):
                 failure_config=FailureConfig(max_failures=plan.max_failures,
                                              controller_failure_limit=start_failures),
                 callbacks=[SweepReportCallback(attempt.clock,
-                                               partial(trial_stopped, plan.sweep_id, trial_id)),
+                                               partial(trial_stopped, plan.sweep_id, trial_id),
+                                               plan.max_failures, plan.num_workers),
                            PlacementGroupLedger(plan.sweep_id, trial_id),
                            *([PrestartNextTrial(plan.sweep_id, plan.num_workers)] if warm else [])],
             ),

@@ -64,7 +64,7 @@ BAD = [
     (["experiment.trainable=tests.unit.bad_loops:NOT_A_FUNCTION"], "experiment.trainable",
      "is a int, not a function"),
     (["experiment.trainable=tests.unit.bad_loops:two_args"], "experiment.trainable",
-     "takes 2 required arguments; Ray Train calls it with 1 (config)"),
+     "takes 2 required arguments; Ray Train and Ray Tune call it with 1 (config)"),
     (["experiment.trainable=tests.unit.bad_loops:no_args"], "experiment.trainable",
      "takes no config argument"),
     (["experiment.trainable=tests.unit.broken_loop:train"], "experiment.trainable",

@@ -34,11 +34,12 @@ def _checkpoint(path: Path):
 
 @pytest.fixture
 def handed(monkeypatch: pytest.MonkeyPatch) -> list[dict]:
-    """What the inline run hands Tune (``ray.tune.report``), in order."""
-    import ray.tune
+    """What the inline run hands Tune (``ray.tune.report`` to the trial's real session), in
+    order."""
+    import sweeps._ray.tune_fn
 
     got: list[dict] = []
-    monkeypatch.setattr(ray.tune, "report", lambda metrics, **_: got.append(metrics))
+    monkeypatch.setattr(sweeps._ray.tune_fn, "report_to_tune", got.append)
     return got
 
 

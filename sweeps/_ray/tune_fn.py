@@ -1,0 +1,119 @@
+"""Ray Tune's function API served to a trial's loop, on either trial backend.
+
+    with tune_api("tune", trial):   # sweeps.loop.worker.run_loop, around the loop
+        objective(config)           # tune.report / tune.get_checkpoint / tune.get_context work
+
+Tune's function API (``ray.tune.report``, ``get_checkpoint``, ``get_context()``'s trial name,
+id and directory) reads one process-global object, the Tune session
+(``ray.train._internal.session.get_session()``). A sweep trial's loop runs in a Train worker
+(the Train backend: no Tune session, so Tune's calls warn and return None) or in the Tune
+trial process itself (inline: the real session of the sweep's own trial function). For the
+loop's duration ``tune_api`` puts a view in that place:
+
+* ``tune``, a Tune function trainable: ``report(metrics, checkpoint=)`` goes to the trial's
+  Train per-worker API (``ray.train.report`` as served there: the sweep's clock, checkpoints,
+  report log), ``get_checkpoint()`` answers the trial's latest checkpoint as a
+  ``ray.tune.Checkpoint``, the trial's name, id and directory are the sweep's Tune trial's,
+  and ``world_rank`` is None, as in a Tune function (so ``ray.train.report`` there raises
+  Ray's own "deprecated in a function passed to Ray Tune").
+* ``train``, a Ray Train loop, inline: a view that is false, as a Train worker has no Tune
+  session (``ray.tune.report`` warns and returns None, as Ray Train does there).
+
+Everything else (the trial process's own thread reading the session: ``step``,
+``load_checkpoint``, ``cleanup``) passes through to the real session, which the sweep's own
+reports reach through ``report_to_tune``. Private: ``ray.train._internal.session``'s
+``_session`` and ``_TrainSession``'s attribute names; ``ray.train.v2``'s train_fn_utils.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+from collections.abc import Iterator
+from typing import Any
+
+__all__ = ["SESSION_MODULE", "report_to_tune", "trial_of_session", "tune_api"]
+
+SESSION_MODULE = "ray.train._internal.session"
+_OWN = ("_real", "_trial", "_tune")
+
+
+def _module() -> Any:
+    return importlib.import_module(SESSION_MODULE)
+
+
+class _View:
+    """What Tune's function API reads of its session while a trial's loop runs."""
+
+    def __init__(self, real: Any, trial: dict[str, Any] | None, tune: bool) -> None:
+        object.__setattr__(self, "_real", real)
+        object.__setattr__(self, "_trial", trial or {})
+        object.__setattr__(self, "_tune", tune)
+
+    def __bool__(self) -> bool:
+        return self._tune  # a Train loop: no Tune session, as in a Train worker
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "world_rank" and self._tune:
+            return None
+        if name in self._trial:
+            return self._trial[name]
+        if self._real is None:
+            raise AttributeError(name)
+        return getattr(self._real, name)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if self._real is not None:
+            setattr(self._real, name, value)
+
+    def report(self, metrics: dict[str, Any], checkpoint: Any = None) -> None:
+        if not self._tune:  # the trial process's own thread (inline): the real session
+            return self._real.report(metrics, checkpoint=checkpoint)
+        utils = importlib.import_module("ray.train.v2._internal.execution.train_fn_utils")
+        return utils.get_train_fn_utils().report(dict(metrics), checkpoint)
+
+    @property
+    def loaded_checkpoint(self) -> Any:
+        if not self._tune:
+            return self._real.loaded_checkpoint
+        utils = importlib.import_module("ray.train.v2._internal.execution.train_fn_utils")
+        found = utils.get_train_fn_utils().get_checkpoint()
+        if found is None:
+            return None
+        from ray.tune import Checkpoint
+
+        return Checkpoint(found.path, filesystem=found.filesystem)
+
+
+def trial_of_session() -> dict[str, Any]:
+    """The sweep's Tune trial as a Tune function sees it, read in the Tune trial process
+    (picklable: it travels to a Train worker)."""
+    session = _module().get_session()
+    real = getattr(session, "_real", session)
+    if real is None:
+        return {}
+    return {name: getattr(real, name) for name in
+            ("trial_name", "trial_id", "trial_dir", "experiment_name", "trial_resources")}
+
+
+def report_to_tune(metrics: dict[str, Any]) -> None:
+    """``ray.tune.report(metrics)`` to the trial's real Tune session, under a view too."""
+    session = _module().get_session()
+    getattr(session, "_real", session).report(metrics, checkpoint=None)
+
+
+@contextlib.contextmanager
+def tune_api(api: str, trial: dict[str, Any] | None) -> Iterator[None]:
+    """Serve Tune's function API as ``api`` ("tune" or "train") says, while the block runs."""
+    module = _module()
+    real = module.get_session()
+    if api != "tune" and real is None:  # a Train worker: already what Ray Train gives
+        yield
+        return
+    view = _View(real, trial, api == "tune")
+    module._session = view
+    try:
+        yield
+    finally:
+        if module._session is view:  # Tune may have ended the session meanwhile (a stop)
+            module._session = real
