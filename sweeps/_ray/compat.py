@@ -155,6 +155,13 @@ def _probes() -> dict[str, Callable[[], None]]:
         "Tune's reuse wait env var": _source_mentions(
             "ray.tune.trainable.function_trainable:FunctionTrainable.reset_config",
             tune.THREAD_TIMEOUT_ENV),
+        # tune_fn.py: Tune's function API reads one session global, a view replaces it
+        "Tune's session global": _attrs(train.SESSION_MODULE, "_session", "get_session"),
+        "Tune's session answers": _attrs(f"{train.SESSION_MODULE}:_TrainSession", "report",
+                                         "trial_name", "trial_id", "trial_dir",
+                                         "experiment_name", "trial_resources"),
+        "Tune's trial printer": _attrs("ray.tune.progress_reporter:TrialProgressCallback",
+                                       "_print"),
         "Tune-session check reads world_rank": _source_mentions(
             "ray.tune.trainable.trainable_fn_utils:_in_tune_session", "world_rank is None"),
         # train_snapshot.py

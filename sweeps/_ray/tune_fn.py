@@ -32,10 +32,10 @@ import importlib
 from collections.abc import Iterator
 from typing import Any
 
-__all__ = ["SESSION_MODULE", "report_to_tune", "trial_of_session", "tune_api"]
+from sweeps._ray.train import SESSION_MODULE
+from sweeps._ray.train_fn import TRAIN_FN_UTILS_MODULE
 
-SESSION_MODULE = "ray.train._internal.session"
-_OWN = ("_real", "_trial", "_tune")
+__all__ = ["report_to_tune", "trial_of_session", "tune_api"]
 
 
 def _module() -> Any:
@@ -69,14 +69,14 @@ class _View:
     def report(self, metrics: dict[str, Any], checkpoint: Any = None) -> None:
         if not self._tune:  # the trial process's own thread (inline): the real session
             return self._real.report(metrics, checkpoint=checkpoint)
-        utils = importlib.import_module("ray.train.v2._internal.execution.train_fn_utils")
+        utils = importlib.import_module(TRAIN_FN_UTILS_MODULE)
         return utils.get_train_fn_utils().report(dict(metrics), checkpoint)
 
     @property
     def loaded_checkpoint(self) -> Any:
         if not self._tune:
             return self._real.loaded_checkpoint
-        utils = importlib.import_module("ray.train.v2._internal.execution.train_fn_utils")
+        utils = importlib.import_module(TRAIN_FN_UTILS_MODULE)
         found = utils.get_train_fn_utils().get_checkpoint()
         if found is None:
             return None

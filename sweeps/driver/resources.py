@@ -79,11 +79,6 @@ class ResourcePlan:
         return self.max_workers or self.num_workers
 
     @property
-    def inline(self) -> bool:
-        """Whether the trials' loops run in their trial processes (no Train run)."""
-        return self.executor == "inline"
-
-    @property
     def worker_resources(self) -> dict[str, float]:
         """``ScalingConfig.resources_per_worker`` for each Train worker."""
         res = {"CPU": self.cpus_per_worker}

@@ -200,9 +200,6 @@ def restore_tuner(cfg: SweepConfig, params: list[Param], trial: TrialPlan, sweep
     from ray import tune
 
     from sweeps._ray.tune import replace_restored_config
-    from sweeps.resume.legacy import alias_old_modules
-
-    alias_old_modules()  # a sweep pickled before the package layout
 
     tuner = tune.Tuner.restore(uri_of(sweep_dir), _trainable(trial), resume_unfinished=True,
                                resume_errored=True,

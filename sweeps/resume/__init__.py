@@ -4,5 +4,5 @@
 
 ``state`` records what a sweep is (``state/sweep.json``) and decides whether a directory can be
 resumed; ``train_runs`` repairs a trial's Train run before it restarts; ``notes`` tells the
-user what was recovered; ``legacy`` loads sweeps pickled by older versions.
+user what was recovered.
 """

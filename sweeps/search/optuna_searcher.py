@@ -58,8 +58,8 @@ class MetricTolerantOptunaSearch(OptunaSearch):
             # tell Optuna it was pruned, which TPE ranks as the worst; left open instead, so a
             # resume that runs it after all tells its real result
             return
-        if not self._carries(result) and last is not None:
-            result = {**(result or {}), **{k: last[k] for k in
-                                           (self.metric if isinstance(self.metric, list)
-                                            else [self.metric])}}
+        if not self._carries(result):  # the last value it did report; a text value dropped
+            metrics = self.metric if isinstance(self.metric, list) else [self.metric]
+            result = {**{k: v for k, v in (result or {}).items() if k not in metrics},
+                      **({k: last[k] for k in metrics} if last is not None else {})}
         super().on_trial_complete(trial_id, result, error)

@@ -10,16 +10,3 @@ not.
 """
 
 from __future__ import annotations
-
-from typing import Any
-
-
-def __getattr__(name: str) -> Any:
-    """``sweeps.tracking.MLflowTracking`` and friends: the callback module's names, for sweeps
-    pickled by a version that had them in a flat ``sweeps/tracking.py`` (see
-    ``sweeps.resume.legacy``)."""
-    if name in ("MLflowTracking", "TrackingSettings", "TrackingWriter", "NOT_METRICS"):
-        from sweeps.tracking import callback
-
-        return getattr(callback, name)
-    raise AttributeError(f"module 'sweeps.tracking' has no attribute {name!r}")

@@ -11,15 +11,3 @@ loop itself touches is ``sweeps.loop``.
 """
 
 from __future__ import annotations
-
-from typing import Any
-
-
-def __getattr__(name: str) -> Any:
-    """Sweeps from before the package layout pickled ``sweeps.trial.run_trial`` and
-    ``sweeps.trial.TrialPlan`` (a flat module then); serve them (``sweeps.resume.legacy``)."""
-    if name in ("run_trial", "TrialPlan"):
-        from sweeps.trial import driver
-
-        return getattr(driver, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -19,13 +19,9 @@ import os
 from pathlib import Path
 from typing import Any
 
-from sweeps.trial.backends.train import start_limits
-from sweeps.trial.plan import _EXAMPLE, TrialPlan
+from sweeps.trial.plan import TrialPlan
 
-# TrialPlan, start_limits and _EXAMPLE: also served here, where sweeps before the driver/trial/
-# loop split pickled the plan (sweeps.resume.legacy) and older callers import them from
-__all__ = ["TrialPlan", "run_trial", "start_limits", "unseen_reports", "end_out_of_memory",
-           "_EXAMPLE"]
+__all__ = ["run_trial", "unseen_reports", "end_out_of_memory"]
 
 log = logging.getLogger(__name__)
 

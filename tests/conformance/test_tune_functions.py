@@ -191,3 +191,52 @@ def test_a_killed_driver_resumes_the_tune_function_from_its_checkpoint(tmp_path:
                     if r["event"] == "report"}
     assert [r for r in observed if r["event"] == "ended"] == \
         [r for r in reference["observed"] if r["event"] == "ended"]
+
+
+def _exploits(observed: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The restores where a trial continued from another trial's checkpoint (PBT's exploit)."""
+    return [r for r in observed if r["event"] == "restored" and r["writer"] != r["trial"]]
+
+
+@pytest.mark.timeout(600)
+def test_pbt_hands_a_tune_function_its_donors_checkpoint_as_a_plain_tuner_does(
+        tmp_path: Path, ray_cluster) -> None:
+    """Tune's PBT example function under plain ``PopulationBasedTraining`` and as a sweep with
+    ``scheduler=pbt``: in both, exploited trials continue from a donor's own checkpoint (the
+    state its loop wrote), right after the donor's step, and every trial reaches the end."""
+    from ray import tune
+    from ray.tune.schedulers import PopulationBasedTraining
+
+    import tests.conformance.tune_loops.objectives as objectives
+    from sweeps import compose, run_sweep
+    from sweeps.search.schedulers import decision_log
+
+    steps, observe = 4, tmp_path / "plain" / "observed"
+    tune.Tuner(objectives.pbt, param_space={"lr": tune.uniform(0.001, 0.1), "steps": steps,
+                                            "observe_dir": str(observe)},
+               tune_config=tune.TuneConfig(
+                   num_samples=4, metric="mean_accuracy", mode="max",
+                   scheduler=PopulationBasedTraining(
+                       time_attr="training_iteration", perturbation_interval=1,
+                       quantile_fraction=0.5, hyperparam_mutations={"lr": [0.001, 0.1]})),
+               run_config=tune.RunConfig(name="plain", storage_path=str(tmp_path / "storage"),
+                                         stop={"training_iteration": steps})).fit()
+    assert _exploits(read(observe)), read(observe)  # the reference exploited
+
+    observe = tmp_path / "sweep" / "observed"
+    result = run_sweep(compose("conformance", [
+        f"experiment.trainable={MODULE}:pbt", "experiment.metric=mean_accuracy",
+        "experiment.mode=max", "experiment.time_attr=iterations", "search=random",
+        "experiment.search_space.lr=interval(0.001, 0.1)", "search.num_samples=4",
+        "scheduler=pbt", f"scheduler.max_t={steps}", "scheduler.perturbation_interval=1",
+        "scheduler.quantile_fraction=0.5", f"+experiment.params.steps={steps}",
+        f"+experiment.params.observe_dir={observe}", f"sweep.dir={tmp_path / 'sweep' / 'dir'}",
+        "tracking.enabled=false", "sweep.seed=0"], config_dir=CONF))
+    exploits = _exploits(read(observe))
+    decided = [r for r in decision_log(result.sweep_dir).records() if r.get("exploit")]
+    assert exploits and decided, (read(observe), decided)
+    for restore in exploits:  # from the donor PBT chose, at the step it had reached
+        assert any(d["trial"] == restore["trial"] and d["exploit"]["donor"] == restore["writer"]
+                   and d["exploit"]["donor_epoch"] == restore["step"] for d in decided), \
+            (restore, decided)
+    assert set(result.summary.table["epochs"]) == {steps}, result.summary.table

@@ -9,7 +9,8 @@ from sweeps import run_sweep
 pytestmark = pytest.mark.slow
 
 
-def test_worker_crash_resumes_from_last_checkpoint(tmp_path, ray_cluster, small_config) -> None:
+def test_worker_crash_resumes_from_last_checkpoint(tmp_path, ray_cluster, small_config,
+                                                   capsys) -> None:
     log = tmp_path / "attempts.log"
     cfg = small_config(
         "trial.executor=train",  # the loop waits on Train's get_all_reported_checkpoints
@@ -28,6 +29,19 @@ def test_worker_crash_resumes_from_last_checkpoint(tmp_path, ray_cluster, small_
     assert (row["status"], row["epochs"]) == ("completed", 4)
     epochs = result.results[0].metrics_dataframe["epoch"].tolist()
     assert epochs == [1, 2, 3, 4], epochs
+    # The restart Train made is seen: the console at the next report, the summary, MLflow.
+    line = ("rank 1 of 2 raised RuntimeError: simulated worker crash after epoch 2; restarted "
+            "from the checkpoint of epoch 2, attempt 2 of 2 (trial.max_failures)")
+    console = capsys.readouterr().out
+    assert f"trial {row['trial_id']} {line}" in console, console[-3000:]
+    assert result.summary.restarts == {row["trial_id"]: (1, line)}
+    assert row["restarts"] == 1
+    import mlflow
+
+    client = mlflow.MlflowClient(f"sqlite:///{tmp_path / 'mlflow.db'}")
+    (run,) = client.search_runs([e.experiment_id for e in client.search_experiments()],
+                                filter_string=f"tags.`sweeps.trial_id` = '{row['trial_id']}'")
+    assert (run.data.tags["sweeps.restarts"], run.data.tags["sweeps.last_failure"]) == ("1", line)
 
 
 def test_worker_group_is_recorded_the_moment_train_creates_it(ray_cluster) -> None:

@@ -270,8 +270,8 @@ def run_inline(plan: TrialPlan, trial_id: str, run_dir: Path, config: dict[str, 
             return
         except Exception as exc:
             from sweeps.report.failure import rank_of
-            from sweeps.trial.report_log import restored_clock
             from sweeps.trial.backends.rendezvous import ReportMismatch
+            from sweeps.trial.report_log import restored_clock
 
             if isinstance(exc, ReportMismatch):  # the same again on every restart
                 raise

@@ -6,6 +6,7 @@
     checkpointing(config)     # resumes from tune.get_checkpoint(); raises once at fail_at
     endless(config)           # reports until Tune stops it (stop / scheduler.max_t)
     returns(config)           # Tune's old style: returns its final metrics
+    pbt(config)               # Tune's PBT example: the loop's own checkpoint carries its state
 """
 
 import json
@@ -75,3 +76,26 @@ def endless(config):
 def returns(config):
     _context(config)
     return {"mean_loss": (config["lr"] - 0.01) ** 2}
+
+
+def pbt(config):
+    """Tune's PBT function example: the state, with the lr and the trial that wrote it, in
+    the loop's own checkpoint; PBT hands an exploited trial its donor's."""
+    me = tune.get_context().get_trial_id()
+    step, accuracy = 1, 0.0
+    checkpoint = tune.get_checkpoint()
+    if checkpoint:
+        with checkpoint.as_directory() as d:
+            with open(os.path.join(d, "state.json")) as f:
+                state = json.load(f)
+        note(config, "restored", trial=me, writer=state["trial"], step=state["step"])
+        step, accuracy = state["step"] + 1, state["accuracy"]
+    while step <= config["steps"]:
+        accuracy += config["lr"]
+        time.sleep(0.3)  # trials report alternately: PBT has a population to rank
+        with tempfile.TemporaryDirectory() as d:
+            with open(os.path.join(d, "state.json"), "w") as f:
+                json.dump({"step": step, "accuracy": accuracy, "trial": me}, f)
+            tune.report({"mean_accuracy": accuracy, "iterations": step},
+                        checkpoint=tune.Checkpoint.from_directory(d))
+        step += 1

@@ -61,7 +61,7 @@ def test_worker_resources_name_gpu_only_when_used() -> None:
                           (2, "train", False), (1, "inline", True), (2, "inline", True)])
 def test_executor_is_resolved_and_shown(workers: int, executor: str, inline: bool) -> None:
     plan = plan_resources(ScalingSection(num_workers=workers), 2, 0, None, executor)
-    assert plan.inline is inline
+    assert (plan.executor == "inline") is inline
     text = plan.describe()
     assert ("inline: the loop runs in the trial's own process" in text) is (inline and
                                                                            workers == 1)
@@ -76,10 +76,10 @@ def test_auto_keeps_train_runs_for_several_workers_on_gpus_datasets_or_a_cluster
         gpus: int, datasets: bool, cluster: bool) -> None:
     plan = plan_resources(ScalingSection(num_workers=2), 4, gpus, None, "auto",
                           datasets=datasets, cluster=cluster)
-    assert not plan.inline
+    assert plan.executor == "train"
     one = plan_resources(ScalingSection(num_workers=1), 4, gpus, None, "auto",
                          datasets=datasets, cluster=cluster)
-    assert one.inline  # a world of one needs no peer: inline everywhere
+    assert one.executor == "inline"  # a world of one needs no peer: inline everywhere
 
 
 @pytest.mark.parametrize("backend", [None, "gloo"])

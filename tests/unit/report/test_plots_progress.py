@@ -215,3 +215,18 @@ def test_a_note_is_a_permanent_line_above_the_block_on_a_terminal(tmp_path) -> N
     permanent, block = text.rsplit("\x1b[J", 1)[1].split("\n", 1)
     assert permanent.endswith("| node 3faa0b12 joined the cluster (2 CPU) | best -")
     assert block.startswith("  running b: starting")
+
+
+def test_a_restarted_loop_is_said_once_at_its_next_report(tmp_path) -> None:
+    from sweeps.protocol import FAILURE_KEY, RESTARTS_KEY
+
+    out = io.StringIO()
+    view = ProgressLines(Objective("val_acc", "max", 9), 3, stream=out, sweep_dir=str(tmp_path))
+    line = ("rank 1 of 2 raised RuntimeError: boom after epoch 2; restarted from the checkpoint "
+            "of epoch 2, attempt 2 of 3 (trial.max_failures)")
+    view.on_trial_start(0, [], TrialRecord("a"))
+    for epoch in (3, 4):
+        view.on_trial_result(0, [], TrialRecord("a"), {"val_acc": 0.5, CLOCK_KEY: epoch,
+                                                       RESTARTS_KEY: 1, FAILURE_KEY: line})
+    view.on_trial_result(0, [], TrialRecord("a"), {"loss": 0.1})  # no metric, no clock
+    assert out.getvalue().count(f"trial a {line}") == 1, out.getvalue()

@@ -28,3 +28,13 @@ def test_results_without_the_metric(results, told) -> None:
         assert trial.state == optuna.trial.TrialState.PRUNED
     else:
         assert trial.state == optuna.trial.TrialState.COMPLETE and trial.value == told
+
+
+def test_a_text_metric_is_passed_over_not_raised_into_the_sweep() -> None:
+    """``tune.report({"val_acc": "high"})``: Optuna would raise TypeError in Tune's driver and
+    end the sweep; the scheduler fails that trial instead (test_schedulers)."""
+    searcher = make_search_alg(compose("digits", ["search=tpe"]))
+    assert searcher.suggest("t1")
+    searcher.on_trial_result("t1", {"val_acc": "high", "training_iteration": 1})
+    searcher.on_trial_complete("t1", {"val_acc": "high"}, error=True)
+    assert searcher._ot_study.trials[0].state == optuna.trial.TrialState.FAIL

@@ -461,3 +461,17 @@ def test_trials_restored_past_the_trial_limit_wait_paused(tmp_path, cap, before,
     new = _Held("new", "PENDING")
     scheduler.on_trial_add(_AddedTo([*trials, new]), new)
     assert new.status == added
+
+
+def test_a_text_metric_fails_its_trial_naming_the_value(tmp_path) -> None:
+    asha = _asha(tmp_path)
+    trial = Trial("t")
+    asha.on_trial_add(None, trial)
+    result = {CLOCK_KEY: 1, "val_acc": "high"}
+    assert asha.on_trial_result(None, trial, result) == "STOP"
+    asha.on_trial_complete(None, trial, result)  # nothing to judge: no TypeError
+    from sweeps.search.schedulers import decision_log
+
+    (error,) = [r["error"] for r in decision_log(tmp_path).records() if r.get("error")]
+    assert error == ("reported val_acc='high' (a str) at epoch 1; experiment.metric must be a "
+                     "number: report it as one (float(...), .item())")
