@@ -294,7 +294,7 @@ def test_best_overrides_pin_the_configuration_and_search_nothing() -> None:
 
 
 def test_start_timeout_becomes_train_attempts_and_a_failure_limit() -> None:
-    from sweeps.trial.driver import start_limits
+    from sweeps.trial.backends.train import start_limits
 
     # Ray Train waits 60 s per attempt; 600 s = the first attempt + 9 more, then the trial fails.
     assert start_limits(600) == (60.0, 9)

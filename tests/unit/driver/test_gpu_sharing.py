@@ -81,7 +81,7 @@ def test_one_worker_trials_share_a_gpu_under_nccl_on_either_executor(executor: s
                                                                       inline: bool) -> None:
     plan = plan_resources(ScalingSection(num_workers=1, gpus_per_worker=0.25), 16, 1, None,
                           executor)
-    assert (plan.inline, plan.trials_that_fit) == (inline, 4)
+    assert (plan.executor == "inline", plan.trials_that_fit) == (inline, 4)
     assert plan.worker_resources == {"CPU": 1.0, "GPU": 0.25}  # what the trial process holds
 
 

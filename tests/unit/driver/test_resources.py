@@ -88,7 +88,7 @@ def test_inline_ranks_on_gpus_are_refused_with_the_way_out(backend: str | None) 
         plan_resources(ScalingSection(num_workers=2, backend=backend), 4, 2, None, "inline")
     assert "trial.executor" in str(info.value) and "trial.executor=auto" in str(info.value)
     cpu = plan_resources(ScalingSection(num_workers=2, use_gpu=False), 4, 2, None, "inline")
-    assert cpu.inline and not cpu.use_gpu
+    assert cpu.executor == "inline" and not cpu.use_gpu
 
 
 @pytest.mark.parametrize(

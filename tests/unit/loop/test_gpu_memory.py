@@ -13,7 +13,7 @@ import torch
 from sweeps.loop import gpu_memory
 from sweeps.protocol import CLOCK_KEY, ERROR_KEY
 from sweeps.trial.clock import TrialClock
-from sweeps.trial.driver import _EXAMPLE, TrialPlan
+from sweeps.trial.plan import _EXAMPLE, TrialPlan
 
 OOM_TEXT = ("CUDA out of memory. Tried to allocate 9.09 TiB. GPU 0 has a total capacity of "
             "139.81 GiB of which 139.20 GiB is free. Including non-PyTorch memory, this process "

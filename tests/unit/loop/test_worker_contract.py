@@ -15,7 +15,7 @@ from sweeps.loop.worker import ReadLog, TrackedConfig
 from sweeps.protocol import CLOCK_FILE, CLOCK_KEY, STEP_KEY
 from sweeps.search.outcome import Objective, Verdict, read_verdicts
 from sweeps.trial.clock import TrialClock
-from sweeps.trial.driver import _EXAMPLE, TrialPlan
+from sweeps.trial.plan import _EXAMPLE, TrialPlan
 
 
 @pytest.mark.parametrize(("params", "constants", "sampled", "expected"), [

@@ -14,7 +14,9 @@ from sweeps.protocol import CHECKPOINT_PATH_KEY, CLOCK_KEY
 from sweeps.search.outcome import Objective
 from sweeps.search.schedulers import decision_log
 from sweeps.trial import report_log
-from sweeps.trial.driver import _EXAMPLE, TrialPlan, start_limits, unseen_reports
+from sweeps.trial.backends.train import start_limits
+from sweeps.trial.driver import unseen_reports
+from sweeps.trial.plan import _EXAMPLE, TrialPlan
 
 
 def _plan(**changes: Any) -> TrialPlan:
