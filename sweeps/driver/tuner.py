@@ -200,10 +200,12 @@ def restore_tuner(cfg: SweepConfig, params: list[Param], trial: TrialPlan, sweep
     from ray import tune
 
     from sweeps._ray.tune import replace_restored_config
+    from sweeps.resume.removed import removed_classes_load
 
-    tuner = tune.Tuner.restore(uri_of(sweep_dir), _trainable(trial), resume_unfinished=True,
-                               resume_errored=True,
-                               param_space=tune_param_space(cfg, params, restoring=True))
+    with removed_classes_load():  # a callback class an earlier version pickled, since removed
+        tuner = tune.Tuner.restore(uri_of(sweep_dir), _trainable(trial), resume_unfinished=True,
+                                   resume_errored=True,
+                                   param_space=tune_param_space(cfg, params, restoring=True))
     replace_restored_config(tuner, make_scheduler(cfg, sweep_dir, ledger), callbacks,
                             verbose=1 if cfg.sweep.verbose else 0,
                             failure_config=tune.FailureConfig(max_failures=cfg.trial.max_retries))
