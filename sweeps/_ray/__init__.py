@@ -17,8 +17,8 @@ scheduler, Tune's env vars, reading its experiment state), ``tune_state`` and
 ``tune_state_file`` (saving Tune's experiment state), ``train_fn`` (Train's per-worker API,
 served inline), ``train_snapshot`` (Train's run
 snapshot), ``shipping`` (runtime-env packaging: ignore rules, size limit, job config),
-``logs`` (Ray's logger names), ``prestart`` (processes started ahead for a Train run, with
-Train's imports done), ``compat`` (the check of all of the above, with ``compat_probes``).
+``logs`` (Ray's logger names), ``compat`` (the check of all of the above, with
+``compat_probes``).
 """
 
 from __future__ import annotations

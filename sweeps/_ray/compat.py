@@ -20,12 +20,9 @@ from collections.abc import Callable
 
 from sweeps._ray.compat_probes import (
     _attrs,
-    _calls,
     _equals,
     _fields,
-    _file_mentions,
     _params,
-    _proto_fields,
     _source_mentions,
     _source_sets,
 )
@@ -42,7 +39,6 @@ def _probes() -> dict[str, Callable[[], None]]:
     from sweeps._ray import (
         logs,
         placement,
-        prestart,
         shipping,
         train,
         train_fn,
@@ -109,28 +105,6 @@ def _probes() -> dict[str, Callable[[], None]]:
         "Tune's report callback puts into its queue": _source_mentions(
             "ray.tune.integration.ray_train:TuneReportCallback.after_report",
             f"self.{train.REPORT_QUEUE_ATTR}.put("),
-        # prestart.py
-        "the setup-hook env var": _equals(
-            "ray._private.ray_constants:WORKER_PROCESS_SETUP_HOOK_ENV_VAR", prestart.HOOK_ENV),
-        "default_worker runs the setup hook": _file_mentions(
-            "ray._private.workers.default_worker", "WORKER_PROCESS_SETUP_HOOK_ENV_VAR"),
-        "Train's propagated env vars": _attrs(prestart.PROPAGATED_MODULE,
-                                              "ENV_VARS_TO_PROPAGATE", "get_env_vars_to_propagate"),
-        "the raylet's PrestartWorkers": _attrs(
-            "ray.core.generated.node_manager_pb2_grpc:NodeManagerServiceServicer",
-            "PrestartWorkers"),
-        "PrestartWorkersRequest": _proto_fields(
-            "ray.core.generated.node_manager_pb2:PrestartWorkersRequest", "language", "job_id",
-            "runtime_env_info", "keep_alive_duration_secs", "num_workers"),
-        "RuntimeEnvInfo": _proto_fields(
-            "ray.core.generated.runtime_environment_pb2:RuntimeEnvInfo",
-            "serialized_runtime_env"),
-        "the setup hook is a public name": _calls(":".join(prestart.HOOK.rsplit(".", 1))),
-        "a raylet address": _attrs("ray._common.network_utils", "build_address"),
-        "a gRPC channel to the raylet": _attrs("ray._private.grpc_utils", "init_grpc_channel"),
-        "an idle worker's title": _equals(
-            "ray._private.ray_constants:WORKER_PROCESS_TYPE_IDLE_WORKER",
-            prestart.IDLE_TITLE.decode()),
         # train_fn.py
         "Train's local-mode worker API": _params(
             f"{train_fn.TRAIN_FN_UTILS_MODULE}:LocalTrainFnUtils.__init__", "experiment_name",
@@ -257,11 +231,6 @@ SOFT = frozenset({"trial session queues", "Train's cleaner callback",
                   "Tune's state file written with json.dump", "Tune trial's staging folder name",
                   "Tune's saves through its checkpoint manager", "Tune's save throttle",
                   "Tune's state file name",
-                  # prestart.py: without them a Train trial starts its processes cold
-                  "the setup-hook env var", "default_worker runs the setup hook",
-                  "Train's propagated env vars", "the raylet's PrestartWorkers",
-                  "PrestartWorkersRequest", "RuntimeEnvInfo", "the setup hook is a public name",
-                  "a raylet address", "a gRPC channel to the raylet", "an idle worker's title",
                   # tune_grow.py: only a grown sweep needs them
                   "SearchGenerator's restored sample count", "SearchGenerator.set_state",
                   "random search's trial iterators", "a trial iterator's samples left",

@@ -7,7 +7,6 @@ raises ``AssertionError`` naming what changed.
 from __future__ import annotations
 
 import importlib
-import importlib.util
 import inspect
 from collections.abc import Callable
 
@@ -67,35 +66,6 @@ def _fields(path: str, *names: str) -> Callable[[], None]:
         missing = [n for n in names if n not in known]
         if missing:
             raise AssertionError(f"{path} has no field {', '.join(missing)}")
-    return probe
-
-
-def _file_mentions(module: str, text: str) -> Callable[[], None]:
-    """The source file of ``module`` (a script, so not imported) still contains ``text``."""
-    def probe() -> None:
-        spec = importlib.util.find_spec(module)
-        if spec is None or spec.origin is None:
-            raise AssertionError(f"{module} is gone")
-        with open(spec.origin, encoding="utf-8") as source:
-            if text not in source.read():
-                raise AssertionError(f"{module} no longer contains {text!r}")
-    return probe
-
-
-def _proto_fields(path: str, *names: str) -> Callable[[], None]:
-    """The protobuf message at ``path`` has each of the fields ``names``."""
-    def probe() -> None:
-        known = set(_symbol(path).DESCRIPTOR.fields_by_name)
-        missing = [n for n in names if n not in known]
-        if missing:
-            raise AssertionError(f"{path} has no field {', '.join(missing)}")
-    return probe
-
-
-def _calls(path: str) -> Callable[[], None]:
-    """The callable at ``path`` runs with no argument (Ray calls a setup hook so)."""
-    def probe() -> None:
-        _symbol(path)()
     return probe
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["NAMESPACE", "put", "claim", "get", "keys", "delete_prefix"]
+__all__ = ["NAMESPACE", "put", "get", "keys", "delete_prefix"]
 
 NAMESPACE = "sweeps"
 
@@ -26,11 +26,6 @@ def _kv() -> Any:
 def put(key: str, value: str | bytes) -> None:
     """Set ``key`` (overwriting)."""
     _kv()._internal_kv_put(key, value, overwrite=True, namespace=NAMESPACE)
-
-
-def claim(key: str) -> bool:
-    """Set ``key`` only if it has no value yet; True when this call set it (one claimant wins)."""
-    return not _kv()._internal_kv_put(key, "1", overwrite=False, namespace=NAMESPACE)
 
 
 def get(key: str) -> str | None:

@@ -198,10 +198,6 @@ class TrialSection:
     # module and imports stay loaded, a Train trial skips starting its driver process (not under
     # scheduler=pbt, whose paused Train runs would go on in it); false: a new process a trial.
     reuse_process: bool = True
-    # Train-backend trials: each Train run starts the next trial's controller and workers while
-    # it trains, importing Train and torch as they start (trial/backends/prestart_next.py);
-    # they wait idle until used or the sweep ends. false: every run starts them cold.
-    prestart: bool = True
 
 
 @dataclass

@@ -63,7 +63,6 @@ def fit(prep: Prepared, interrupt: Interrupt | None = None) -> SweepResult:
     from sweeps.placement.reaper import PlacementGroupReaper, job_groups
     from sweeps.report.progress import ProgressLines
     from sweeps.search.decisions import decision_log
-    from sweeps.trial.backends.prestart_next import PrestartGate
 
     cfg, layout, objective = prep.cfg, prep.layout, objective_of(prep.cfg)
     datasets = build_datasets(dict(cfg.experiment.datasets))  # before anything is recorded
@@ -85,10 +84,7 @@ def fit(prep: Prepared, interrupt: Interrupt | None = None) -> SweepResult:
     watch = _cluster_watch(prep, sweep_id, progress)
     events = _tensorboard(prep)
     storage = StorageWatch(prep.sweep_dir, interrupt)
-    gate = (PrestartGate(sweep_id, prep.trials)
-            if trial.executor == "train" and trial.prestart and not trial.datasets else None)
     callbacks: list[Callback] = ([storage, reaper, progress, unread] + ([watch] if watch else [])
-                                 + ([gate] if gate else [])
                                  + ([tracking] if tracking else []) + ([events] if events else [])
                                  + ([] if cfg.sweep.verbose else [quiet_trial_lines()]))
     groups_before = job_groups()
@@ -233,11 +229,9 @@ def _interrupted(prep: Prepared, interrupt: Interrupt | None) -> SweepInterrupte
 def _release(sweep_id: str, reaper: PlacementGroupReaper, groups_before: set[str]) -> None:
     """Every placement group of the sweep released, whatever Tune ended with."""
     from sweeps.placement.reaper import release_all, release_new_groups
-    from sweeps.trial.backends.prestart_next import release_prestart_tickets
 
     reaper.join()
     leftover = release_all(sweep_id, keep_stop_flags=True)
-    release_prestart_tickets(sweep_id)
     release_new_groups(groups_before)  # Tune's own, removed asynchronously: no warning
     if reaper.released:
         log.info("released the workers of %d ended trial(s), at most %.2f s after each "

@@ -96,8 +96,6 @@ def trial_plan(cfg: SweepConfig, constants: dict[str, Any], plan: ResourcePlan,
         checkpoint_every=cfg.checkpoint.every, checkpoint_keep=cfg.checkpoint.keep,
         max_failures=cfg.trial.max_failures,
         poll_interval_s=cfg.trial.poll_interval_s,
-        # prestart_next readies the next trial's workers for a fixed count: not elastic ones
-        prestart=cfg.trial.prestart and not plan.elastic,
         start_timeout_s=cfg.trial.start_timeout_s, seed=cfg.sweep.seed, ended=ended or {},
         preemption_watcher=on_cluster,
         driver_pin=(_head_node_pin() if on_cluster and backend_for(plan.executor).pins_driver()

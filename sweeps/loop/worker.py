@@ -24,15 +24,9 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from sweeps._ray.prestart import torch_threads
 from sweeps.config.usercode import takes_config
 from sweeps.loop.context import TrialContext, _set
 from sweeps.protocol import CONFIG_READS_FILE, run_file
-
-# torch's thread count when a Train worker unpickles its loop: this module comes before the
-# user's (the partial's function is unpickled before its arguments), so a count the user's
-# module sets at import differs from it (sweeps._ray.prestart.match_cold_threads).
-_THREADS_BEFORE_THE_LOOP = torch_threads()
 
 __all__ = ["TrackedConfig", "ReadLog", "loop_entry", "run_loop"]
 
@@ -141,11 +135,9 @@ def run_loop(config: dict[str, Any], *, loop: Callable[..., Any], context: Trial
     trainable, ``tune_trial`` its Tune trial) would, with the sweep's context set."""
     import ray.train
 
-    from sweeps._ray.prestart import match_cold_threads
     from sweeps._ray.tune_fn import tune_api
     from sweeps.loop import gpu_memory
 
-    match_cold_threads(_THREADS_BEFORE_THE_LOOP)  # a prestarted worker's pools, as if cold
     rank = ray.train.get_context().get_world_rank()
     gpu_memory.raise_noted(context.run_dir)  # a restart after this attempt ran out: not again
     log = ReadLog(run_file(context.run_dir, CONFIG_READS_FILE) if rank == 0 else None)

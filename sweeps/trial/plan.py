@@ -56,8 +56,6 @@ class TrialPlan:
     datasets_to_split: list[str] | None = None  # None: all of them (Ray Train's default)
     # trial.executor resolved: the trial backend that runs it (sweeps.trial.backends)
     executor: str = "train"
-    # trial.prestart: a Train run starts the next trial's processes (backends/prestart_next.py)
-    prestart: bool = True
     # scaling.backend resolved (nccl on GPU, gloo on CPU, or the user's): the torch.distributed
     # backend of the trial's ranks (Ray Train's TorchConfig(backend=...)), not the trial backend
     backend: str = "gloo"

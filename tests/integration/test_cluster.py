@@ -270,8 +270,8 @@ def test_trials_use_a_joined_node_and_survive_a_lost_one(tmp_path, monkeypatch, 
             except ProcessLookupError:
                 pass
         # Every trial holds until the sweep has said the node left: Ray notices a lost node by
-        # its missed health checks (seconds), and a sweep whose last trials start fast (their
-        # processes prestarted) could otherwise end before that, saying nothing.
+        # its missed health checks (seconds), and a sweep whose last trials start fast could
+        # otherwise end before that, saying nothing.
         left = f"node {doomed.node_id[:8]} left the cluster"
         _wait_for(lambda: left in out.read_text(), proc, "the sweep saying the node left")
         (logs / "go").touch()

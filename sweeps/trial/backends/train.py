@@ -97,7 +97,6 @@ class TrainBackend(TrialBackend):
         from ray.train import CheckpointConfig, FailureConfig, RunConfig, ScalingConfig
         from ray.train.torch import TorchConfig
 
-        from sweeps._ray.prestart import preload
         from sweeps._ray.train import controller_env, trainer_class, wait_for_handover
         from sweeps.config.usercode import import_trainable
         from sweeps.loop import gpu_memory
@@ -105,7 +104,6 @@ class TrainBackend(TrialBackend):
         from sweeps.placement.ledger import PlacementGroupLedger, trial_stopped
         from sweeps.storage.location import uri_of
         from sweeps.trial import report_log
-        from sweeps.trial.backends.prestart_next import PrestartNextTrial
         from sweeps.trial.backends.report_bridge import SweepReportCallback
 
         plan, trial_id, run_dir = attempt.plan, attempt.trial_id, attempt.run_dir
@@ -115,9 +113,6 @@ class TrainBackend(TrialBackend):
                                                  elastic=plan.max_workers is not None)
         os.environ.update(controller_env(plan.poll_interval_s, attempt_s,
                                          plan.preemption_watcher))
-        # Its processes import Train as they start; not beside Ray Data, whose task processes
-        # would inherit the hook (sweeps.trial.backends.prestart_next says why).
-        warm = preload(plan.prestart and not plan.datasets)
         trainer = trainer_class()(
             train_loop_per_worker=loop_entry(import_trainable(plan.trainable),
                                              plan.context(trial_id)),
@@ -140,8 +135,7 @@ class TrainBackend(TrialBackend):
                 callbacks=[SweepReportCallback(attempt.clock,
                                                partial(trial_stopped, plan.sweep_id, trial_id),
                                                plan.max_failures, plan.num_workers),
-                           PlacementGroupLedger(plan.sweep_id, trial_id),
-                           *([PrestartNextTrial(plan.sweep_id, plan.num_workers)] if warm else [])],
+                           PlacementGroupLedger(plan.sweep_id, trial_id)],
             ),
         )
         try:

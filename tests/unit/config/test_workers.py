@@ -143,8 +143,7 @@ def test_a_fixed_count_plans_as_before(tmp_path) -> None:
     assert "elastic" not in trials and "planned at" not in trials
 
 
-def test_an_elastic_trial_gets_a_range_a_resize_interval_and_no_prestart(tmp_path,
-                                                                          monkeypatch) -> None:
+def test_an_elastic_trial_gets_a_range_and_a_resize_interval(tmp_path, monkeypatch) -> None:
     from sweeps.driver import tuner
     from sweeps.driver.tuner import trial_plan
     from sweeps.trial.backends.train import elastic_options, start_limits
@@ -155,10 +154,10 @@ def test_an_elastic_trial_gets_a_range_a_resize_interval_and_no_prestart(tmp_pat
                              "scaling.elastic_resize_interval_s=3", f"sweep.dir={tmp_path}/d"])
     prep = prepare(cfg)
     plan = trial_plan(cfg, prep.constants, prep.resources, tmp_path, "s")
-    assert (plan.train_workers, plan.prestart) == ((1, 2), False)
+    assert plan.train_workers == (1, 2)
     assert elastic_options(plan) == {"elastic_resize_monitor_interval_s": 3.0}
     assert start_limits(plan.start_timeout_s, elastic=True) == (25.0, 23)
     fixed = prepare(compose("digits", [*LOCAL, f"sweep.dir={tmp_path}/f",
                                        "trial.executor=train"]))
     plan = trial_plan(fixed.cfg, fixed.constants, fixed.resources, tmp_path, "s")
-    assert (plan.train_workers, plan.prestart, elastic_options(plan)) == (2, True, {})
+    assert (plan.train_workers, elastic_options(plan)) == (2, {})
