@@ -16,8 +16,9 @@ loop's duration ``tune_api`` puts a view in that place:
   ``ray.tune.Checkpoint``, the trial's name, id and directory are the sweep's Tune trial's,
   and ``world_rank`` is None, as in a Tune function (so ``ray.train.report`` there raises
   Ray's own "deprecated in a function passed to Ray Tune").
-* ``train``, a Ray Train loop, inline: a view that is false, as a Train worker has no Tune
-  session (``ray.tune.report`` warns and returns None, as Ray Train does there).
+* ``train``, a Ray Train loop, inline: ``ray.tune.report`` and ``tune.get_checkpoint()`` warn
+  and return None, as in a Train worker (which has no Tune session); the rest (the trial's
+  name, its resources for Ray's nested-task check) is the real session's.
 
 Everything else (the trial process's own thread reading the session: ``step``,
 ``load_checkpoint``, ``cleanup``) passes through to the real session, which the sweep's own
@@ -50,9 +51,6 @@ class _View:
         object.__setattr__(self, "_trial", trial or {})
         object.__setattr__(self, "_tune", tune)
 
-    def __bool__(self) -> bool:
-        return self._tune  # a Train loop: no Tune session, as in a Train worker
-
     def __getattr__(self, name: str) -> Any:
         if name == "world_rank" and self._tune:
             return None
@@ -67,15 +65,15 @@ class _View:
             setattr(self._real, name, value)
 
     def report(self, metrics: dict[str, Any], checkpoint: Any = None) -> None:
-        if not self._tune:  # the trial process's own thread (inline): the real session
-            return self._real.report(metrics, checkpoint=checkpoint)
+        if not self._tune:
+            return _as_in_a_train_worker("report")
         utils = importlib.import_module(TRAIN_FN_UTILS_MODULE)
         return utils.get_train_fn_utils().report(dict(metrics), checkpoint)
 
     @property
     def loaded_checkpoint(self) -> Any:
         if not self._tune:
-            return self._real.loaded_checkpoint
+            return _as_in_a_train_worker("get_checkpoint")
         utils = importlib.import_module(TRAIN_FN_UTILS_MODULE)
         found = utils.get_train_fn_utils().get_checkpoint()
         if found is None:
@@ -83,6 +81,14 @@ class _View:
         from ray.tune import Checkpoint
 
         return Checkpoint(found.path, filesystem=found.filesystem)
+
+
+def _as_in_a_train_worker(name: str) -> None:
+    """What Tune's function API does in a Ray Train worker (no Tune session): Ray's warning."""
+    import warnings
+
+    warnings.warn(f"`{name}` is meant to only be called inside a function that is executed "
+                  "by a Tuner or Trainer. Returning `None`.", stacklevel=3)
 
 
 def trial_of_session() -> dict[str, Any]:

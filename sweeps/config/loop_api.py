@@ -43,7 +43,7 @@ def _source(module_name: str) -> tuple[str, str] | None:
     when it cannot be found or read (validation then says why it does not import)."""
     try:
         spec = importlib.util.find_spec(module_name)
-    except (ImportError, ValueError):
+    except Exception:  # its package raised on import: validation says so, in one line
         return None
     if spec is None or not spec.origin or not spec.origin.endswith(".py"):
         return None
@@ -62,28 +62,65 @@ def _dotted(node: ast.AST) -> str:
     return node.id if isinstance(node, ast.Name) else ""
 
 
+def _aliases(tree: ast.Module) -> dict[str, str]:
+    """Names bound to ``ray.tune``/``ray.train`` (``from ray import tune as rt``)."""
+    names = {TUNE: TUNE, TRAIN: TRAIN}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update({a.asname: a.name[4:] for a in node.names
+                          if a.asname and a.name in ("ray.tune", "ray.train")})
+        elif isinstance(node, ast.ImportFrom) and node.module == "ray":
+            names.update({a.asname or a.name: a.name for a in node.names
+                          if a.name in (TUNE, TRAIN)})
+    return names
+
+
 def _uses(tree: ast.Module) -> dict[str, set[str]]:
-    """The Train and Tune API names the module uses: ``tune.report``/``ray.tune.report``,
-    ``from ray.tune import report``, and the same for ``train`` (``ray.train.torch`` too)."""
+    """The Train and Tune API names the module uses: ``tune.report``/``ray.tune.report`` (under
+    any alias), ``from ray.tune import report``, Tune's reporting callbacks
+    (``ray.tune.integration.*``), and the same for ``train`` (``ray.train.torch`` too)."""
     found: dict[str, set[str]] = {TRAIN: set(), TUNE: set()}
+    aliases = _aliases(tree)
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom) and node.module in ("ray.tune", "ray.train",
                                                                "ray.train.torch"):
             api = TUNE if node.module == "ray.tune" else TRAIN
             found[api] |= {a.name for a in node.names if a.name in _CALLS[api]
                            or (api == TRAIN and node.module == "ray.train.torch")}
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith(
+                "ray.tune.integration"):  # TuneReportCheckpointCallback: tune.report inside
+            found[TUNE] |= {a.name for a in node.names if a.name.startswith("TuneReport")}
         elif isinstance(node, ast.Attribute):
             parts = _dotted(node).split(".")
-            for api in (TRAIN, TUNE):
-                if len(parts) >= 2 and parts[-2] == api and parts[-1] in _CALLS[api] \
-                        and parts[0] in (api, "ray"):
-                    found[api].add(parts[-1])
+            api = (parts[-2] if parts[0] == "ray" and len(parts) > 2
+                   else aliases.get(parts[0]) if len(parts) == 2 else None)
+            if api in _CALLS and parts[-1] in _CALLS[api]:
+                found[api].add(parts[-1])
         if isinstance(node, ast.Name | ast.Attribute | ast.alias):
             name = node.attr if isinstance(node, ast.Attribute) else getattr(
                 node, "id", getattr(node, "name", ""))
             if name in _TRAIN_NAMES:
                 found[TRAIN].add(name)
     return found
+
+
+def _hands_back_values(tree: ast.Module, name: str) -> bool:
+    """Whether the module's function ``name`` yields or returns a value (not under a nested
+    def): how a Tune function of Tune's older style reports."""
+    def walk(node: ast.AST) -> bool:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda
+                          | ast.ClassDef):
+                continue
+            if isinstance(child, ast.Yield | ast.YieldFrom) or (
+                    isinstance(child, ast.Return) and child.value is not None
+                    and not (isinstance(child.value, ast.Constant)
+                             and child.value.value is None)) or walk(child):
+                return True
+        return False
+
+    return any(walk(node) for node in tree.body
+               if isinstance(node, ast.FunctionDef) and node.name == name)
 
 
 def _runs_at_import(tree: ast.Module) -> ast.Call | None:
@@ -131,6 +168,8 @@ def loop_api(trainable: str) -> str:
                           "put that code under `if __name__ == \"__main__\":` (the sweep "
                           "imports the module and calls only the function it names)")
     uses = _uses(tree)
+    if not uses[TRAIN] and _hands_back_values(tree, trainable.partition(":")[2]):
+        uses[TUNE].add("return/yield")  # Tune's older style: it reports what comes back
     if uses[TUNE] and uses[TRAIN]:
         raise ConfigError(KEY, trainable,
                           f"is in a module that uses both Ray Tune's function API (tune."

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sweeps.config.loop_api import TUNE, loop_api
+from sweeps.config.loop_api import TUNE
 from sweeps.config.schema import SweepConfig
 from sweeps.config.validate import validate
 from sweeps.config.workers import is_elastic, worker_range
@@ -234,7 +234,7 @@ def prepare(cfg: SweepConfig) -> Prepared:
     at_once = min(resources.trials_that_fit, resources.max_concurrent_trials)
     trials = trial_count(cfg, params)
     notes: list[str] = []
-    if loop_api(cfg.experiment.trainable) == TUNE:
+    if resources.loop_api == TUNE:
         notes.append(f"{cfg.experiment.trainable} is a Tune function trainable "
                      "(ray.tune.report): one process per trial")
     # a resumed sweep was told at its start; warm-start trials are points TPE models on too

@@ -42,6 +42,7 @@ import math
 import os
 from dataclasses import dataclass
 
+from sweeps.config.loop_api import TRAIN, loop_api
 from sweeps.config.schema import RaySection, ScalingSection
 from sweeps.config.workers import is_elastic, worker_range
 from sweeps.errors import ClusterFitError, ConfigError
@@ -67,6 +68,7 @@ class ResourcePlan:
     notes: tuple[str, ...] = ()  # what the plan says about the backend chosen for auto
     # Elastic trials (scaling.num_workers=[num_workers, max_workers]); None: a fixed count
     max_workers: int | None = None
+    loop_api: str = "train"  # "tune": a Ray Tune function trainable (sweeps.config.loop_api)
 
     @property
     def elastic(self) -> bool:
@@ -122,7 +124,7 @@ class ResourcePlan:
             fit in 25% of it)
         """
         device = f"{self.gpus_per_worker:g} GPU + " if self.use_gpu else ""
-        how = backend_for(self.executor).describe(self.num_workers, self.backend)
+        how = backend_for(self.executor).describe(self.num_workers, self.backend, self.loop_api)
         if how is None:  # the DDP backend, and whether the user chose it
             how = (self.backend if self.backend == ("nccl" if self.use_gpu else "gloo")
                    else f"{self.backend} (scaling.backend={self.backend})")
@@ -279,4 +281,5 @@ def plan_resources(scaling: ScalingSection, cpus: float, gpus: float,
                         gpus_per_worker=gpw, max_concurrent_trials=max_concurrent or fits,
                         trials_that_fit=fits, cluster_cpus=cpus, cluster_gpus=gpus,
                         executor=executor, backend=backend, notes=tuple(notes),
-                        max_workers=high if elastic else None)
+                        max_workers=high if elastic else None,
+                        loop_api=loop_api(trainable) if trainable else TRAIN)

@@ -16,7 +16,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sweeps.config.loop_api import loop_api
 from sweeps.config.schema import SweepConfig
 from sweeps.driver.resources import ResourcePlan
 from sweeps.layout import SweepLayout
@@ -104,7 +103,7 @@ def trial_plan(cfg: SweepConfig, constants: dict[str, Any], plan: ResourcePlan,
         datasets_to_split=None if e.datasets_to_split is None else list(e.datasets_to_split),
         executor=plan.executor, backend=plan.backend,
         max_workers=plan.max_workers, resize_interval_s=cfg.scaling.elastic_resize_interval_s,
-        loop_api=loop_api(e.trainable),
+        loop_api=plan.loop_api,
     )
 
 

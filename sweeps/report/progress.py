@@ -21,7 +21,7 @@ from typing import Any, TextIO
 from ray.tune import Callback
 
 from sweeps.layout import SweepLayout
-from sweeps.protocol import CLOCK_KEY, FAILURE_KEY, RESTARTS_KEY
+from sweeps.protocol import CLOCK_KEY, FAILURE_KEY
 from sweeps.report.failure import failed_rank, failure_reason
 from sweeps.search.decisions import ended_ids
 from sweeps.search.outcome import WORST, Objective, read_verdicts
@@ -57,7 +57,7 @@ class ProgressLines(Callback):
         self._done_before = 0  # trials an earlier run ended: not this run's pace
         self._drawn = 0  # lines of the live block currently on the terminal
         self.budget: Any = None  # sweep.budget's BudgetLedger (sweeps.search.budget), if set
-        self._restarts: dict[str, float] = {}  # trial id -> restarts the lines told
+        self._restarts: dict[str, str] = {}  # trial id -> the last restart the lines told
 
     def __getstate__(self) -> dict[str, Any]:
         """Tune pickles callbacks with the experiment; an open stream cannot be pickled."""
@@ -171,10 +171,10 @@ class ProgressLines(Callback):
 
     def on_trial_result(self, iteration: int, trials: list, trial: Any, result: dict,
                         **info: Any) -> None:
-        restarts = result.get(RESTARTS_KEY)  # the loop raised and was restarted (clock.py)
-        if numeric(restarts) and restarts > self._restarts.get(trial.trial_id, 0):
-            self._restarts[trial.trial_id] = restarts
-            self._say(f"trial {trial.trial_id} {result.get(FAILURE_KEY) or 'restarted'}")
+        failure = result.get(FAILURE_KEY)  # the loop raised and was restarted (clock.py)
+        if failure and failure != self._restarts.get(trial.trial_id):
+            self._restarts[trial.trial_id] = failure
+            self._say(f"trial {trial.trial_id} {failure}")
         value, clock = result.get(self.objective.metric), result.get(CLOCK_KEY)
         if not numeric(value):
             return

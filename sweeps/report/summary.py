@@ -206,11 +206,11 @@ def _restarts(history: pd.DataFrame | None) -> tuple[int, str] | None:
     """(restarts, the last failure's line) a trial's reports carry, or None."""
     if history is None or RESTARTS_KEY not in history:
         return None
-    counts = pd.to_numeric(history[RESTARTS_KEY], errors="coerce").fillna(0)
+    counts = pd.to_numeric(history[RESTARTS_KEY], errors="coerce").dropna()
     if counts.empty or counts.max() <= 0:
         return None
-    last = history.loc[counts.idxmax(), FAILURE_KEY] if FAILURE_KEY in history else ""
-    return int(counts.max()), str(last or "")
+    last = history.loc[counts.index[-1], FAILURE_KEY] if FAILURE_KEY in history else ""
+    return int(counts.iloc[-1]), str(last or "")
 
 
 _ENTRY = "sweeps/loop/worker.py"  # run_loop, which calls the user's loop

@@ -72,4 +72,7 @@ def removed_classes_load() -> Iterator[None]:
     finally:
         sys.meta_path.remove(finder)
         for name in [n for n, m in sys.modules.items() if isinstance(m, _RemovedModule)]:
-            del sys.modules[name]
+            module = sys.modules.pop(name)
+            parent, _, child = name.rpartition(".")  # the import set it on its package too
+            if getattr(sys.modules.get(parent), child, None) is module:
+                delattr(sys.modules[parent], child)

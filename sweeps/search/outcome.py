@@ -18,6 +18,7 @@ durable, so the summary, the live view and MLflow read the same answer, after a 
 from __future__ import annotations
 
 import math
+import numbers
 from dataclasses import dataclass
 from typing import Any
 
@@ -58,7 +59,7 @@ class Objective:
         number; None when there is no value."""
         if value is None:
             return None
-        if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(
+        if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(
                 value):
             return self.worst()
         return float(value)

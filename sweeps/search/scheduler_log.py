@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import logging
 import math
+import numbers
 import time
 from pathlib import Path
 from typing import Any
@@ -142,7 +143,7 @@ class _Logged:
             self._seen.add(trial_id)
             value = result[metric]
             if value is not None and (isinstance(value, bool) or not isinstance(
-                    value, int | float)):
+                    value, numbers.Real)):
                 return result, (f"reported {metric}={value!r} (a {type(value).__name__}) at "
                                 f"epoch {result.get(CLOCK_KEY, 0):g}; experiment.metric must be a "
                                 f"number: report it as one (float(...), .item())")

@@ -31,6 +31,7 @@ The log, its replay and the screen are ``_Logged``'s (``sweeps.search.scheduler_
 
 from __future__ import annotations
 
+import numbers
 from pathlib import Path
 from typing import Any
 
@@ -136,8 +137,8 @@ class ResumableASHA(_Rungs, FIFOScheduler):
     def _judged(self, result: dict[str, Any]) -> tuple[float, float] | None:
         """(clock, metric) of a result that has both as numbers, else None."""
         clock, value = result.get(CLOCK_KEY), result.get(self._objective.metric)
-        number = isinstance(value, int | float) and not isinstance(value, bool)
-        return None if clock is None or not number else (clock, value)
+        number = isinstance(value, numbers.Real) and not isinstance(value, bool)
+        return None if clock is None or not number else (clock, float(value))
 
     def _replay(self, record: dict[str, Any]) -> None:
         # Every log so far has one bracket, so a record's "bracket" (always 0) is not read.

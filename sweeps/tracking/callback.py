@@ -133,7 +133,7 @@ class MLflowTracking(Callback):
         self._writer: TrackingWriter | None = None
         self._open: set[str] = set()  # trials started and not yet ended
         self._warmed = False
-        self._restarts: dict[str, int] = {}  # trial id -> restarts tagged on its run
+        self._restarts: dict[str, str] = {}  # trial id -> the last restart tagged on its run
 
     def __getstate__(self) -> dict[str, Any]:
         # Tune pickles callbacks into its experiment state; a restore passes new ones.
@@ -194,12 +194,12 @@ class MLflowTracking(Callback):
         step = result.get(STEP_KEY, result.get("training_iteration", 0))
         self.record({"op": "metrics", "trial": trial.trial_id, "step": int(step),
                      "values": values})
-        restarts = result.get(RESTARTS_KEY) or 0  # the loop raised and was restarted
-        if restarts > self._restarts.get(trial.trial_id, 0):
-            self._restarts[trial.trial_id] = restarts
+        failure = result.get(FAILURE_KEY)  # the loop raised and was restarted
+        if failure and failure != self._restarts.get(trial.trial_id):
+            self._restarts[trial.trial_id] = failure
             self.record({"op": "trial_tags", "tags": {trial.trial_id: {
-                "sweeps.restarts": str(restarts),
-                "sweeps.last_failure": str(result.get(FAILURE_KEY, ""))[:500]}}})
+                "sweeps.restarts": str(result.get(RESTARTS_KEY)),
+                "sweeps.last_failure": str(failure)[:500]}}})
         if not self._warmed:  # a trial is training: import the model's flavor meanwhile
             self._warmed = True
             warm_model_logging()

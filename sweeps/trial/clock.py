@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import math
+import numbers
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -33,13 +34,13 @@ __all__ = ["TrialClock", "numeric"]
 
 
 def numeric(value: Any) -> bool:
-    """A finite int or float (not a bool).
+    """A finite real number, numpy's too (not a bool).
 
     Example:
         >>> numeric(3), numeric(2.0), numeric(float("nan")), numeric(True), numeric("1")
         (True, True, False, False, False)
     """
-    return (isinstance(value, int | float) and not isinstance(value, bool)
+    return (isinstance(value, numbers.Real) and not isinstance(value, bool)
             and math.isfinite(value))
 
 
@@ -80,6 +81,7 @@ class TrialClock:
                         + (f"the checkpoint of epoch {resumed:g}" if resumed else "the start")
                         + f", attempt {attempt} of {'unlimited' if limit == -1 else limit} "
                         "(trial.max_failures)")
+        self._save()
         return self.failure
 
     @classmethod
@@ -91,6 +93,7 @@ class TrialClock:
             from sweeps.files import read_text
 
             saved = json.loads(read_text(run_file(run_dir, CLOCK_FILE)))
+            clock.restarts, clock.failure = int(saved.get("restarts", 0)), saved.get("failure", "")
             if saved.get("time_attr") == time_attr:
                 clock.by, clock.offset = saved["by"], float(saved["offset"])
         except (OSError, ValueError, KeyError, TypeError):
@@ -103,14 +106,19 @@ class TrialClock:
             self.by, self.offset = "attr", 1.0 if value == 0 else 0.0
         else:
             self.by = "reports"
+        self._save()
+
+    def _save(self) -> None:
+        """How the clock reads the loop, and its restarts, in ``clock.json`` (a retried or
+        resumed trial goes on from them)."""
         if self.run_dir is not None:
             from sweeps.files import is_remote, write_atomic
 
             path = run_file(self.run_dir, CLOCK_FILE)
             if not is_remote(path):
                 path.parent.mkdir(parents=True, exist_ok=True)
-            write_atomic(path, json.dumps({k: v for k, v in asdict(self).items()
-                                           if k in ("time_attr", "by", "offset")}))
+            write_atomic(path, json.dumps({k: v for k, v in asdict(self).items() if k in (
+                "time_attr", "by", "offset", "restarts", "failure")}))
 
     def stamp(self, metrics: dict[str, Any], advance: bool = True) -> dict[str, Any]:
         """``metrics`` plus ``CLOCK_KEY`` and ``STEP_KEY``; ``advance=False`` for a report that

@@ -227,7 +227,7 @@ def test_pbt_hands_a_tune_function_its_donors_checkpoint_as_a_plain_tuner_does(
     result = run_sweep(compose("conformance", [
         f"experiment.trainable={MODULE}:pbt", "experiment.metric=mean_accuracy",
         "experiment.mode=max", "experiment.time_attr=iterations", "search=random",
-        "experiment.search_space.lr=interval(0.001, 0.1)", "search.num_samples=4",
+        "experiment.search_space.lr='interval(0.001, 0.1)'", "search.num_samples=4",
         "scheduler=pbt", f"scheduler.max_t={steps}", "scheduler.perturbation_interval=1",
         "scheduler.quantile_fraction=0.5", f"+experiment.params.steps={steps}",
         f"+experiment.params.observe_dir={observe}", f"sweep.dir={tmp_path / 'sweep' / 'dir'}",

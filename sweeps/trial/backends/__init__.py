@@ -65,8 +65,8 @@ def check_executor(executor: str) -> None:
 def choose_backend(executor: str, request: BackendRequest) -> tuple[str, list[str]]:
     """``trial.executor`` resolved to a backend name, and what the plan should say about the
     choice. ``auto`` asks every backend but the default, in ``BACKENDS`` order, whether it
-    takes these trials (and does not refuse them); else the default. A named backend that
-    refuses the trials raises ``ConfigError`` with its reason.
+    takes these trials (and does not refuse them); else the default. A named backend, or
+    under ``auto`` the default, that refuses the trials raises ``ConfigError`` with its reason.
 
     Example:
         >>> choose_backend("auto", BackendRequest(num_workers=2, use_gpu=False))
@@ -89,4 +89,7 @@ def choose_backend(executor: str, request: BackendRequest) -> tuple[str, list[st
             return name, []
         if refused.note:
             notes.append(refused.note)
+    refused = BACKENDS[DEFAULT].refusal(request)
+    if refused is not None:  # no backend takes these trials
+        raise ConfigError("trial.executor", executor, refused.rule, refused.fix)
     return DEFAULT, notes

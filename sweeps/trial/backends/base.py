@@ -99,8 +99,9 @@ class TrialBackend(ABC):
 
     @classmethod
     @abstractmethod
-    def describe(cls, num_workers: int, ddp_backend: str) -> str | None:
-        """The dry-run plan's words for how a trial runs (None: just the DDP backend)."""
+    def describe(cls, num_workers: int, ddp_backend: str, api: str = "train") -> str | None:
+        """The dry-run plan's words for how a trial runs (None: just the DDP backend);
+        ``api``: the loop's (``sweeps.config.loop_api``)."""
 
     @classmethod
     def reuses_process(cls, reuse_process: bool, scheduler: str) -> bool:

@@ -119,7 +119,9 @@ class InlineBackend(TrialBackend):
         return tune.PlacementGroupFactory([share] * plan.num_workers, strategy="PACK")
 
     @classmethod
-    def describe(cls, num_workers: int, ddp_backend: str) -> str | None:
+    def describe(cls, num_workers: int, ddp_backend: str, api: str = "train") -> str | None:
+        if api == "tune":
+            return "inline: the Tune function runs in the trial's own process, as under a Tuner"
         if num_workers == 1:
             return ("inline: the loop runs in the trial's own process, no Train controller or "
                     "workers; trial.executor=train for a Ray Train run")
@@ -159,9 +161,10 @@ def _attempt(plan: TrialPlan, trial_id: str, run: InlineRun, config: dict[str, A
     from sweeps._ray.train_fn import serving
 
     if plan.num_workers == 1:
-        with world_of_one(plan.use_gpu), serving(name=trial_id, report=run.report,
-                                                 get_checkpoint=run.checkpoint,
-                                                 reported=run.reported, datasets=datasets):
+        # a Tune function gets no process group and no RANK/WORLD_SIZE, as under a Tuner
+        world = contextlib.nullcontext() if plan.loop_api == "tune" else world_of_one(plan.use_gpu)
+        with world, serving(name=trial_id, report=run.report, get_checkpoint=run.checkpoint,
+                            reported=run.reported, datasets=datasets):
             yield
         return
     from sweeps.trial.backends.inline_run import RankZeroReports

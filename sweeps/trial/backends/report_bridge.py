@@ -49,6 +49,7 @@ class SweepReportCallback(TuneReportCallback):
                  max_failures: int = 0, world: int = 1) -> None:
         super().__init__()
         self.clock, self.max_failures, self.world, self.failures = clock, max_failures, world, 0
+        self._seen: tuple | None = None  # the last failure noted, until a report follows it
         stop_aware_report_queue(self, stopped, RECHECK_S)
 
     def after_exception(self, run_context: Any, worker_exceptions: dict[int, Exception]) -> None:
@@ -57,14 +58,20 @@ class SweepReportCallback(TuneReportCallback):
         peer's "connection closed"), in the log and on every later report."""
         from sweeps.trial.backends.rank_error import is_consequence
 
+        # Train calls this at every poll that finds errors (repeatedly while it waits out a
+        # preemption): one failure counts once, until the restarted workers report again.
+        seen = tuple(sorted((r, repr(e)[:300]) for r, e in worker_exceptions.items()))
+        if not worker_exceptions or seen == self._seen:
+            return
+        self._seen = seen
         self.failures += 1
-        if not worker_exceptions or (self.max_failures != -1
-                                     and self.failures > self.max_failures):
+        if self.max_failures != -1 and self.failures > self.max_failures:
             return  # the run fails: the trial's error says it
         ranks = sorted(worker_exceptions)
         own = [r for r in ranks if not is_consequence(
             getattr(worker_exceptions[r], "cause", None) or worker_exceptions[r])] or ranks
-        who = f"rank {own[0]} of {self.world}" if self.world > 1 else "the loop"
+        who = ("the loop" if self.world == 1 else f"rank {own[0]}"
+               + (f" of {self.world}" if self.world > 1 else ""))  # 0: elastic, sizes vary
         log.warning("%s", self.clock.restarted(
             who, worker_exceptions[own[0]], self.failures + 1,
             -1 if self.max_failures == -1 else self.max_failures + 1,
@@ -72,6 +79,7 @@ class SweepReportCallback(TuneReportCallback):
 
     def after_report(self, run_context: Any, metrics: list[dict[str, Any]],
                      checkpoint: Any) -> None:
+        self._seen = None  # a failure after this report is a new one
         if checkpoint is not None and self.clock.run_dir and is_remote(self.clock.run_dir):
             # On an object store Train's checkpoint.path is the bucket's object path: the sweep
             # names it by its path under the run directory, as every other file of the sweep.

@@ -76,7 +76,7 @@ class TrainBackend(TrialBackend):
         return {**TRIAL_DRIVER_RESOURCES, **plan.driver_pin}
 
     @classmethod
-    def describe(cls, num_workers: int, ddp_backend: str) -> str | None:
+    def describe(cls, num_workers: int, ddp_backend: str, api: str = "train") -> str | None:
         return None
 
     @classmethod
@@ -134,7 +134,8 @@ class TrainBackend(TrialBackend):
                                              controller_failure_limit=start_failures),
                 callbacks=[SweepReportCallback(attempt.clock,
                                                partial(trial_stopped, plan.sweep_id, trial_id),
-                                               plan.max_failures, plan.num_workers),
+                                               plan.max_failures,
+                                               0 if plan.max_workers else plan.num_workers),
                            PlacementGroupLedger(plan.sweep_id, trial_id)],
             ),
         )

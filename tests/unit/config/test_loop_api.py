@@ -46,7 +46,15 @@ def module(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     ("import ray.train\ndef f(c):\n    ray.train.report({'a': 1})\n", TRAIN),
     ("from ray import train, tune\ndef f(c):\n    tune.get_context()\n    train.report({})\n",
      TRAIN),  # Tune's context alone does not make a Tune function
-    ("def f(c):\n    '''unlike tune.report'''\n    # tune.report\n    return 1\n", TRAIN),
+    ("def f(c):\n    '''unlike tune.report'''\n    # tune.report\n    print(c)\n", TRAIN),
+    ("def f(c):\n    return {'mean_loss': c['x']}\n", TUNE),  # Tune's older styles
+    ("def f(c):\n    for i in range(3):\n        yield {'a': i}\n", TUNE),
+    ("def f(c):\n    def g():\n        return 1\n    g()\n    return None\n", TRAIN),
+    ("import ray.train\ndef f(c):\n    ray.train.report({})\n    return c\n", TRAIN),
+    ("from ray import tune as rt\ndef f(c):\n    rt.report({'a': 1})\n", TUNE),
+    ("import ray.tune as rt\ndef f(c):\n    rt.get_checkpoint()\n", TUNE),
+    ("from ray.tune.integration.pytorch_lightning import TuneReportCheckpointCallback\n"
+     "def f(c):\n    cb = TuneReportCheckpointCallback()\n", TUNE),
     ("from ray import tune\nS = {'lr': tune.loguniform(1e-4, 1e-1)}\ndef f(c):\n    pass\n",
      TRAIN),  # a search space in the loop's module: no report, still a Train loop
 ])

@@ -39,5 +39,7 @@ def test_a_removed_class_loads_as_a_placeholder_during_the_restore_only() -> Non
     assert callback.__dict__ == {"_state": {"sweep_id": "s1"}}
     with pytest.raises(ModuleNotFoundError):  # after the block, imports fail as usual
         importlib.import_module(GONE)
+    with pytest.raises(ImportError):
+        exec(f"from {GONE.rpartition('.')[0]} import {GONE.rpartition('.')[2]}", {})
     with removed_classes_load():  # a module of this version is its real self
         assert importlib.import_module("sweeps.trial.clock").TrialClock.__name__ == "TrialClock"
