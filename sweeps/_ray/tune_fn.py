@@ -92,8 +92,8 @@ def _as_in_a_train_worker(name: str) -> None:
 
 
 def trial_of_session() -> dict[str, Any]:
-    """The sweep's Tune trial as a Tune function sees it, read in the Tune trial process
-    (picklable: it travels to a Train worker)."""
+    """The sweep's Tune trial as a Tune function sees it (id, name, directory, experiment,
+    resources), read in the Tune trial process before its loop runs."""
     session = _module().get_session()
     real = getattr(session, "_real", session)
     if real is None:

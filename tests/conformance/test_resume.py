@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -53,6 +54,25 @@ def _registered(sweep_dir: Path) -> bool:
     return False
 
 
+def kill_when_paused_and_rerun(runs: Path, overrides: list[str],
+                               ready: Callable[[], bool] = lambda: True) -> str:
+    """``+experiment=conformance`` with ``overrides`` in ``runs``: its driver killed with
+    ``kill -9`` once the loop stands still (``observe.stand_still``) and ``ready()``, then the
+    same command run to its end; that run's output (it resumed, rc 0)."""
+    runs.mkdir()
+    sweep = Sweep(runs, ["--config-dir", str(CONF), "+experiment=conformance", *overrides])
+    sweep.start()
+    assert _wait_for(lambda: (runs / "observed" / "paused").exists(), sweep.proc, 300), \
+        sweep.out.read_text()[-3000:]
+    assert _wait_for(ready, sweep.proc, 60)
+    sweep.kill9()
+    sweep.start()
+    rc, out = sweep.wait()
+    assert rc == 0, out[-3000:]
+    assert "resuming:" in out, out[-3000:]
+    return out
+
+
 # Each loop on one backend (the suite's time): Lightning on the default (inline), where it broke,
 # torch on Ray Train; tests/integration/test_resume.py kills both backends' drivers at random
 # moments with the digits loop.
@@ -65,19 +85,8 @@ def test_a_killed_driver_resumes_the_loop_as_plain_ray_train_would(name, backend
     with private_ray():
         reference = run_plain(dataclasses.replace(LOOPS[name]), 2, tmp_path / "plain")
     runs = tmp_path / backend
-    sweep = Sweep(runs, ["--config-dir", str(CONF), "+experiment=conformance",
-                         *sweep_overrides(loop, 2, backend, runs)])
-    runs.mkdir()
-    sweep.start()
-    assert _wait_for(lambda: (runs / "observed" / "paused").exists(), sweep.proc, 300), \
-        sweep.out.read_text()[-3000:]
-    assert _wait_for(lambda: _registered(runs / "sweep"), sweep.proc, 60)
-    sweep.kill9()
-    sweep.start()
-    rc, out = sweep.wait()
-    assert rc == 0, out[-3000:]
-    assert "resuming:" in out, out[-3000:]
-
+    kill_when_paused_and_rerun(runs, sweep_overrides(loop, 2, backend, runs),
+                               lambda: _registered(runs / "sweep"))
     observed = read(runs / "observed")
     event, occurrence, epoch = RESUMED[name]
     for rank in (0, 1):  # from the checkpoint of the epoch the driver was killed after

@@ -164,8 +164,8 @@ def test_a_killed_driver_resumes_the_tune_function_from_its_checkpoint(tmp_path:
     an uninterrupted plain Tuner run ends."""
     import dataclasses
 
+    from tests.conformance.test_resume import kill_when_paused_and_rerun
     from tests.conftest import private_ray
-    from tests.integration.test_resume import Sweep, _wait_for
 
     case = CASES["checkpointing"]
     with private_ray():
@@ -173,17 +173,7 @@ def test_a_killed_driver_resumes_the_tune_function_from_its_checkpoint(tmp_path:
                                                        params={"steps": 5}), tmp_path / "plain")
     paused = dataclasses.replace(case, max_failures=0, params={"steps": 5, "pause_at": 1})
     runs = tmp_path / "sweep_runs"
-    runs.mkdir()
-    sweep = Sweep(runs, ["--config-dir", str(CONF), "+experiment=conformance",
-                         *sweep_overrides(paused, "auto", runs)])
-    sweep.start()
-    assert _wait_for(lambda: (runs / "observed" / "paused").exists(), sweep.proc, 300), \
-        sweep.out.read_text()[-3000:]
-    sweep.kill9()
-    sweep.start()
-    rc, out = sweep.wait()
-    assert rc == 0, out[-3000:]
-    assert "resuming:" in out, out[-3000:]
+    kill_when_paused_and_rerun(runs, sweep_overrides(paused, "auto", runs))
     observed = read(runs / "observed")
     assert [r.get("step") for r in observed if r["event"] == "restored"] == [1], observed
     last = {r["step"]: r["mean_loss"] for r in observed if r["event"] == "report"}
