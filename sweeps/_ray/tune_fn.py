@@ -1,20 +1,20 @@
-"""Ray Tune's function API served to a trial's loop, on either trial backend.
+"""Ray Tune's function API served to a trial's loop in the Tune trial's own process (inline).
 
-    with tune_api("tune", trial):   # sweeps.loop.worker.run_loop, around the loop
+    with tune_api("tune"):          # sweeps.loop.worker.run_loop, around the loop
         objective(config)           # tune.report / tune.get_checkpoint / tune.get_context work
 
 Tune's function API (``ray.tune.report``, ``get_checkpoint``, ``get_context()``'s trial name,
 id and directory) reads one process-global object, the Tune session
-(``ray.train._internal.session.get_session()``). A sweep trial's loop runs in a Train worker
-(the Train backend: no Tune session, so Tune's calls warn and return None) or in the Tune
-trial process itself (inline: the real session of the sweep's own trial function). For the
-loop's duration ``tune_api`` puts a view in that place:
+(``ray.train._internal.session.get_session()``). An inline trial's loop runs in the Tune
+trial process itself, beside the real session of the sweep's own trial function (a Train
+worker has none: Tune's calls warn and return None there, and the Train backend refuses Tune
+functions). For the loop's duration ``tune_api`` puts a view in that place:
 
 * ``tune``, a Tune function trainable: ``report(metrics, checkpoint=)`` goes to the trial's
   Train per-worker API (``ray.train.report`` as served there: the sweep's clock, checkpoints,
   report log), ``get_checkpoint()`` answers the trial's latest checkpoint as a
-  ``ray.tune.Checkpoint``, the trial's name, id and directory are the sweep's Tune trial's,
-  and ``world_rank`` is None, as in a Tune function (so ``ray.train.report`` there raises
+  ``ray.tune.Checkpoint``, the trial's name, id and directory are the real session's, and
+  ``world_rank`` is None, as in a Tune function (so ``ray.train.report`` there raises
   Ray's own "deprecated in a function passed to Ray Tune").
 * ``train``, a Ray Train loop, inline: ``ray.tune.report`` and ``tune.get_checkpoint()`` warn
   and return None, as in a Train worker (which has no Tune session); the rest (the trial's
@@ -36,7 +36,7 @@ from typing import Any
 from sweeps._ray.train import SESSION_MODULE
 from sweeps._ray.train_fn import TRAIN_FN_UTILS_MODULE
 
-__all__ = ["report_to_tune", "trial_of_session", "tune_api"]
+__all__ = ["report_to_tune", "tune_api"]
 
 
 def _module() -> Any:
@@ -46,23 +46,17 @@ def _module() -> Any:
 class _View:
     """What Tune's function API reads of its session while a trial's loop runs."""
 
-    def __init__(self, real: Any, trial: dict[str, Any] | None, tune: bool) -> None:
+    def __init__(self, real: Any, tune: bool) -> None:
         object.__setattr__(self, "_real", real)
-        object.__setattr__(self, "_trial", trial or {})
         object.__setattr__(self, "_tune", tune)
 
     def __getattr__(self, name: str) -> Any:
         if name == "world_rank" and self._tune:
             return None
-        if name in self._trial:
-            return self._trial[name]
-        if self._real is None:
-            raise AttributeError(name)
         return getattr(self._real, name)
 
     def __setattr__(self, name: str, value: Any) -> None:
-        if self._real is not None:
-            setattr(self._real, name, value)
+        setattr(self._real, name, value)
 
     def report(self, metrics: dict[str, Any], checkpoint: Any = None) -> None:
         if not self._tune:
@@ -91,17 +85,6 @@ def _as_in_a_train_worker(name: str) -> None:
                   "by a Tuner or Trainer. Returning `None`.", stacklevel=3)
 
 
-def trial_of_session() -> dict[str, Any]:
-    """The sweep's Tune trial as a Tune function sees it (id, name, directory, experiment,
-    resources), read in the Tune trial process before its loop runs."""
-    session = _module().get_session()
-    real = getattr(session, "_real", session)
-    if real is None:
-        return {}
-    return {name: getattr(real, name) for name in
-            ("trial_name", "trial_id", "trial_dir", "experiment_name", "trial_resources")}
-
-
 def report_to_tune(metrics: dict[str, Any]) -> None:
     """``ray.tune.report(metrics)`` to the trial's real Tune session, under a view too."""
     session = _module().get_session()
@@ -109,14 +92,14 @@ def report_to_tune(metrics: dict[str, Any]) -> None:
 
 
 @contextlib.contextmanager
-def tune_api(api: str, trial: dict[str, Any] | None) -> Iterator[None]:
+def tune_api(api: str) -> Iterator[None]:
     """Serve Tune's function API as ``api`` ("tune" or "train") says, while the block runs."""
     module = _module()
     real = module.get_session()
-    if api != "tune" and real is None:  # a Train worker: already what Ray Train gives
+    if real is None:  # a Train worker: already what Ray Train gives
         yield
         return
-    view = _View(real, trial, api == "tune")
+    view = _View(real, api == "tune")
     module._session = view
     try:
         yield

@@ -20,6 +20,7 @@ syntax, not its comments or strings. Imports no Ray.
 from __future__ import annotations
 
 import ast
+import functools
 import importlib.util
 import re
 from typing import Any
@@ -151,11 +152,12 @@ def loop_api(trainable: str) -> str:
         >>> loop_api("trainables.digits:train_mlp")
         'train'
     """
-    module_name = trainable.partition(":")[0]
-    found = _source(module_name)
-    if found is None:
-        return TRAIN
-    source, path = found
+    found = _source(trainable.partition(":")[0])
+    return TRAIN if found is None else _classified(trainable, *found)
+
+
+@functools.lru_cache(maxsize=32)  # asked by the config, the backends and the plan: parse once
+def _classified(trainable: str, source: str, path: str) -> str:
     try:
         tree = ast.parse(source, path)
     except SyntaxError:

@@ -1,7 +1,7 @@
 """The entry point of every Train worker of a trial: the user's loop, called as Ray calls it.
 
     train_loop_per_worker = loop_entry(user_train_func, context)  # sweeps.trial.driver
-    loop_entry(objective, context, "tune", tune_trial)  # a Ray Tune function trainable
+    loop_entry(objective, context, "tune")  # a Ray Tune function trainable (inline)
 
 The user's function receives the trial's flat hyperparameter dict, exactly what it would get
 from ``TorchTrainer(train_loop_config=...)``, as a ``TrackedConfig``: a ``dict`` subclass that
@@ -130,9 +130,9 @@ def _plain(value: Any) -> Any:
 
 
 def run_loop(config: dict[str, Any], *, loop: Callable[..., Any], context: TrialContext,
-             api: str = "train", tune_trial: dict[str, Any] | None = None) -> None:
+             api: str = "train") -> None:
     """Call ``loop`` the way Ray Train (``api="train"``) or Ray Tune (``"tune"``: a function
-    trainable, ``tune_trial`` its Tune trial) would, with the sweep's context set."""
+    trainable, in its Tune trial's process) would, with the sweep's context set."""
     import ray.train
 
     from sweeps._ray.tune_fn import tune_api
@@ -143,7 +143,7 @@ def run_loop(config: dict[str, Any], *, loop: Callable[..., Any], context: Trial
     log = ReadLog(run_file(context.run_dir, CONFIG_READS_FILE) if rank == 0 else None)
     _set(context)
     try:
-        with tune_api(api, tune_trial):
+        with tune_api(api):
             args = (TrackedConfig(config, log),) if takes_config(loop) else ()
             if api != "tune":
                 loop(*args)
@@ -176,11 +176,10 @@ def _report_output(output: Any) -> None:
                          "or a dictionary object in your trainable function.")
 
 
-def loop_entry(loop: Callable[..., Any], context: TrialContext, api: str = "train",
-               tune_trial: dict[str, Any] | None = None) -> Callable[[dict], None]:
+def loop_entry(loop: Callable[..., Any], context: TrialContext,
+               api: str = "train") -> Callable[[dict], None]:
     """``train_loop_per_worker`` for a trial: ``run_loop`` bound to the user's loop."""
-    entry = functools.partial(run_loop, loop=loop, context=context, api=api,
-                              tune_trial=tune_trial)
+    entry = functools.partial(run_loop, loop=loop, context=context, api=api)
     functools.update_wrapper(entry, loop, assigned=("__module__", "__name__", "__qualname__",
                                                     "__doc__"), updated=())
     del entry.__wrapped__  # Ray reads the signature: it must stay (config), not the loop's

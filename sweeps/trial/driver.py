@@ -32,7 +32,6 @@ def run_trial(sampled: dict[str, Any], plan: TrialPlan) -> None:
     from ray import tune
 
     from sweeps._ray.tune import THREAD_TIMEOUT_ENV
-    from sweeps._ray.tune_fn import trial_of_session
     from sweeps.loop import gpu_memory
     from sweeps.resume.train_runs import claim_run, repair_run
     from sweeps.trial import report_log
@@ -61,8 +60,7 @@ def run_trial(sampled: dict[str, Any], plan: TrialPlan) -> None:
     # (2 s by default), else it fails that trial; a loop's cleanup may take longer.
     os.environ.setdefault(THREAD_TIMEOUT_ENV, "60")
     gpu_memory.clear(run_dir)  # this attempt runs the loop, whatever an earlier one ran into
-    tune_trial = trial_of_session() if plan.loop_api == "tune" else None
-    backend.run(TrialAttempt(plan, trial_id, run_dir, config, clock, len(unseen), tune_trial))
+    backend.run(TrialAttempt(plan, trial_id, run_dir, config, clock, len(unseen)))
     if gpu_memory.noted(run_dir) is not None:  # outside any except: its tensors are released
         end_out_of_memory(plan, run_dir)
 

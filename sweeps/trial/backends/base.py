@@ -65,8 +65,7 @@ class Refusal:
 @dataclass
 class TrialAttempt:
     """One run of a trial's loop on a backend, as ``run_trial`` hands it over: the restored
-    clock, the reports re-handed to Tune before it (``unseen``), and for a Tune function
-    trainable its Tune trial's name, id and directory (``tune``)."""
+    clock, and the reports re-handed to Tune before it (``unseen``)."""
 
     plan: TrialPlan
     trial_id: str
@@ -74,7 +73,6 @@ class TrialAttempt:
     config: dict[str, Any]
     clock: TrialClock
     unseen: int = 0
-    tune: dict[str, Any] | None = None  # a Tune function's trial (sweeps._ray.tune_fn)
 
 
 class TrialBackend(ABC):

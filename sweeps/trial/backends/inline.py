@@ -136,7 +136,7 @@ class InlineBackend(TrialBackend):
 
         try:
             run_inline(attempt.plan, attempt.trial_id, attempt.run_dir, attempt.config,
-                       attempt.clock, attempt.tune)
+                       attempt.clock)
         except Exception:
             if gpu_memory.noted(attempt.run_dir) is None:
                 raise
@@ -247,7 +247,7 @@ def _finish(group: PeerGroup, trial_id: str, ended: str) -> tuple[int, str] | No
 
 
 def run_inline(plan: TrialPlan, trial_id: str, run_dir: Path, config: dict[str, Any],
-               clock: TrialClock, tune_trial: dict[str, Any] | None = None) -> None:
+               clock: TrialClock) -> None:
     """Run the trial's loop here (rank 0; the other ranks in this process's peers) until it
     returns, restarting it from its latest checkpoint when a rank raises or a peer dies (up to
     ``plan.max_failures``; -1: always), except after it ran out of GPU memory
@@ -260,8 +260,7 @@ def run_inline(plan: TrialPlan, trial_id: str, run_dir: Path, config: dict[str, 
     # (it does not return); a Train loop's returns first, as in a Train run (InlineRun)
     run = InlineRun(run_dir, plan.objective.metric, plan.objective.mode, plan.checkpoint_keep,
                     clock, math.inf if plan.loop_api == "tune" else float(plan.objective.budget))
-    entry = loop_entry(import_trainable(plan.trainable), plan.context(trial_id), plan.loop_api,
-                       tune_trial)
+    entry = loop_entry(import_trainable(plan.trainable), plan.context(trial_id), plan.loop_api)
     datasets = {name: ds.iterator() for name, ds in plan.datasets.items()}
     failures = 0
     while True:
