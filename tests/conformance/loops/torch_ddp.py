@@ -1,7 +1,14 @@
 """Plain torch DDP as Ray Train's PyTorch guide writes it: ``prepare_model``,
 ``prepare_data_loader`` (a ``DistributedSampler``), a rank-0 checkpoint every epoch, and resume
-from ``ray.train.get_checkpoint()``. The last rank raises once in epoch 2 (``fail_once``), so
-the run restarts from epoch 1's checkpoint, as Ray Train restarts a failed worker group."""
+from ``ray.train.get_checkpoint()``. The last rank raises once in epoch 2, so the run restarts
+from epoch 1's checkpoint, as Ray Train restarts a failed worker group.
+
+It raises only once Ray has registered epoch 1's checkpoint (``get_all_reported_checkpoints``
+blocks until then). Without that wait the failure races rank 0's epoch-1 report: Ray Train
+(2.60) consolidates a report only when every rank's has arrived, and a poll that finds the error
+first restarts the group without it, from no checkpoint. Plain Ray Train has the same race; a
+sweep's Train controller polls every 0.1 s (``trial.poll_interval_s``) instead of Ray's 2 s, so
+it lands in that window more often (it did once in CI)."""
 
 from __future__ import annotations
 
@@ -50,6 +57,7 @@ def train_func(config):
             optimizer.step()
             total, count = total + loss.item() * len(xb), count + len(xb)
         if epoch == 2 and rank == world - 1 and not marker.exists():
+            ray.train.get_all_reported_checkpoints()  # epoch 1's is registered: see above
             marker.write_text("once")
             raise RuntimeError("the last rank fails once, in epoch 2")
         metrics = {"loss": round(total / count, 6), "epoch": epoch}
