@@ -16,7 +16,8 @@ sweep writes at its end (``summary.csv``/``.parquet``, ``best.json``, ``plots/``
       state/end.json            placement groups still held at the end
       train/<trial id>/         Train's run of a trial (checkpoints, reports.jsonl)
       <trial id>/error.txt      Tune's traceback of a failed trial
-      tracking/journal.jsonl    MLflow records not sent yet (meta.json, runs.json: its ids)
+      tracking/journal.jsonl    MLflow records not sent yet (meta.json, runs.json: its ids;
+                                held.json: what the sweep's end left unsent, and why)
       tensorboard/<trial id>/   the trial's TensorBoard event files (sweeps.tracking.tensorboard)
       summary.csv, summary.parquet, best.json, plots/*.png
 
@@ -96,6 +97,10 @@ class SweepLayout:
     @property
     def tracking_meta(self) -> Path:
         return self.tracking / "meta.json"
+
+    @property
+    def tracking_held(self) -> Path:
+        return self.tracking / "held.json"
 
     @property
     def tracking_runs(self) -> Path:

@@ -31,10 +31,8 @@ def sync(sweep_dir: str | Path, timeout_s: float = 300.0) -> int:
         raise FileNotFoundError(f"{sweep_dir} has no tracking/meta.json: not a tracked sweep")
     meta = json.loads(files.read_text(meta_path))
     quiet_http_retries()
-    journal = Journal(state_dir)
-    sink = MLflowSink(_with_credentials(meta["uri"]), meta["experiment_name"], state_dir,
-                      meta["model_name"])
-    writer = TrackingWriter(journal, sink)
+    writer = TrackingWriter(Journal(state_dir), lambda: MLflowSink(
+        _with_credentials(meta["uri"]), meta["experiment_name"], state_dir, meta["model_name"]))
     try:
         return writer.flush(timeout_s)
     finally:

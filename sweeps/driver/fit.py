@@ -261,12 +261,12 @@ def _finish(prep: Prepared, objective: Objective, results: ResultGrid,
                             model_loader=loader)
     write_summary(summary, prep.sweep_dir)
     plots, note = _plots(prep, objective, summary, results)
-    unsent = 0
+    held = (0, "", "")
     if tracking:
         if plots:
             tracking.log_artifacts([str(p) for p in plots], "plots")
-        unsent = finish_tracking(tracking, prep, summary)
-    return SweepResult(prep.sweep_dir, summary, results, dict(reaper.released), unsent,
+        held = finish_tracking(tracking, prep, summary)
+    return SweepResult(prep.sweep_dir, summary, results, dict(reaper.released), held,
                        prep.tracking, plots, note, unread.unread,
                        release_polls=dict(reaper.release_polls))
 

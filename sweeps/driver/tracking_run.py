@@ -1,7 +1,7 @@
 """The sweep's MLflow parent run, opened and closed by the driver around Tune's run.
 
     tracking = start_tracking(prep, sweep_id, record.starts)   # sweeps.driver.fit
-    unsent = finish_tracking(tracking, prep, summary)          # the sweep's end
+    unsent, why, fix = finish_tracking(tracking, prep, summary)   # the sweep's end
 
 The callback (``sweeps.tracking.callback``) logs each trial as a nested run; the target was
 checked before Ray started (``sweeps.tracking.setup.check_tracking``).
@@ -63,23 +63,31 @@ def start_tracking(prep: Prepared, sweep_id: str, start: int = 1) -> MLflowTrack
     return tracking
 
 
-def finish_tracking(tracking: MLflowTracking, prep: Prepared, summary: Summary) -> int:
-    """Sweep end in MLflow; never lets a tracking failure hide the finished sweep."""
+def finish_tracking(tracking: MLflowTracking, prep: Prepared,
+                    summary: Summary) -> tuple[int, str, str]:
+    """Sweep end in MLflow; never lets a tracking failure hide the finished sweep. Returns the
+    records still waiting in the journal, why, and what sends them (recorded in
+    ``tracking/held.json`` for ``sweeps status``)."""
+    import json
+
+    from sweeps.files import write_atomic
+
     try:
         outcomes = ({str(k): int(v) for k, v in summary.table["status"].value_counts().items()}
                     if "status" in summary.table else {})
         unsent = tracking.finish(prep.layout.summary_csv, summary.best, pareto=summary.pareto,
                                  outcomes=outcomes)
+        why, fix = tracking.held if unsent else ("", "")
     except Exception as exc:
-        log.error("MLflow: could not record the sweep's end (%s); the journal in %s keeps "
-                  "it for `python -m sweeps.sync %s`", exc, display(prep.layout.tracking),
-                  display(prep.sweep_dir))
-        return -1
+        unsent, why, fix = -1, f"recording the sweep's end failed ({exc})", "it is fixed"
     if unsent:
-        log.warning("MLflow: %d tracking record(s) not delivered yet (server unreachable); "
-                    "they wait in %s. Send them with `python -m sweeps.sync %s`.", unsent,
-                    display(prep.layout.tracking_journal), display(prep.sweep_dir))
-    return unsent
+        log.warning("MLflow: %s tracking record(s) wait in %s: %s; they go to MLflow at the next "
+                    "start (the same command) or with `python -m sweeps.sync %s`, once %s",
+                    "the sweep's end and other" if unsent < 0 else unsent,
+                    display(prep.layout.tracking_journal), why, display(prep.sweep_dir), fix)
+    write_atomic(prep.layout.tracking_held, json.dumps({"records": unsent, "why": why,
+                                                        "fix": fix}))
+    return unsent, why, fix
 
 
 def _git_commit() -> str | None:

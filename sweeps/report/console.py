@@ -40,12 +40,13 @@ def _search_args() -> str:
     return "".join(f"{p} " for p in parts)
 
 
-def _experiment_id(runs_file: Path) -> str | None:
-    """The MLflow experiment id the tracking sink recorded (None before it reached MLflow)."""
+def _sink_state(runs_file: Path, key: str) -> str | None:
+    """What the tracking sink recorded under ``key`` (``experiment_id``; ``model_logged``,
+    the best model's URI): None before it reached MLflow."""
     import json
 
     try:
-        return json.loads(files.read_text(runs_file)).get("experiment_id")
+        return json.loads(files.read_text(runs_file)).get(key)
     except (OSError, ValueError, AttributeError):
         return None
 
@@ -115,14 +116,23 @@ def print_result(result: SweepResult, cfg: SweepConfig) -> None:
     elif result.plots_note:
         print(f"  plots: {result.plots_note}")
     if result.tracking:
-        print(f"  mlflow: {result.tracking.describe()}")
-        experiment = _experiment_id(layout.tracking_runs)
+        unsent, why, fix = result.tracking_held
+        waiting = (f"waiting in the journal ({'the end and other' if unsent < 0 else unsent} "
+                   f"records): {why}; they go to MLflow at the next start once {fix}")
+        print(f"  mlflow: {result.tracking.describe()}"
+              + (f"\n    not all there: {waiting}" if unsent else ""))
+        experiment = _sink_state(layout.tracking_runs, "experiment_id")
         if experiment:
             print(f"    compare trials: {result.tracking.runs_page(experiment)}")
         model = cfg.tracking.model_name or cfg.experiment.name
         form = best.get("model_form")
         if form == "none":
             pass
+        elif unsent:
+            print(f"  best model: {waiting}")
+        elif not _sink_state(layout.tracking_runs, "model_logged"):
+            print("  best model: not in MLflow: it refused the model (the warning above says "
+                  "why)")
         elif form == "files":
             print("  best checkpoint: logged to MLflow as files (best_checkpoint/ in the best "
                   "trial's run); sweeps cannot rebuild the loop's own format, set "

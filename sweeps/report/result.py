@@ -29,7 +29,9 @@ class SweepResult:
     summary: Summary
     results: ResultGrid
     released: dict[str, float]  # trial id -> seconds from trial end to its workers' release
-    tracking_unsent: int = 0  # tracking records still waiting in the journal at the end
+    # tracking records still waiting in the journal at the end (-1: the sweep's end itself),
+    # why, and what sends them
+    tracking_held: tuple[int, str, str] = (0, "", "")
     tracking: TrackingTarget | None = None  # where MLflow runs went (None: tracking off)
     plots: list[Path] | None = None  # PNGs under <sweep dir>/plots (None: too few trials)
     plots_note: str | None = None  # why there are no plots
@@ -41,6 +43,10 @@ class SweepResult:
     @property
     def layout(self) -> SweepLayout:
         return SweepLayout(self.sweep_dir)
+
+    @property
+    def tracking_unsent(self) -> int:
+        return self.tracking_held[0]
 
     @property
     def tracking_uri(self) -> str | None:

@@ -192,8 +192,26 @@ def status_lines(root: Path) -> list[str]:
     if live:
         lines.append(f"  started with: {holder.command}" if holder and holder.command else "")
     else:
-        lines.append(f"  resume with: {_resume_command(root, holder, name, cfg)}")
+        lines += [_tracking_line(layout),
+                  f"  resume with: {_resume_command(root, holder, name, cfg)}"]
     return [line for line in lines if line]
+
+
+def _tracking_line(layout: SweepLayout) -> str:
+    """MLflow records a stopped sweep left in its journal, why (``tracking/held.json``, from
+    the sweep's end) and what sends them; empty when none wait."""
+    from sweeps.storage.journal import Journal
+
+    if not files.exists(layout.tracking_journal):
+        return ""
+    waiting = len(Journal(layout.tracking).pending())
+    held = (json.loads(files.read_text(layout.tracking_held))
+            if waiting and files.exists(layout.tracking_held) else {})
+    return (f"  mlflow: {waiting} record(s) wait in the journal"
+            + (f": {held['why']}" if held.get("why") else "")
+            + "; they go to MLflow at the next start or with python -m sweeps.sync "
+            + display(layout.root) + (f", once {held['fix']}" if held.get("fix") else "")
+            ) if waiting else ""
 
 
 def _total(ident: dict[str, str], exp: dict[str, Any], search: dict[str, Any]) -> int:

@@ -283,6 +283,14 @@ class MLflowTracking(Callback):
         self.writer().stop()
         return left
 
+    @property
+    def held(self) -> tuple[str, str]:
+        """Why records still wait in the journal and what sends them (``("", "")``: none
+        wait, or nothing was tried)."""
+        writer = self._writer
+        return (writer.why or "MLflow did not answer in time", writer.fix or "it answers") \
+            if writer is not None else ("", "")
+
     def abort(self, status: str, reason: str, timeout_s: float) -> int:
         """The sweep itself died: end open trial runs and the parent with ``status``."""
         for trial_id in sorted(self._open):

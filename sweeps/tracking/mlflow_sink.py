@@ -65,15 +65,16 @@ class MLflowSink:
 
     def __init__(self, uri: str, experiment_name: str, state_dir: Path,
                  model_name: str | None, model_loader: str | None = None) -> None:
-        from mlflow import MlflowClient
+        from sweeps.tracking.sqlite_store import open_client
 
         self.uri, self.experiment_name, self.model_name = uri, experiment_name, model_name
         self.model_loader = model_loader
-        self.client = MlflowClient(uri)
+        self.client, self.fresh = open_client(uri)  # fresh: a store made now (TrackingWriter)
         self.state_dir = Path(state_dir)
         self.map_path = self.state_dir / TRACKING_RUNS
         self.state: dict[str, Any] = (json.loads(files.read_text(self.map_path))
-                                      if files.exists(self.map_path) else {"trials": {}})
+                                      if files.exists(self.map_path) and not self.fresh
+                                      else {"trials": {}})  # a new store has none of its ids
         self._warned: set[str] = set()
 
     # -- state ---------------------------------------------------------------------------

@@ -6,7 +6,8 @@
 
 While the store does not answer, records wait in the journal and the thread retries with a
 bounded backoff (0.5 s doubling to 10 s); a record the server refuses for good is skipped with
-a warning.
+a warning. A store that can never be opened as it is (``StoreUnusable``) stops the retries: its
+records wait in the journal for the next start. ``why`` and ``fix`` say what holds them.
 """
 
 from __future__ import annotations
@@ -18,10 +19,12 @@ from typing import Any
 
 from sweeps.storage.journal import Journal
 from sweeps.tracking.masking import mask_text
+from sweeps.tracking.sqlite_store import StoreUnusable
 
 __all__ = ["TrackingWriter", "TransientTrackingError"]
 
 log = logging.getLogger(__name__)
+FIX = "it answers"
 
 
 def _said(exc: Exception) -> str:
@@ -41,11 +44,14 @@ class TrackingWriter:
         """``sink``: the sink, or a function that makes it (called in the writer thread, so
         importing MLflow and opening its store overlap with the sweep's start)."""
         self.journal, self.max_backoff_s = journal, max_backoff_s
-        self._sink, self._make_sink = (None, sink) if callable(sink) else (sink, None)
+        self._sink, self._make_sink = (None, sink) if callable(sink) else (self._adopt(sink),
+                                                                            None)
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._idle = threading.Event()
         self.failures = 0
+        self.why, self.fix = "", ""  # what holds the records back (empty: nothing), its fix
+        self.unusable = False  # the store cannot be used as it is: no more retries
         self._thread = threading.Thread(target=self._loop, name="sweeps-mlflow", daemon=True)
         self._thread.start()
 
@@ -55,7 +61,7 @@ class TrackingWriter:
 
     def _loop(self) -> None:
         backoff = 0.5
-        while not self._stop.is_set():
+        while not self._stop.is_set() and not self.unusable:
             self._wake.clear()
             if self._drain():
                 backoff = 0.5
@@ -68,14 +74,27 @@ class TrackingWriter:
     @property
     def sink(self) -> Any:
         if self._sink is None:
-            self._sink = self._make_sink()
+            self._sink = self._adopt(self._make_sink())
         return self._sink
+
+    def _adopt(self, sink: Any) -> Any:
+        """A store made just now (``sweeps.tracking.sqlite_store``) gets the whole journal."""
+        if getattr(sink, "fresh", False) and self.journal.applied():
+            self.journal.mark_applied(0)
+        return sink
 
     def _drain(self) -> bool:
         try:
             self.sink  # noqa: B018 (built on first use, in this thread)
+        except StoreUnusable as exc:  # waiting will not help: say what will, once
+            self.why, self.fix, self.unusable = exc.why, exc.fix, True
+            log.error("MLflow: %s; training goes on, records wait in %s: %s", exc.why,
+                      self.journal.path, exc.fix)
+            self._idle.set()
+            return False
         except Exception as exc:  # store unreachable or broken: retry with the backoff
             self.failures += 1
+            self.why, self.fix = f"the store is not usable yet ({_said(exc)})", FIX
             if self.failures == 1 or self.failures % 10 == 0:
                 log.warning("MLflow store not usable yet (%s); training goes on, records wait "
                             "in %s", _said(exc), self.journal.path)
@@ -91,6 +110,7 @@ class TrackingWriter:
                 self.sink.apply(record)
             except TransientTrackingError as exc:
                 self.failures += 1
+                self.why, self.fix = f"MLflow does not answer ({_said(exc)})", FIX
                 if self.failures == 1 or self.failures % 10 == 0:
                     log.warning("MLflow unreachable (%s); training goes on, %d record(s) wait "
                                 "in %s", _said(exc), len(self.journal.pending()),
@@ -105,12 +125,13 @@ class TrackingWriter:
                 self.failures += 1  # applied again later, which MLflow deduplicates
                 log.warning("tracking journal not updated (%s); retrying", str(exc)[:200])
                 return False
+        self.why = self.fix = ""
         return True
 
     def flush(self, timeout_s: float) -> int:
         """Wait up to ``timeout_s`` for every record to be applied; return how many are left."""
         deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
+        while time.monotonic() < deadline and not self.unusable:
             if not self.journal.pending():
                 return 0
             self.notify()  # clears idle; the writer sets it after its next drain

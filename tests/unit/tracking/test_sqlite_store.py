@@ -1,0 +1,166 @@
+"""A SQLite MLflow store is created whole or not at all, and one left half-created by a killed
+start is set aside and rebuilt when it holds no runs (real MLflow, real SQLite, no Ray).
+
+The half-created store is made the way a kill makes it (issue 50's first kill): every table
+there, MLflow's first migration (``metrics.step``) applied, its revision not recorded. MLflow's
+own open then fails on "duplicate column name: step" every time.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from mlflow import MlflowClient
+
+from sweeps.storage.journal import Journal
+from sweeps.tracking.sqlite_store import StoreUnusable, open_client, runs_in
+from sweeps.tracking.writer import TrackingWriter
+
+
+@pytest.fixture(scope="module")
+def broken(tmp_path_factory) -> dict[int, bytes]:
+    """Stores as a kill mid-migration leaves them, holding 0 or 2 runs: their bytes (made
+    once: MLflow takes seconds to make a store)."""
+    made: dict[int, bytes] = {}
+    for runs in (0, 2):
+        db = tmp_path_factory.mktemp("broken") / "mlflow.db"
+        client = MlflowClient(f"sqlite:///{db}")
+        for i in range(runs):
+            client.create_run("0", run_name=f"r{i}")
+        client._tracking_client.store.engine.dispose()
+        with sqlite3.connect(db) as conn:  # the migrations' revision was never recorded
+            conn.execute("DELETE FROM alembic_version")
+            conn.execute("DROP TABLE model_versions")  # a later step's table: not all there
+        made[runs] = db.read_bytes()
+    return made
+
+
+def half_created(db: Path, template: bytes) -> bytes:
+    """``template`` as the store ``db``, which MLflow's own open refuses; its bytes."""
+    db.write_bytes(template)
+    with pytest.raises(Exception, match="duplicate column name: step"):
+        MlflowClient(f"sqlite:///{db}")  # what every later start of MLflow hits
+    return template
+
+
+def test_a_new_store_is_created_whole_with_nothing_left_beside_it(tmp_path) -> None:
+    db = tmp_path / "sub" / "mlflow.db"
+    client, fresh = open_client(f"sqlite:///{db}")
+    assert client.search_experiments()[0].name == "Default"
+    assert sorted(p.name for p in db.parent.iterdir()) == ["mlflow.db"]  # no temp, no journal
+    assert runs_in(db) == 0 and fresh
+    assert open_client(f"sqlite:///{db}")[1] is False
+
+
+@pytest.mark.slow  # a Python start with MLflow's import per kill
+def test_a_killed_creation_leaves_no_store_and_its_temp_file_goes(tmp_path) -> None:
+    """kill -9 during ``open_client``'s creation, at moments across it: afterwards either no
+    store or one MLflow opens; the next open works and leaves only the store."""
+    db = tmp_path / "mlflow.db"
+    code = f"from sweeps.tracking.sqlite_store import open_client; open_client('sqlite:///{db}')"
+    for delay in (1.5, 1.8, 2.1):
+        for p in tmp_path.iterdir():
+            p.unlink()
+        proc = subprocess.Popen([sys.executable, "-c", code], stderr=subprocess.DEVNULL)
+        time.sleep(delay)
+        proc.kill()
+        proc.wait()
+        if db.exists():
+            MlflowClient(f"sqlite:///{db}").search_experiments()  # whole: MLflow opens it
+        open_client(f"sqlite:///{db}")[0].search_experiments()
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["mlflow.db"], delay
+
+
+def test_a_stale_temp_file_of_a_dead_creator_is_removed(tmp_path) -> None:
+    proc = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True)
+    dead = proc.stdout.strip()
+    stale = tmp_path / f".mlflow.db.creating-{socket.gethostname()}-{dead}-0a1b2c3d"
+    stale.write_bytes(b"half")
+    open_client(f"sqlite:///{tmp_path / 'mlflow.db'}")
+    assert not stale.exists()
+
+
+def test_a_half_created_store_without_runs_is_moved_aside_and_rebuilt(tmp_path, caplog,
+                                                                     broken) -> None:
+    db = tmp_path / "mlflow.db"
+    broken = half_created(db, broken[0])
+    with caplog.at_level(logging.WARNING, "sweeps.tracking.sqlite_store"):
+        client, fresh = open_client(f"sqlite:///{db}")
+    client.create_run("0")
+    assert fresh
+    (aside,) = tmp_path.glob("mlflow.db.broken-*")
+    assert aside.read_bytes() == broken  # moved, never deleted
+    assert runs_in(db) == 1
+    (line,) = [r.getMessage() for r in caplog.records]
+    assert "half-created" in line and "duplicate column name: step" in line
+    assert aside.name in line
+
+
+def test_a_half_created_store_with_runs_is_left_alone_and_the_error_says_what_to_do(
+        tmp_path, broken) -> None:
+    db = tmp_path / "mlflow.db"
+    broken = half_created(db, broken[2])
+    with pytest.raises(StoreUnusable) as info:
+        open_client(f"sqlite:///{db}")
+    assert db.read_bytes() == broken and list(tmp_path.iterdir()) == [db]
+    assert "holds 2 run(s)" in info.value.why and "duplicate column name: step" in info.value.why
+    assert info.value.fix == (f"move it aside (mv {db} {db}.broken) or set tracking.uri to "
+                              "another store, then run the same command again")
+
+
+def test_the_writer_stops_retrying_an_unusable_store_and_says_why(tmp_path, broken) -> None:
+    db = tmp_path / "mlflow.db"
+    half_created(db, broken[2])
+    journal = Journal(tmp_path / "tracking")
+    journal.append({"op": "sweep_start"})
+
+    def sink():
+        open_client(f"sqlite:///{db}")
+
+    writer = TrackingWriter(journal, sink)
+    writer._idle.wait(30)  # its first try
+    left = writer.flush(timeout_s=600)  # returns at once: nothing will change
+    writer.stop()
+    assert left == 1
+    assert writer.unusable and "holds 2 run(s)" in writer.why
+    assert writer.fix.startswith("move it aside")
+    assert os.path.exists(db)
+
+
+def test_a_store_made_anew_gets_the_whole_journal_of_a_sweep_sent_before(tmp_path) -> None:
+    """The store a sweep's records went to is gone (set aside above, or by hand): the same
+    sweep's next start sends every record again, to the new store, with the same runs."""
+    from sweeps.tracking.callback import MLflowTracking, TrackingSettings
+    from tests.unit.tracking.test_tracking_abort import TrialRecord
+
+    db = tmp_path / "mlflow.db"
+    settings = TrackingSettings(uri=f"sqlite:///{db}", experiment_name="again", model_name=None,
+                                state_dir=str(tmp_path / "t"), max_epochs=3, scheduler="asha",
+                                flush_timeout_s=60)
+
+    def runs() -> dict[str, str]:
+        client = MlflowClient(f"sqlite:///{db}")
+        found = client.search_runs([client.get_experiment_by_name("again").experiment_id])
+        return {r.data.tags.get("sweeps.trial_id", "parent"): r.info.status for r in found}
+
+    first = MLflowTracking(settings)
+    first.start_sweep("s", "uid", {"a": 1}, {}, {})
+    first.on_trial_start(0, [], TrialRecord("t1", {"lr": 0.1}))
+    first.on_trial_result(0, [], TrialRecord("t1"), {"epoch": 1, "val_acc": 0.5})
+    first.on_trial_complete(0, [], TrialRecord("t1", last_result={"epoch": 1}))
+    assert first.finish(None, None, status="FINISHED") == 0
+    sent = runs()
+    db.rename(tmp_path / "elsewhere.db")
+    resumed = MLflowTracking(settings)
+    resumed.start_sweep("s", "uid", {"a": 1}, {}, {}, 2)
+    assert resumed.finish(None, None, status="FINISHED") == 0
+    assert runs() == sent == {"parent": "FINISHED", "t1": "FINISHED"}
