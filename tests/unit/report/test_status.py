@@ -201,6 +201,29 @@ def test_a_finished_sweep_from_before_claims(tmp_path) -> None:
         f"scheduler.max_t=3 sweep.seed=0 sweep.dir={root}"]
 
 
+def test_records_left_in_the_tracking_journal_are_said_with_why(tmp_path) -> None:
+    """Issue 50: a stopped sweep whose MLflow records wait in its journal says so, why (what
+    the sweep's end recorded in tracking/held.json) and what sends them; none waiting, no
+    line."""
+    from sweeps.storage.journal import Journal
+
+    root = _sweep(tmp_path / "s", samples=2)
+    layout = SweepLayout(root)
+    journal = Journal(layout.tracking)
+    for op in ("sweep_start", "trial_start", "sweep_end"):
+        journal.append({"op": op})
+    journal.mark_applied(1)
+    files.write_atomic(layout.tracking_held, json.dumps(
+        {"records": 2, "why": "MLflow cannot open /w/mlflow.db (duplicate column name: step)",
+         "fix": "you move it aside"}))
+    assert status_lines(root)[-2] == (
+        "  mlflow: 2 record(s) wait in the journal: MLflow cannot open /w/mlflow.db (duplicate "
+        "column name: step); they go to MLflow at the next start or with python -m sweeps.sync "
+        f"{root}, once you move it aside")
+    journal.mark_applied(3)
+    assert not any(line.startswith("  mlflow:") for line in status_lines(root))
+
+
 def test_failed_and_pending_trials(tmp_path) -> None:
     """Failed: Tune's ERROR (the loop raised), or the scheduler failing a trial that never
     reported the metric. A trial Tune holds PENDING with no report has not started."""

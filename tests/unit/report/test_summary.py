@@ -172,3 +172,37 @@ def test_console_says_how_to_open_tensorboard(tmp_path, capsys, written, switch,
                  compose("digits", [f"tracking.tensorboard={switch}"]))
     line = f"  tensorboard: tensorboard --logdir {tmp_path / 'tensorboard'}\n"
     assert (line in capsys.readouterr().out) == shown
+
+
+@pytest.mark.parametrize(("held", "logged", "line"), [
+    ((0, "", ""), True, "  best model: logged to MLflow in the best trial's run and registered "
+                        "as 'digits'"),
+    ((0, "", ""), False, "  best model: not in MLflow: it refused the model (the warning above "
+                         "says why)"),
+    ((7, "MLflow cannot open /w/mlflow.db (duplicate column name: step)", "you move it aside"),
+     False, "  best model: waiting in the journal (7 records): MLflow cannot open /w/mlflow.db "
+            "(duplicate column name: step); they go to MLflow at the next start once you move "
+            "it aside"),
+])
+def test_console_says_the_best_model_is_in_mlflow_only_when_it_is(tmp_path, capsys, held,
+                                                                   logged, line) -> None:
+    """Issue 50: "logged ... and registered" only when the sink logged it; records still in
+    the journal are said to wait there, with why and what sends them."""
+    from sweeps import compose
+    from sweeps.report.console import print_result
+    from sweeps.report.result import SweepResult
+    from sweeps.tracking.target import TrackingTarget
+
+    (tmp_path / "tracking").mkdir()
+    state = {"experiment_id": "1", "trials": {}}
+    if logged:
+        state["model_logged"] = "models:/digits/1"
+    (tmp_path / "tracking" / "runs.json").write_text(json.dumps(state))
+    summary = summarize(_multi(tmp_path), Objective("val_acc", "max", 3), ["lr"])
+    summary.best["model_form"] = "pytorch"
+    target = TrackingTarget("sqlite:////w/mlflow.db", "default", "digits", "experiment.name")
+    print_result(SweepResult(tmp_path, summary, None, {}, held, target), compose("digits"))
+    out = capsys.readouterr().out.splitlines()
+    assert line in out
+    assert [ln.startswith("    not all there: waiting in the journal (7 records)")
+            for ln in out if ln.startswith("    not all there")] == ([True] if held[0] else [])
