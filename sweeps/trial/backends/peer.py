@@ -11,7 +11,6 @@ waits and collectives fail and it ends its attempt.
 
 from __future__ import annotations
 
-import logging
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,8 +33,6 @@ from sweeps.trial.backends.rendezvous import (
 )
 
 __all__ = ["Peer", "PeerJob", "PeerReports", "traceback_of"]
-
-log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
