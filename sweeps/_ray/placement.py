@@ -29,7 +29,7 @@ from typing import Any
 from ray.train.v2._internal.execution.callback import WorkerGroupCallback
 
 __all__ = ["WorkerGroupCallback", "remove_group", "group_from_hex", "actor_state",
-           "record_groups_on_creation", "group_of", "head_node_pin", "alive_nodes",
+           "record_groups_on_creation", "group_of", "head_node_pin",
            "WORKER_GROUP_MODULE", "HEAD_NODE_RESOURCE"]
 
 WORKER_GROUP_MODULE = "ray.train.v2._internal.execution.worker_group.worker_group"
@@ -94,14 +94,6 @@ def record_groups_on_creation(on_create: Callable[[Any], None]) -> bool:
 def group_of(worker_group: Any) -> Any:
     """The placement group of a started Train worker group (``after_worker_group_start``)."""
     return worker_group.get_worker_group_state().placement_group_handle.placement_group
-
-
-def alive_nodes() -> int:
-    """How many nodes the connected cluster has up (public ``ray.nodes()``; here beside the
-    other questions sweeps asks about the cluster's shape)."""
-    import ray
-
-    return sum(1 for node in ray.nodes() if node.get("Alive"))
 
 
 def head_node_pin() -> dict[str, float]:

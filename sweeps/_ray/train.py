@@ -33,7 +33,7 @@ from typing import Any
 __all__ = ["trainer_class", "count_handovers", "wait_for_handover", "controller_env",
            "HEALTH_CHECK_ENV", "START_TIMEOUT_ENV", "PREEMPTION_WATCHER_ENV",
            "DEFAULT_CALLBACKS_TO_DROP", "SESSION_MODULE", "stop_aware_report_queue",
-           "REPORT_QUEUE_ATTR"]
+           "REPORT_QUEUE_ATTR", "tune_session"]
 
 log = logging.getLogger(__name__)
 
@@ -100,7 +100,8 @@ class CountingQueue(queue.Queue):
         self.puts += 1
 
 
-def _session() -> Any:
+def tune_session() -> Any:
+    """This process's Tune trial session (``get_session()`` of ``SESSION_MODULE``)."""
     import importlib
 
     return importlib.import_module(SESSION_MODULE).get_session()
@@ -118,7 +119,7 @@ def count_handovers() -> CountingQueue | None:
     forwarded was handed over.
     """
     try:
-        session = _session()
+        session = tune_session()
         counting = CountingQueue(session.result_queue.maxsize)
         session.result_queue = counting
         return counting
@@ -145,7 +146,7 @@ def _wait_for_last_report(timeout_s: float = 5.0) -> None:
     """Return once Tune took the last result off the Train -> Tune actor queue (the session's
     ``_inter_actor_queue``); a Ray without it: nothing to wait for."""
     try:
-        actor_queue = getattr(_session(), "_inter_actor_queue", None)
+        actor_queue = getattr(tune_session(), "_inter_actor_queue", None)
     except Exception:
         return
     if actor_queue is None:

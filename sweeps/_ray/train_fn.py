@@ -33,6 +33,8 @@ import contextlib
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from sweeps._ray.train import tune_session
+
 __all__ = ["serving", "contains_tensor", "TRAIN_FN_UTILS_MODULE", "CONTEXT_MODULE",
            "TENSOR_CHECK"]
 
@@ -145,12 +147,6 @@ def _utils_class() -> type:
     return InlineTrainFnUtils
 
 
-def _tune_session() -> Any:
-    import importlib
-
-    return importlib.import_module("ray.train._internal.session").get_session()
-
-
 @contextlib.contextmanager
 def serving(*, name: str, report: Callable[..., None],
             get_checkpoint: Callable[[], Any], reported: Callable[[], list],
@@ -170,7 +166,7 @@ def serving(*, name: str, report: Callable[..., None],
     # attribute 'torch'" without this).
     importlib.import_module(WORKER_IMPORTS)
     module = importlib.import_module(TRAIN_FN_UTILS_MODULE)
-    session = _tune_session()
+    session = tune_session()
     rank = getattr(session, "world_rank", None) if session is not None else None
     module.set_train_fn_utils(_utils_class()(name, report, get_checkpoint, reported, datasets,
                                              world, meet))

@@ -108,9 +108,9 @@ def trial_plan(cfg: SweepConfig, constants: dict[str, Any], plan: ResourcePlan,
 
 
 def _alive_nodes() -> int:
-    from sweeps._ray.placement import alive_nodes
+    from sweeps.driver.cluster_watch import alive_nodes
 
-    return alive_nodes()
+    return len(alive_nodes())
 
 
 def _head_node_pin() -> dict[str, float]:

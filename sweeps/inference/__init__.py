@@ -11,11 +11,3 @@ loads it; ``hf`` reads Hugging Face checkpoints offline; ``data`` checks and rea
 files and picks the model's column; ``batch`` is ``predict`` (an actor pool over
 ``map_batches``) and ``predictor`` one actor of it; ``cli`` is ``sweeps predict``.
 """
-
-from __future__ import annotations
-
-from sweeps.inference.batch import predict
-from sweeps.inference.bundle import ModelSource, resolve_source
-from sweeps.inference.hf import Pretrained
-
-__all__ = ["ModelSource", "Pretrained", "predict", "resolve_source"]

@@ -40,8 +40,6 @@ from sweeps.inference.bundle import ModelSource, resolve_source
 from sweeps.inference.predictor import Predictor
 
 __all__ = ["OUTPUT_COLUMNS", "actor_cpus", "predict"]
-
-log = logging.getLogger(__name__)
 OUTPUT_COLUMNS = ("prediction", "label", "score")
 
 

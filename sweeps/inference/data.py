@@ -82,17 +82,13 @@ def read_input(data: Any, who: str = "predict", read_cpus: float | None = None) 
     """A ``ray.data.Dataset`` of ``data``: a Dataset as it is, a pandas DataFrame, or files
     (``input_files``) read with Ray Data's reader for their type, each read task reserving
     ``read_cpus`` (None: Ray Data's 1); ``.npy`` files are loaded here, as column ``data``."""
+    import pandas as pd
     import ray.data
 
     if isinstance(data, ray.data.Dataset):
         return data
-    try:
-        import pandas as pd
-
-        if isinstance(data, pd.DataFrame):
-            return ray.data.from_pandas(data)
-    except ImportError:  # pragma: no cover - pandas is a dependency
-        pass
+    if isinstance(data, pd.DataFrame):
+        return ray.data.from_pandas(data)
     fmt, files = input_files(data, who)
     if fmt == "numpy":  # read here: Ray's read_numpy takes no CPU setting (read_cpus)
         import numpy as np

@@ -168,10 +168,10 @@ def _same_host(a: Holder, b: Holder) -> bool:
             and a.pid_ns == b.pid_ns)
 
 
-def judge(holder: Holder | None, age_s: float, here: Holder, readable: bool = True,
+def judge(holder: Holder | None, age_s: float, here: Holder,
           alive: Callable[[int, int | None], bool] = pid_alive) -> ClaimVerdict:
-    """Whether the claim ``holder`` (None: the file could not be read, or ``readable`` False)
-    written ``age_s`` ago still holds against the driver ``here``.
+    """Whether the claim ``holder`` (None: the file could not be read) written ``age_s`` ago
+    still holds against the driver ``here``.
 
     Example:
         >>> me = Holder(host="h1", pid=1, boot_id="b", expiry_s=30)
@@ -181,7 +181,7 @@ def judge(holder: Holder | None, age_s: float, here: Holder, readable: bool = Tr
         >>> judge(Holder(host="h1", pid=9, boot_id="b"), 1, me, alive=lambda p, s: False).kind
         'dead'
     """
-    if holder is None or not readable:
+    if holder is None:
         if age_s > here.expiry_s:
             return ClaimVerdict(False, "unreadable", age_s)
         return ClaimVerdict(True, "unreadable-live", age_s)

@@ -59,7 +59,6 @@ class PlacementGroupReaper(Callback):
                 "released": dict(self.released), "release_polls": dict(self.release_polls)}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        self.release_polls = {}  # a reaper pickled before it counted its polls
         self.__dict__.update(state)
         self._init_watch()
 

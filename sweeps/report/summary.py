@@ -214,7 +214,6 @@ def _restarts(history: pd.DataFrame | None) -> tuple[int, str] | None:
 
 
 _ENTRY = "sweeps/loop/worker.py"  # run_loop, which calls the user's loop
-_OLD_ENTRIES = ("sweeps/execution/worker.py", "sweeps/worker.py")  # in older sweeps' error.txt
 
 
 def loop_traceback(error_text: str, limit: int = 20) -> list[str]:
@@ -229,21 +228,18 @@ def loop_traceback(error_text: str, limit: int = 20) -> list[str]:
         >>> inline += "  File 'my.py', line 9|    ^^^|ValueError: x"
         >>> loop_traceback(inline.replace("|", chr(10)))
         ["  File 'my.py', line 9", 'ValueError: x']
-        >>> loop_traceback(inline.replace("loop/", "execution/").replace("|", chr(10)))
-        ["  File 'my.py', line 9", 'ValueError: x']
     """
     _, found, snippet = error_text.partition("Error Snippet]:")
     if not found:  # an inline trial (sweeps.trial.backends.inline): Tune's own traceback
-        at = max(error_text.rfind(f"{entry}\", line ") for entry in (_ENTRY, *_OLD_ENTRIES))
+        at = error_text.rfind(f"{_ENTRY}\", line ")
         if at < 0:
             return []
         snippet = error_text[error_text.rfind("\n", 0, at) + 1:]
     lines = [ln for ln in snippet.splitlines() if ln.strip().strip("^~")]
     while lines and not lines[0].lstrip().startswith("File "):
         lines = lines[1:]  # Ray's "ray::ImplicitFunc.train() (pid=...)" header
-    # run_loop's frame; where an error.txt written by an older layout has it
-    if len(lines) >= 2 and any(f in lines[0] for f in (_ENTRY, *_OLD_ENTRIES)):
-        lines = lines[2:]  # run_loop calling the loop
+    if len(lines) >= 2 and _ENTRY in lines[0]:
+        lines = lines[2:]  # run_loop's frame, calling the loop
     return lines[-limit:]
 
 

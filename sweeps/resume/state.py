@@ -48,8 +48,8 @@ if TYPE_CHECKING:
     from sweeps.tracking.target import TrackingTarget
 
 __all__ = ["FORMAT_VERSION", "SweepRecord", "ResumeInfo", "StateError", "decide_resume",
-           "identity_of", "new_record", "save_record", "load_record", "state_dir",
-           "tune_state_files", "check_tune_state", "check_same_tracking"]
+           "identity_of", "new_record", "save_record", "load_record",
+           "check_tune_state", "check_same_tracking"]
 
 FORMAT_VERSION = 1
 RECORD_FILE = "sweep.json"
@@ -81,15 +81,6 @@ class ResumeInfo:
     has_tune_state: bool  # False: the previous run died before Tune saved anything
     growth: Growth | None = None  # a larger num_samples or max_t (sweeps.resume.grow)
     notes: list[str] = field(default_factory=list)  # warnings for the plan and the start
-
-
-def state_dir(sweep_dir: Path) -> Path:
-    return SweepLayout(sweep_dir).state
-
-
-def tune_state_files(sweep_dir: Path) -> list[Path]:
-    """Tune's experiment state files, oldest first (the newest is the one restored)."""
-    return experiment_state_files(sweep_dir)
 
 
 def identity_of(cfg: SweepConfig, params: list[Param]) -> dict[str, str]:
@@ -167,7 +158,7 @@ def load_record(sweep_dir: Path) -> SweepRecord | None:
     """The record in ``sweep_dir``, None when there is none; ``StateError`` when unusable."""
     path = SweepLayout(sweep_dir).record
     if not files.exists(path):
-        if tune_state_files(sweep_dir):
+        if experiment_state_files(sweep_dir):
             raise StateError(
                 f"{display(sweep_dir)} holds a sweep from an older sweeps version (it has Tune "
                 f"state but no state/{RECORD_FILE}), which cannot be resumed; start a new sweep "
@@ -261,7 +252,7 @@ def decide_resume(cfg: SweepConfig, params: list[Param], sweep_dir: Path) -> Res
                           "new sweep.name to start another")
     _check_ray_version(record, sweep_dir)
     changes = identity_changes(record.identity, identity_of(cfg, params), sweep_dir)
-    sampled = bool(tune_state_files(sweep_dir))
+    sampled = bool(experiment_state_files(sweep_dir))
     if sampled:
         _check_optuna_version(record, cfg, sweep_dir)
     elif cfg.search.algorithm in OPTUNA_SEARCHES:  # nothing suggested yet: this Optuna starts
@@ -286,7 +277,7 @@ def _experiment_in_meta(sweep_dir: Path) -> str | None:
 
 def check_tune_state(sweep_dir: Path) -> None:
     """Fail with ``StateError`` if the newest Tune state file does not parse (torn/corrupted)."""
-    found = tune_state_files(sweep_dir)
+    found = experiment_state_files(sweep_dir)
     if not found:
         return
     newest = found[-1]

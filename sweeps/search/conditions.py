@@ -25,8 +25,6 @@ from sweeps.search.nested import same_value
 
 __all__ = ["is_conditional", "resolve_conditions"]
 
-KEYS = ("when", "sample")
-
 
 def is_conditional(node: Any) -> bool:
     """Whether a search-space node is a conditional entry (a mapping with a ``when`` or a

@@ -22,9 +22,8 @@ import numbers
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Objective", "Verdict", "read_verdicts", "OUTCOMES", "WORST"]
+__all__ = ["Objective", "Verdict", "read_verdicts", "WORST"]
 
-OUTCOMES = ("completed", "stopped", "error")
 WORST = 1e300  # what a NaN/inf metric counts as (signed to lose), finite so ASHA's percentiles work
 
 

@@ -2,17 +2,6 @@
 (``location``), whether they can be written (``preflight``), and the object operations behind
 ``sweeps.files`` (``objects``)."""
 
-from sweeps.storage.location import (
-    display,
-    filesystem,
-    is_object_store,
-    is_uri,
-    remote_of,
-    stand_in,
-    storage_of,
-    sweep_root,
-    uri_of,
-)
+from sweeps.storage.location import stand_in, uri_of
 
-__all__ = ["display", "filesystem", "is_object_store", "is_uri", "remote_of", "stand_in",
-           "storage_of", "sweep_root", "uri_of"]
+__all__ = ["stand_in", "uri_of"]

@@ -11,7 +11,6 @@ waits and collectives fail and it ends its attempt.
 
 from __future__ import annotations
 
-import logging
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,6 +19,7 @@ from typing import Any
 from sweeps import files
 from sweeps.loop.context import TrialContext
 from sweeps.trial.backends.inline_run import checkpoint_at, reported_checkpoints
+from sweeps.trial.backends.rank_error import first_reason, is_consequence
 from sweeps.trial.backends.rendezvous import (
     RETURNED,
     STOPPED,
@@ -33,8 +33,6 @@ from sweeps.trial.backends.rendezvous import (
 )
 
 __all__ = ["Peer", "PeerJob", "PeerReports", "traceback_of"]
-
-log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -161,17 +159,7 @@ def _ended_by_another(meet: Rendezvous, exc: BaseException) -> str | None:
     this rank's own error, which the trial must fail with (also after rank 0 returned: a
     Train run fails when any worker raises). A report or collective that outlived rank 0's
     loop (``ReportMismatch``) is its own error."""
-    from sweeps.trial.backends.rank_error import is_consequence
-
-    reason = _reason(meet)
+    reason = first_reason(meet)
     if reason is None or isinstance(exc, ReportMismatch) or not is_consequence(exc):
         return None
     return STOPPED if reason == STOPPED else "ended"
-
-
-def _reason(meet: Rendezvous) -> str | None:
-    """Why the attempt was aborted (None: it was not, or rank 0's store is gone)."""
-    try:
-        return meet.aborted()
-    except Exception:
-        return None

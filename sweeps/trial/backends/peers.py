@@ -24,7 +24,6 @@ collectives fail and rank 0 restarts the attempt from the latest checkpoint
 
 from __future__ import annotations
 
-import logging
 import uuid
 from typing import Any
 
@@ -34,8 +33,6 @@ from sweeps.trial.backends.rendezvous import PeerFailed, Rendezvous, ReportMisma
 
 __all__ = ["PeerJob", "PeerGroup", "peer_group", "attempt_prefix", "FINISH_TIMEOUT_S",
            "STOP_GRACE_S"]
-
-log = logging.getLogger(__name__)
 
 FINISH_TIMEOUT_S = 30.0  # how long rank 0 waits for a kept peer to answer before replacing it
 STOP_GRACE_S = 2.0  # after rank 0 stopped or raised: a peer still running then is killed
