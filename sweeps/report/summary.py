@@ -185,8 +185,8 @@ def summarize(results: Any, objective: Objective, param_paths: list[str],
     if restarts:  # a column only where some trial restarted
         table["restarts"] = [restarts.get(t, (0, ""))[0] for t in table["trial_id"]]
     if not table.empty:
-        table = table.sort_values(objective.metric, ascending=(objective.mode == "min"),
-                                  na_position="last")
+        table = table.sort_values([objective.metric, "trial_id"],
+                                  ascending=[objective.mode == "min", True], na_position="last")
         table = table.reset_index(drop=True)
     front = None
     if objectives:
@@ -196,9 +196,9 @@ def summarize(results: Any, objective: Objective, param_paths: list[str],
     best = None
     # The best checkpointed epoch; a sweep whose loop saves no checkpoint still has a best trial.
     candidates = [b for b in bests if b["checkpoint"]] or bests
-    if candidates:
-        pick = max if objective.mode == "max" else min
-        best = pick(candidates, key=lambda b: b["value"])
+    if candidates:  # a tie goes to the earliest epoch, then the trial id: the same trial
+        sign = -1.0 if objective.mode == "max" else 1.0  # however Tune ordered its results
+        best = min(candidates, key=lambda b: (sign * b["value"], b["epoch"], b["trial_id"]))
     return Summary(table=table, best=best, failed=failed, pareto=front, restarts=restarts)
 
 

@@ -32,6 +32,7 @@ def log_best_model(sink: Any, best: dict[str, Any]) -> None:
 
     form = best.get("model_form") or model_form(best["checkpoint"], sink.model_loader)
     run_id = sink.run_id(best["trial_id"])
+    sink.state["model_trial"] = best["trial_id"]  # saved with model_logged below
     if form == "none":
         return
     if form == "files":

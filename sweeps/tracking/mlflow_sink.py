@@ -295,7 +295,8 @@ class MLflowSink:
             self.client.log_dict(run, best, "best.json")
             self.client.log_metric(run, f"best_{best['metric']}", best["value"],
                                    timestamp=int(r["ts"]), step=best["epoch"])
-            if not self.state.get("model_logged"):
+            if not self.state.get("model_logged") or self.state.get("model_trial") not in (
+                    None, best["trial_id"]):  # a grown or resumed sweep's new best
                 try:
                     log_best_model(self, best)
                 except Exception as exc:  # a model that cannot be logged must not leave the

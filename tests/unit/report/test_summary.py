@@ -206,3 +206,19 @@ def test_console_says_the_best_model_is_in_mlflow_only_when_it_is(tmp_path, caps
     assert line in out
     assert [ln.startswith("    not all there: waiting in the journal (7 records)")
             for ln in out if ln.startswith("    not all there")] == ([True] if held[0] else [])
+
+
+def test_a_tie_for_best_goes_to_the_same_trial_whatever_order_tune_gives(tmp_path) -> None:
+    """Two trials reach the same best value (digits does, at 0.9554): the earlier epoch wins,
+    then the smaller trial id, so a resumed sweep's end names the best its first end named
+    (the chaos run of issue 50 registered one trial's model and named another best)."""
+    trials = [_trial(tmp_path, "b", [0.5, 0.9], [1] * 2, [0.1] * 2, 0.1),
+              _trial(tmp_path, "a", [0.5, 0.9], [1] * 2, [0.1] * 2, 0.2),
+              _trial(tmp_path, "c", [0.9, 0.9], [1] * 2, [0.1] * 2, 0.3),
+              _trial(tmp_path, "d", [0.2, 0.3], [1] * 2, [0.1] * 2, 0.4)]
+    for order in (trials, trials[::-1], trials[1:] + trials[:1]):
+        summary = summarize(order, Objective("val_acc", "max", 2), ["lr"])
+        assert (summary.best["trial_id"], summary.best["epoch"]) == ("c", 1)
+        assert list(summary.table["trial_id"]) == ["a", "b", "c", "d"]
+    lowest = summarize(trials, Objective("val_acc", "min", 2), ["lr"])
+    assert (lowest.best["trial_id"], lowest.best["epoch"]) == ("d", 1)
