@@ -136,11 +136,13 @@ def _ray_pids() -> list[int]:
     return pids
 
 
-def run_seed(seed: int, work: Path, trials: int, max_t: int, kills: int) -> dict[str, Any]:
-    """One chaos run in the empty directory ``work``; its kills and invariants."""
+def run_seed(seed: int, work: Path, trials: int, max_t: int, kills: int,
+             phases: list[str] | None = None) -> dict[str, Any]:
+    """One chaos run in the empty directory ``work``: its kills (at ``phases``, else a
+    seeded ``plan``) and invariants."""
     rng = random.Random(seed)
     argv, done, runs = command(work, trials, max_t), [], 0
-    for phase in plan(rng, kills):
+    for phase in phases or plan(rng, kills):
         runs += 1
         began = time.monotonic()
         proc, _ = start(work, argv, runs)
@@ -155,15 +157,15 @@ def run_seed(seed: int, work: Path, trials: int, max_t: int, kills: int) -> dict
         kill_group(proc)
         done.append({"phase": phase, "delay_s": round(delay, 3), "killed": True,
                      "at_s": round(at, 2),
-                     "store_temp_left": bool(list(work.glob(".mlflow.db.creating-*"))),
                      "store": (work / "mlflow.db").exists(),
                      "decisions": len(_lines(work / "sweep" / "state" / "scheduler.jsonl"))})
         print(f"seed {seed}: kill {len(done)} in {phase} at {at:.1f} s", flush=True)
+    creations = len(list(work.glob(".mlflow.db.creating-*")))  # left by killed creations
     runs += 1
     proc, out = start(work, argv, runs)
     rc = proc.wait(1800)
     kill_group(proc)  # nothing may outlive it; none should
-    return {"seed": seed, "kills": done, "runs": runs, "rc": rc,
+    return {"seed": seed, "kills": done, "runs": runs, "rc": rc, "creations_killed": creations,
             "invariants": invariants(work, trials, max_t, rc), "last_console": out.read_text()}
 
 
@@ -245,7 +247,7 @@ def main() -> None:
               "trials": args.trials, "max_t": args.max_t, "kills_survived": len(kills),
               "kills_by_phase": {p: sum(k["phase"] == p for k in kills)
                                  for p in ("start", "store", "trial", "trial_end", "end")},
-              "store_creations_killed": sum(k["store_temp_left"] for k in kills),
+              "store_creations_killed": sum(r["creations_killed"] for r in results),
               "all_invariants_held": all(v is True for r in results
                                          for v in r["invariants"].values()),
               "seeds": results}

@@ -16,9 +16,9 @@ goes to the new store.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
-import socket
 import sqlite3
 import time
 import uuid
@@ -30,6 +30,7 @@ from sweeps.tracking.masking import mask_text
 __all__ = ["open_client", "StoreUnusable", "runs_in"]
 
 log = logging.getLogger(__name__)
+STALE_S = 300  # a temporary store file this old is a killed creation's (one takes seconds)
 
 
 class StoreUnusable(RuntimeError):
@@ -98,16 +99,16 @@ def _sqlite_file(uri: str) -> Path | None:
 
 
 def _create_whole(db: Path) -> None:
-    """MLflow's tables made in ``.<name>.creating-<host>-<pid>``, then linked in as ``db``
-    (never over a store another process linked first)."""
+    """MLflow's tables made in ``.<name>.creating-<id>``, then linked in as ``db`` (never over
+    a store another process linked first). A killed creation's file, minutes old, goes."""
     from mlflow import MlflowClient
 
-    host = socket.gethostname()
-    for stale in db.parent.glob(f".{db.name}.creating-{host}-*"):
-        if not _alive(stale.name.rsplit("-", 2)[-2]):
-            stale.unlink(missing_ok=True)  # a killed creation's: it never was the store
+    for stale in db.parent.glob(f".{db.name}.creating-*"):
+        with contextlib.suppress(OSError):
+            if time.time() - stale.stat().st_mtime > STALE_S:
+                stale.unlink()
     # one name per creation: MLflow keeps a store object per URI for the process's life
-    tmp = db.with_name(f".{db.name}.creating-{host}-{os.getpid()}-{uuid.uuid4().hex[:8]}")
+    tmp = db.with_name(f".{db.name}.creating-{uuid.uuid4().hex}")
     db.parent.mkdir(parents=True, exist_ok=True)
     MlflowClient(f"sqlite:///{tmp}")
     _close_engine(f"sqlite:///{tmp}")  # every connection closed: no -journal left beside it
@@ -122,11 +123,6 @@ def _create_whole(db: Path) -> None:
             os.replace(tmp, db)
     finally:
         tmp.unlink(missing_ok=True)
-    dir_fd = os.open(db.parent, os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
 
 
 def _close_engine(uri: str) -> None:
@@ -136,13 +132,3 @@ def _close_engine(uri: str) -> None:
     engine = getattr(SqlAlchemyStore, "_engine_map", {}).pop(uri, None)
     if engine is not None:
         engine.dispose()
-
-
-def _alive(pid: str) -> bool:
-    try:
-        os.kill(int(pid), 0)
-    except (ValueError, ProcessLookupError):
-        return False
-    except PermissionError:
-        return True
-    return True
