@@ -7,7 +7,7 @@ its starts in turn at one of these moments, the first at ``start`` or ``store``,
 ``end``, the others shuffled:
 
 - ``start``: 0.2-3 s after the command (imports, config, before Ray starts);
-- ``store``: 0-1 s after MLflow's store (or its temporary file) appears: its creation;
+- ``store``: 0-0.4 s after MLflow's store (or its temporary file) appears: its creation;
 - ``trial``: 0-2 s after this start's first judged report: mid-trial;
 - ``trial_end``: 0-0.2 s after this start's first trial end (a STOP in the decision log);
 - ``end``: 0-1 s after the summary is written: the summary, plots, model logging and
@@ -82,7 +82,7 @@ def trigger(phase: str, work: Path, began: float, rng: random.Random):
     """A function that is true once the moment of ``phase`` has come in this start."""
     log, summary = work / "sweep" / "state" / "scheduler.jsonl", work / "sweep" / "summary.csv"
     seen, began_wall = len(_lines(log)), time.time()
-    delay = {"start": rng.uniform(0.2, 3.0), "store": rng.uniform(0.0, 1.0),
+    delay = {"start": rng.uniform(0.2, 3.0), "store": rng.uniform(0.0, 0.4),
              "trial": rng.uniform(0.0, 2.0), "trial_end": rng.uniform(0.0, 0.2),
              "end": rng.uniform(0.0, 1.0)}[phase]
     since: list[float] = []
