@@ -3,35 +3,15 @@
     cfg = settle_defaults(cfg, record.identity)          # sweeps.driver.prepare
     startup_trials(8)                                    # 3
 
-Chosen with ``python -m bench.search_sim`` (a Ray-free replay: 31 seeds per setting on
-``digits``, 21 for an early grid, 15 on ``digits_cnn`` and ``digits_data``;
-``bench/results/search_sim.json``) and
-measured with real sweeps by ``python -m bench.search_efficiency --defaults``
-(``bench/results/search_defaults.json``); docs/search.md has both, experiment by experiment:
+Unset, ``search.n_startup_trials`` (TPE's random trials before it models) is ``startup_trials
+(search.num_samples)``, a third of the trials within 2..4, and ``search.params_first`` is true
+for TPE alone (trial 1 runs ``experiment.params`` where it lies inside the search space); TPE is
+multivariate with constant liar, grouped where the space has conditional params. A value the
+user set is kept; a resumed sweep keeps the ``search.n_startup_trials`` in its record
+(``identity``), so its identity does not change.
 
-* ``search.n_startup_trials`` (TPE's random trials before it models; Optuna's own default is
-  10, more than the built-in experiments' whole 8 trials): unset, it is ``startup_trials
-  (search.num_samples)``, a third of the trials, at least 2 and at most 4. With trial 1 the
-  experiment's own params, 2 start-up trials did worse than 3 or 4 at 8 trials on ``digits``.
-  At 16 trials 4 beat 5 to 8 on ``digits`` (0.51x random's epochs against 0.69-0.75x) and 5
-  beat 4 on ``digits_cnn`` and ``digits_data`` (0.78x and 0.66x against 0.91x and 0.89x); at
-  24 on ``digits`` 4 beat 8 (0.47x against 0.66x). 4 is kept: more trials for the model.
-  Sweeps of more than 24 trials were not measured: set the key (Optuna's 10, say) there for a
-  longer random start.
-* ``search.params_first`` (TPE): unset, the first trial runs ``experiment.params``, the
-  experiment's own configuration, where it lies inside the search space; the sampler draws the
-  other params. The model then starts from one known point, and every sweep has its starting
-  configuration as a trial to compare against. Random and grid search, and a sampler named
-  with ``search=optuna``, sample as designed (set the key to ``true`` to have it there too,
-  but grid): random search is the reference every other search is measured against. With
-  warm-start trials the searcher already has known points, and nothing is enqueued.
-* TPE is multivariate with constant liar (Optuna 5's defaults, named), and grouped where the
-  space has conditional params.
-
-A value the user set is kept. Resuming keeps what the sweep started with: an unset
-``search.n_startup_trials`` takes the value in the sweep's record (``identity``), so a sweep
-started under older defaults, or one grown to more trials, resumes with the count it began
-with and its identity does not change.
+Why these values, and the measurements (``bench/results/search_sim.json``,
+``bench/results/search_defaults.json``): docs/search.md#the-defaults.
 """
 
 from __future__ import annotations

@@ -4,54 +4,17 @@
     halving.judge("t0", 1, (0.80, -5000.0))    # False: the first result at a rung continues
     halving.judge("t1", 1, (0.70, -9000.0))    # True: dominated by t0 (worse on both), stop it
 
-The rule is Syne Tune's MOASHA (Schmucker et al. 2021, "Multi-objective multi-fidelity
-hyperparameter optimization with application to fairness"; Salinas et al. 2021 for the sort),
-as in syne-tune/syne-tune at d9970f2b (June 2026), paths under syne_tune/optimizer/schedulers/:
+Syne Tune's MOASHA rule, as in syne-tune/syne-tune at d9970f2b (June 2026), on the rungs of
+``sweeps.search.asha``: the first result at a rung continues; otherwise the rung's recorded
+points and the new one are ordered front by front, each front by an epsilon-net scaled to
+[0, 1] per objective, and the new trial stops when ``rank * reduction_factor > n``. Values are
+signed so that higher is better on every objective (the caller multiplies a ``min`` objective
+by -1); a non-finite objective makes the point the worst on all; a point equal on every
+objective to one ranked before it gets that one's rank. Single-objective sweeps keep
+``AsyncHalving`` (Ray's rule).
 
-* ``asha.py:241-270`` (``Bracket.on_result``, which ``multiobjective/moasha.py:94`` builds with
-  ``NonDominatedPriority()``, line 82): a result is recorded at the highest rung its clock
-  reached where the trial has no record; the first result at a rung continues; otherwise the
-  rung's recorded points plus the new one are ranked, and the new trial stops when
-  ``rank / n > 1 / reduction_factor`` (``rank``: how many of the ``n`` points rank before it).
-  Here: ``rank * rf > n`` (no rounding: the same test in exact arithmetic).
-* ``multiobjective/non_dominated_priority.py:91-147`` (``nondominated_sort``): the ranking is
-  fronts in order (the non-dominated points, then those of the rest, ...; ``pareto_efficient``,
-  lines 4-34: a dominates b when a is no worse on every objective and better on one), and
-  inside a front an epsilon-net (``compute_epsilon_net``, lines 37-88, after Clarkson 2005):
-  first the front's best point on the first objective (line 66, ``dim=0`` being
-  ``NonDominatedPriority``'s default, ``multiobjective_priority.py:72-102``; here the primary
-  metric, the earliest recorded on ties), then repeatedly the point farthest (Euclidean) from
-  all points taken, the earliest recorded on ties (line 80's ``argmax`` over ascending indices).
-* Rungs as ``sweeps.search.asha`` (Ray's milestones and rung count, which Syne Tune's
-  ``Bracket`` computes with the same formula, ``asha.py:235-238``); budget, ``stop_last_trials``
-  as there.
-
-Deliberate divergences, each for a reason:
-
-* Syne Tune hands the sorted order (a list of indices) to ``searchsorted`` as if it were a
-  priority per point (``multiobjective_priority.py:97-102`` into ``asha.py:258-265``), and
-  indexes a front with the epsilon-net's ranks (lines 84-88) as if they were its order
-  (``non_dominated_priority.py:129-132``); both agree with the paper only when the points
-  arrive already sorted (its tests' case). Here the new trial's rank is its position in the
-  order the paper describes.
-* Distances in the epsilon-net are taken on each front scaled to [0, 1] per objective (Syne
-  Tune: raw values). With ``val_acc`` in [0, 1] and ``n_params`` in the thousands the raw
-  net would look at the parameter count alone.
-* Ties: a point equal on every objective to one ranked before it gets that one's rank (Syne
-  Tune: a unique position, so the later of two equal trials ranks behind). As in Ray's ASHA,
-  where a value equal to the cutoff continues, equal results are judged alike.
-* A non-finite objective (NaN/inf) makes the whole point the worst on every objective (the
-  caller passes ``WORST``-signed values, see ``sweeps.search.outcome``): such a trial sits
-  behind every trial with finite values; Syne Tune has no screen.
-
-With one objective the fronts are the distinct values in order and the rule is Syne Tune's
-single-objective ASHA (rank among the rung's results, new one included). That is not Ray's
-rule (``sweeps.search.asha``: the ``1 - 1/rf`` quantile of the results recorded before, linearly
-interpolated), so single-objective sweeps keep ``AsyncHalving``; the two agree on most results
-and ``tests/unit/search/test_moasha.py`` shows where they part.
-
-Values are signed so that higher is better on every objective (the caller multiplies a ``min``
-objective by -1).
+Syne Tune's code line by line, and where and why this departs from it:
+docs/development.md#mo-asha-against-syne-tunes-code.
 """
 
 from __future__ import annotations

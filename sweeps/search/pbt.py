@@ -4,45 +4,19 @@
     scheduler = ResumablePBT(sweep_dir, objective, params, cfg.scheduler, seed=cfg.sweep.seed)
 
 Every ``perturbation_interval`` epochs of a trial's clock (``sweeps_epoch``), a trial ranked in
-the bottom ``quantile_fraction`` of the live trials (by its latest metric) copies the latest
-checkpoint of a trial drawn from the top fraction (exploit) and goes on with that trial's
-values perturbed (explore). The scheduler decides; the trial driver carries it out when Tune
-restarts the trial (``sweeps.trial.exploit``):
+the bottom ``quantile_fraction`` of the live trials (by its latest metric, ties by trial id)
+copies the latest checkpoint of a trial drawn from the top fraction (exploit) and goes on with
+that trial's values, ``scheduler.mutate``'s perturbed (explore). The scheduler freezes the
+donor's checkpoint, appends the decision (a ``PAUSE`` record with an ``exploit``) to
+``state/scheduler.jsonl`` and returns ``PAUSE``; ``sweeps.trial.exploit`` seeds the restarted
+trial from the frozen checkpoint. Every draw comes from ``decision_rng``, so a decision does
+not depend on the order results arrived in.
+Like ``ResumableFIFO``, a trial is stopped when its clock reaches ``max_t``, and results are
+screened (a NaN metric is judged the worst; a trial that never reports the metric fails). A
+PAUSE record is neither an end nor a stop for ``ended_trials`` and ``verdicts``.
 
-1. the donor's checkpoint is frozen (hard-linked) under ``<sweep>/train/<trial>.pbt/donor<k>``,
-   so Train's checkpoint retention cannot delete it before the trial restarts;
-2. the decision is appended to ``<sweep>/state/scheduler.jsonl`` and fsync'ed, as a record
-   ``{"trial", "epoch", "value", "action": "PAUSE", "perturb": true, "exploit": {"generation",
-   "donor", "donor_epoch", "donor_value", "checkpoint", "frozen", "config", "changed", "ops"}}``;
-3. the trial's Tune config is set to the explored values and ``PAUSE`` goes back to Tune, which
-   stops the trial's actor and later starts it again; its driver seeds a fresh Train run from
-   the frozen checkpoint, so the loop's ``ray.train.get_checkpoint()`` returns the donor's.
-
-Ray's ``PopulationBasedTraining`` cannot be used: it exploits Tune checkpoints, and a sweep's
-trial hands Tune none (Ray Train owns them; only their path arrives in the results).
-
-Explore follows Ray's rule for each searched ``Param``: with ``resample_probability`` a fresh
-draw from the param's distribution, else a float or int times 0.8 or 1.2 and a choice moved to
-a neighbouring choice. Deliberate divergences from Ray's ``PopulationBasedTraining``:
-
-* perturbed values are clipped to the param's bounds and put back on its step grid, the exact
-  points ``lo + k * step`` of ``Param.snap`` (Ray leaves ``lr * 1.2`` outside
-  ``tune.uniform``'s bounds), and ints are rounded (as Ray); a resampled stepped value is one of
-  those points, each as likely (Ray: its random search's ``qrandint`` / ``quniform``);
-* every random draw of a decision comes from ``random.Random("<seed>/<trial>/<epoch>/<k>")``,
-  never from the global generator: a decision does not depend on the order results arrived in;
-* trials are ranked by their latest metric (Ray: the metric at their last perturbation), ties
-  broken by trial id (Ray: by the order trials were added, which a resumed sweep changes);
-* only donors with a checkpoint are drawn (Ray draws first, then skips the exploit);
-* a trial is never paused only to let another trial run (Ray's ``PAUSE`` for fairness when a
-  trial is pending); every restart costs a worker-group start;
-* only the params of ``scheduler.mutate`` are perturbed (default: the float params); the
-  others keep the donor's values, since a param that shapes the model (a layer width) would make
-  the donor's checkpoint unloadable. Ray perturbs what ``hyperparam_mutations`` names.
-
-Like ``ResumableFIFO``, a trial is stopped when its clock reaches the budget (``max_t``), and
-results are screened (a NaN metric is judged the worst; a trial that never reports the metric
-fails). A PAUSE record is neither an end nor a stop for ``ended_trials`` and ``verdicts``.
+The hand-over step by step, the record's fields, and where and why this departs from Ray's
+``PopulationBasedTraining``: docs/development.md#pbts-hand-over-and-where-it-departs-from-rays.
 """
 
 from __future__ import annotations

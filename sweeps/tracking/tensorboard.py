@@ -6,47 +6,16 @@
                                                    ("lr", "hidden")))    # in the sweep driver
     tune.Tuner(..., run_config=tune.RunConfig(callbacks=[..., events]))
 
-Each trial's events go to ``<sweep dir>/tensorboard/<trial id>/`` (``SweepLayout``), so
-``tensorboard --logdir <sweep dir>/tensorboard`` (the line the sweep prints) lists one run per
-trial, named by its trial id as in MLflow and ``summary.csv``; the whole sweep dir shows the same
-runs as ``tensorboard/<trial id>``, and nothing of Tune's trial directories (Tune's own logger is
-replaced), except in a sweep started before sweeps wrote these files.
+Each trial's events go to ``<sweep dir>/tensorboard/<trial id>/`` (``SweepLayout``): scalars at
+MLflow's step (``STEP_KEY``, else the report count), never a step twice per tag (a resumed
+trial's existing files are read back with ``sweeps.tracking.event_files``), and one HParams
+session per run. The class subclasses Tune's ``TBXLoggerCallback`` only so that Tune adds no
+default one; with ``tracking.tensorboard=false`` it is passed with no settings and writes
+nothing. On an object store the file being written is uploaded after every result (at most
+``ROTATE_BYTES``). A TensorBoard failure never stops the sweep: it is logged.
 
-* Scalars: every reported metric minus Tune's bookkeeping (``sweeps.protocol.NOT_METRICS``;
-  nested dicts as ``a/b``), at the step MLflow uses (``STEP_KEY``: the loop's own epoch, else
-  the report count), never Tune's ``training_iteration``, which restarts at 1 after a resume.
-* No duplicate steps: a step at or below one already written for a tag is skipped. The first
-  time this driver process touches a trial, the run's existing event files are read back
-  (``sweeps.tracking.event_files``), so a trial resumed after a driver kill, or retried from its
-  checkpoint, continues its curves with a new event file and re-sent epochs are left out (as
-  MLflow's sink does per key). A trial PBT restarted on a donor's (lower) clock writes its next
-  steps after its last one, as the MLflow sink's "rebase" does.
-* HParams: the session start (the trial's searched values only, flattened) when the trial
-  first starts and, when it ends, ``final/<metric>`` and ``best/<metric>`` of each objective
-  (``experiment.metric``, or each of ``experiment.metrics`` with its mode) at its last step and
-  the session end: success for a completed or stopped trial, failure for one that errored
-  (``sweeps.search.outcome``, as MLflow's run status). TensorBoard reads only a run's first
-  session start and end, so each is written once: a PBT trial shows the values it started with
-  (as its MLflow params; the exploits are in the summary), and a trial that errored and was
-  resumed by a later start keeps its failure status there while its curves go on. No
-  experiment summary is written: TensorBoard builds the table from the runs' sessions (a
-  conditional parameter a trial did not sample is left blank), every scalar tag a column.
-
-Divergence from Ray: this class subclasses Tune's ``TBXLoggerCallback`` only so that Tune does
-not add its default one (``ray.tune.utils.callback._create_default_callbacks`` adds a TBX logger
-unless one is passed); Tune's curves (steps = ``training_iteration``, tags ``ray/tune/...``) are
-not written. With ``tracking.tensorboard=false`` the class is passed with no settings: no event
-files at all.
-
-Object-store sweep directories: events are written to the local stand-in of the sweep
-directory (``sweeps.storage.location``; S3 has no append) and the file being written is uploaded
-after every result (one PUT of at most ``ROTATE_BYTES``: a file that big is closed and the next
-summary opens another), so a driver killed at any moment leaves on the store every step Tune
-saw, as the MLflow journal does. A resumed trial's run is taken from the store, never from a
-local copy a killed driver left behind. ``tensorboard --logdir s3://...`` needs TensorBoard's
-S3 support; download the ``tensorboard/`` folder otherwise.
-
-A TensorBoard failure never stops the sweep: it is logged and training goes on.
+What a run holds across resumes, PBT restarts and object stores:
+docs/running.md#tracking-in-detail.
 """
 
 from __future__ import annotations
