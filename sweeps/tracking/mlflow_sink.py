@@ -27,6 +27,7 @@ from sweeps import files
 from sweeps.files import write_atomic
 from sweeps.layout import TRACKING_RUNS
 from sweeps.tracking.mlflow_best import log_best_model
+from sweeps.tracking.sqlite_store import open_client
 from sweeps.tracking.writer import TransientTrackingError
 
 __all__ = ["MLflowSink", "TransientTrackingError", "PARAM_LIMIT"]
@@ -65,17 +66,14 @@ class MLflowSink:
 
     def __init__(self, uri: str, experiment_name: str, state_dir: Path,
                  model_name: str | None, model_loader: str | None = None) -> None:
-        from sweeps.tracking.sqlite_store import open_client
-
         self.uri, self.experiment_name, self.model_name = uri, experiment_name, model_name
-        self.model_loader = model_loader
+        self.model_loader, self._warned = model_loader, set[str]()
         self.client, self.fresh = open_client(uri)  # fresh: a store made now (TrackingWriter)
         self.state_dir = Path(state_dir)
         self.map_path = self.state_dir / TRACKING_RUNS
         self.state: dict[str, Any] = (json.loads(files.read_text(self.map_path))
                                       if files.exists(self.map_path) and not self.fresh
                                       else {"trials": {}})  # a new store has none of its ids
-        self._warned: set[str] = set()
 
     # -- state ---------------------------------------------------------------------------
     def _save(self) -> None:
