@@ -3,8 +3,8 @@
 A digits sweep in an empty directory (the default MLflow store, ``mlflow.db`` there, made by the
 sweep), its driver and its Ray killed with ``kill -9`` (the OOM killer, a preempted node) at
 seeded moments from the first second on, then the same command run to its end. Each seed kills
-its starts in turn at one of these moments, the first at ``start`` or ``store``, the last at
-``end``, the others shuffled:
+its starts in turn at one of these moments, the first at ``store`` (the store is made in the
+first start), the last at ``end``, the others drawn:
 
 - ``start``: 0.2-3 s after the command (imports, config, before Ray starts);
 - ``store``: 0-0.4 s after MLflow's store (or its temporary file) appears: its creation;
@@ -31,6 +31,7 @@ seed of the same code in the slow layer.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import random
@@ -39,24 +40,25 @@ import subprocess
 import sys
 import tempfile
 import time
+import uuid
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results"
 MIDDLE = ["start", "trial", "trial_end", "trial"]
-RAY_PROCESSES = ("ray::", "raylet", "gcs_server", "dashboard")
+MARK = f"SWEEPS_CHAOS={uuid.uuid4().hex}"  # in the environment of what this run starts
 
 
 def plan(rng: random.Random, kills: int) -> list[str]:
-    """The phase of each kill: ``start`` or ``store`` first, ``end`` last, the rest drawn.
+    """The phase of each kill: ``store`` first, ``end`` last, the rest drawn.
 
     Example:
-        >>> plan(random.Random(1), 4)[0] in ("start", "store"), plan(random.Random(1), 4)[-1]
-        (True, 'end')
+        >>> plan(random.Random(1), 4)[0], plan(random.Random(1), 4)[-1]
+        ('store', 'end')
     """
     middle = [rng.choice(MIDDLE) for _ in range(max(0, kills - 2))]
-    return [rng.choice(["start", "store"]), *middle, "end"][:kills]
+    return ["store", *middle, "end"][:kills]
 
 
 def command(work: Path, trials: int, max_t: int) -> list[str]:
@@ -67,7 +69,8 @@ def command(work: Path, trials: int, max_t: int) -> list[str]:
 
 def start(work: Path, argv: list[str], run: int) -> tuple[subprocess.Popen, Path]:
     out = work / f"run{run}.txt"
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "RAY_ADDRESS": ""}
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "RAY_ADDRESS": "",
+           MARK.partition("=")[0]: MARK.partition("=")[2]}
     with out.open("w") as f:  # its own process group: the driver and the Ray it starts
         proc = subprocess.Popen(argv, cwd=work, env=env, stdout=f, stderr=subprocess.STDOUT,
                                 start_new_session=True)
@@ -107,32 +110,29 @@ def trigger(phase: str, work: Path, began: float, rng: random.Random):
 
 def kill_group(proc: subprocess.Popen) -> None:
     """SIGKILL the driver's process group (it and its Ray), then what outlives it: the trial
-    processes of the dead raylet (own groups) once they are orphans."""
+    processes of the dead raylet (own groups), once orphans; only processes this run started
+    (``MARK`` in their environment)."""
     try:
         os.killpg(proc.pid, signal.SIGKILL)
     except ProcessLookupError:
         pass
     proc.wait(30)
     deadline = time.monotonic() + 30
-    while _ray_pids() and time.monotonic() < deadline:
+    while _ours() and time.monotonic() < deadline:
         time.sleep(0.2)
-    for pid in _ray_pids():
-        try:
+    for pid in _ours():
+        with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
 
 
-def _ray_pids() -> list[int]:
+def _ours() -> list[int]:
     pids = []
     for entry in Path("/proc").iterdir():
-        if entry.name.isdigit() and int(entry.name) != os.getpid():
-            try:
-                title = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
-            except OSError:
-                continue
-            if any(p in title for p in RAY_PROCESSES) and "bench.chaos" not in title:
+        try:
+            if entry.name.isdigit() and MARK.encode() in (entry / "environ").read_bytes():
                 pids.append(int(entry.name))
+        except OSError:
+            continue
     return pids
 
 
@@ -163,8 +163,10 @@ def run_seed(seed: int, work: Path, trials: int, max_t: int, kills: int,
     creations = len(list(work.glob(".mlflow.db.creating-*")))  # left by killed creations
     runs += 1
     proc, out = start(work, argv, runs)
-    rc = proc.wait(1800)
-    kill_group(proc)  # nothing may outlive it; none should
+    try:
+        rc = proc.wait(1800)
+    finally:
+        kill_group(proc)  # nothing may outlive it; none should
     return {"seed": seed, "kills": done, "runs": runs, "rc": rc, "creations_killed": creations,
             "invariants": invariants(work, trials, max_t, rc), "last_console": out.read_text()}
 
@@ -201,23 +203,22 @@ def invariants(work: Path, trials: int, max_t: int, rc: int) -> dict[str, Any]:
     newest = max(versions, key=lambda v: int(v.version)) if versions else None
     best_run = next((r.info.run_id for r in children
                      if r.data.tags["sweeps.trial_id"] == best["trial_id"]), None)
-    checks["model_from_best_trial"] = (newest is not None and newest.run_id == best_run) or {
-        "best_trial": best["trial_id"], "model_run": newest.run_id if newest else None}
+    checks["model_from_best_trial"] = (newest is not None and newest.run_id == best_run
+                                       and {v.run_id for v in versions} == {best_run}) or {
+        "best_trial": best["trial_id"], "model_runs": [v.run_id for v in versions]}
     checks["decision_log_replays"] = replays(root, max_t)
     return checks
 
 
 def replays(root: Path, max_t: int) -> Any:
-    """ASHA's rungs rebuilt from the decision log alone take each logged decision again."""
-    from sweeps.search.asha import AsyncHalving, replay_record
+    """ASHA's rungs rebuilt from the decision log alone (every record, trial ends included,
+    as the scheduler replays it) take each logged decision again."""
+    from sweeps.search.asha import AsyncHalving, logged_point, replay_record
 
     halving, differ = AsyncHalving(1, max_t, 3), []
     for record in map(json.loads, _lines(root / "state" / "scheduler.jsonl")):
-        if "value" not in record or "action" not in record:
-            continue
-        stop = replay_record(halving, record, record["value"])
-        logged = record["action"] == "STOP"
-        if stop is not None and bool(stop) != logged:
+        stop = replay_record(halving, record, logged_point(record, {"val_acc": "max"}))
+        if stop is not None and "action" in record and stop != (record["action"] == "STOP"):
             differ.append((record["trial"], record["epoch"], record["action"]))
     return not differ or differ
 

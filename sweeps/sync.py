@@ -24,6 +24,7 @@ def sync(sweep_dir: str | Path, timeout_s: float = 300.0) -> int:
     from sweeps.tracking.callback import TrackingWriter
     from sweeps.tracking.mlflow_sink import MLflowSink
     from sweeps.tracking.setup import quiet_http_retries
+    from sweeps.tracking.sqlite_store import StoreUnusable
 
     layout = SweepLayout(sweep_root(sweep_dir))
     state_dir, meta_path = layout.tracking, layout.tracking_meta
@@ -31,8 +32,14 @@ def sync(sweep_dir: str | Path, timeout_s: float = 300.0) -> int:
         raise FileNotFoundError(f"{sweep_dir} has no tracking/meta.json: not a tracked sweep")
     meta = json.loads(files.read_text(meta_path))
     quiet_http_retries()
-    writer = TrackingWriter(Journal(state_dir), lambda: MLflowSink(
-        _with_credentials(meta["uri"]), meta["experiment_name"], state_dir, meta["model_name"]))
+    journal = Journal(state_dir)
+    try:  # here, not in the writer's thread: a store made anew takes the whole journal first
+        sink = MLflowSink(_with_credentials(meta["uri"]), meta["experiment_name"], state_dir,
+                          meta["model_name"])
+    except StoreUnusable as exc:
+        print(f"MLflow: {exc.why}; the records wait in {journal.path} until {exc.fix}")
+        return len(journal.pending())
+    writer = TrackingWriter(journal, sink)
     try:
         return writer.flush(timeout_s)
     finally:

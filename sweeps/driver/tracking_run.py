@@ -12,8 +12,6 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from sweeps.storage.location import display
-
 if TYPE_CHECKING:  # Ray (via the callback), pandas (via the summary) stay off the --help path
     from sweeps.driver.prepare import Prepared
     from sweeps.report.summary import Summary
@@ -66,28 +64,17 @@ def start_tracking(prep: Prepared, sweep_id: str, start: int = 1) -> MLflowTrack
 def finish_tracking(tracking: MLflowTracking, prep: Prepared,
                     summary: Summary) -> tuple[int, str, str]:
     """Sweep end in MLflow; never lets a tracking failure hide the finished sweep. Returns the
-    records still waiting in the journal, why, and what sends them (recorded in
-    ``tracking/held.json`` for ``sweeps status``)."""
-    import json
-
-    from sweeps.files import write_atomic
+    records still waiting in the journal (-1: the end itself), why, and what sends them."""
+    from sweeps.tracking.masking import mask_text
 
     try:
         outcomes = ({str(k): int(v) for k, v in summary.table["status"].value_counts().items()}
                     if "status" in summary.table else {})
         unsent = tracking.finish(prep.layout.summary_csv, summary.best, pareto=summary.pareto,
                                  outcomes=outcomes)
-        why, fix = tracking.held if unsent else ("", "")
     except Exception as exc:
-        unsent, why, fix = -1, f"recording the sweep's end failed ({exc})", "it is fixed"
-    if unsent:
-        log.warning("MLflow: %s tracking record(s) wait in %s: %s; they go to MLflow at the next "
-                    "start (the same command) or with `python -m sweeps.sync %s`, once %s",
-                    "the sweep's end and other" if unsent < 0 else unsent,
-                    display(prep.layout.tracking_journal), why, display(prep.sweep_dir), fix)
-    write_atomic(prep.layout.tracking_held, json.dumps({"records": unsent, "why": why,
-                                                        "fix": fix}))
-    return unsent, why, fix
+        return -1, mask_text(f"recording the sweep's end failed ({exc})"), "it is fixed"
+    return (unsent, *tracking.held) if unsent else (0, "", "")
 
 
 def _git_commit() -> str | None:

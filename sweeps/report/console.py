@@ -41,8 +41,8 @@ def _search_args() -> str:
 
 
 def _sink_state(runs_file: Path, key: str) -> str | None:
-    """What the tracking sink recorded under ``key`` (``experiment_id``; ``model_logged``,
-    the best model's URI): None before it reached MLflow."""
+    """What the tracking sink recorded under ``key`` (``experiment_id``; ``model_trial``,
+    the trial whose model it logged): None before it reached MLflow."""
     import json
 
     try:
@@ -117,20 +117,22 @@ def print_result(result: SweepResult, cfg: SweepConfig) -> None:
         print(f"  plots: {result.plots_note}")
     if result.tracking:
         unsent, why, fix = result.tracking_held
-        waiting = (f"waiting in the journal ({'the end and other' if unsent < 0 else unsent} "
-                   f"records): {why}; they go to MLflow at the next start once {fix}")
-        print(f"  mlflow: {result.tracking.describe()}"
-              + (f"\n    not all there: {waiting}" if unsent else ""))
+        count = "the end and other" if unsent < 0 else unsent
+        waiting = (f"waiting in the journal ({count} records): {why}; they go to MLflow at the "
+                   f"next start once {fix}")
+        form = best.get("model_form")
+        print(f"  mlflow: {result.tracking.describe()}" + (
+            f"\n    not all there: {count} records wait in {display(layout.tracking_journal)}"
+            if unsent and form != "none" else f"\n    not all there: {waiting}" if unsent else ""))
         experiment = _sink_state(layout.tracking_runs, "experiment_id")
         if experiment:
             print(f"    compare trials: {result.tracking.runs_page(experiment)}")
         model = cfg.tracking.model_name or cfg.experiment.name
-        form = best.get("model_form")
         if form == "none":
             pass
         elif unsent:
             print(f"  best model: {waiting}")
-        elif not _sink_state(layout.tracking_runs, "model_logged"):
+        elif _sink_state(layout.tracking_runs, "model_trial") != best["trial_id"]:
             print("  best model: not in MLflow: it refused the model (the warning above says "
                   "why)")
         elif form == "files":

@@ -198,15 +198,13 @@ def status_lines(root: Path) -> list[str]:
 
 
 def _tracking_line(layout: SweepLayout) -> str:
-    """MLflow records a stopped sweep left in its journal, why (``tracking/held.json``, from
-    the sweep's end) and what sends them; empty when none wait."""
+    """MLflow records the sweep's last end left in its journal (``tracking/held.json``), why
+    and what sends them, if they still wait there; else empty."""
     from sweeps.storage.journal import Journal
 
-    if not files.exists(layout.tracking_journal):
-        return ""
-    waiting = len(Journal(layout.tracking).pending())
     held = (json.loads(files.read_text(layout.tracking_held))
-            if waiting and files.exists(layout.tracking_held) else {})
+            if files.exists(layout.tracking_held) else {})
+    waiting = len(Journal(layout.tracking).pending()) if held.get("records") else 0
     return (f"  mlflow: {waiting} record(s) wait in the journal"
             + (f": {held['why']}" if held.get("why") else "")
             + "; they go to MLflow at the next start or with python -m sweeps.sync "

@@ -27,6 +27,8 @@ never Tune's iteration counter.
 
 from __future__ import annotations
 
+import contextlib
+import json
 import logging
 import threading
 import time
@@ -279,8 +281,13 @@ class MLflowTracking(Callback):
 
     def _close(self, timeout_s: float) -> int:
         """Wait up to ``timeout_s`` for delivery, stop the writer; return records unsent."""
-        left = self.writer().flush(timeout_s)
-        self.writer().stop()
+        self.writer().flush(timeout_s)
+        self.writer().stop()  # it may send more while it stops: count after
+        left = len(self.journal.pending())
+        why, fix = self.held if left else ("", "")
+        with contextlib.suppress(Exception):  # for sweeps status; the sweep ends regardless
+            files.write_atomic(SweepLayout(self.settings.sweep_dir).tracking_held,
+                               json.dumps({"records": left, "why": why, "fix": fix}))
         return left
 
     @property

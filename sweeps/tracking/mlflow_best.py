@@ -32,13 +32,13 @@ def log_best_model(sink: Any, best: dict[str, Any]) -> None:
 
     form = best.get("model_form") or model_form(best["checkpoint"], sink.model_loader)
     run_id = sink.run_id(best["trial_id"])
-    sink.state["model_trial"] = best["trial_id"]  # saved with model_logged below
     if form == "none":
         return
     if form == "files":
         sink.client.log_artifacts(run_id, best["checkpoint"], "best_checkpoint")
         sink.client.set_tag(run_id, "sweeps.best_checkpoint", "best_checkpoint/")
-        sink.state["model_logged"] = f"runs:/{run_id}/best_checkpoint"
+        sink.state.update(model_logged=f"runs:/{run_id}/best_checkpoint",
+                          model_trial=best["trial_id"])
         sink._save()
         return
     if form == "transformers":
@@ -49,4 +49,5 @@ def log_best_model(sink: Any, best: dict[str, Any]) -> None:
     else:
         sink.state["model_logged"] = log_pytorch_model(sink.uri, run_id, best,
                                                        sink.model_loader, sink.model_name)
+    sink.state["model_trial"] = best["trial_id"]  # which trial model_logged is
     sink._save()

@@ -19,7 +19,6 @@ from __future__ import annotations
 import json
 import logging
 import math
-import re
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +27,7 @@ from sweeps.files import write_atomic
 from sweeps.layout import TRACKING_RUNS
 from sweeps.tracking.mlflow_best import log_best_model
 from sweeps.tracking.sqlite_store import open_client
-from sweeps.tracking.writer import TransientTrackingError
+from sweeps.tracking.writer import TransientTrackingError, is_transient
 
 __all__ = ["MLflowSink", "TransientTrackingError", "PARAM_LIMIT"]
 
@@ -42,25 +41,6 @@ EXPERIMENT_KIND = "mlflow.experimentKind"
 MODEL_TRAINING = "custom_model_development"
 
 
-def _is_transient(exc: Exception) -> bool:
-    """Connection-level failures (server down, timeout, 5xx) are worth retrying."""
-    from mlflow.exceptions import MlflowException
-
-    if isinstance(exc, FileNotFoundError | PermissionError | IsADirectoryError
-                  | NotADirectoryError):
-        return False  # a local file: waiting will not bring it back
-    if isinstance(exc, OSError | ConnectionError | TimeoutError):
-        return True
-    if isinstance(exc, MlflowException):  # its default error_code is INTERNAL_ERROR: no signal
-        text = str(exc)
-        return (getattr(exc, "error_code", "") == "TEMPORARILY_UNAVAILABLE"
-                or re.search(r"failed with exception|failed with error code 5\d\d|Max retries"
-                             r"|Connection(Error| refused| reset| aborted)|timed out", text)
-                is not None)
-    name = type(exc).__name__
-    return "Connection" in name or "Timeout" in name
-
-
 class MLflowSink:
     """Turns journal records into MLflow runs, params, metrics, artifacts and models."""
 
@@ -68,12 +48,30 @@ class MLflowSink:
                  model_name: str | None, model_loader: str | None = None) -> None:
         self.uri, self.experiment_name, self.model_name = uri, experiment_name, model_name
         self.model_loader, self._warned = model_loader, set[str]()
-        self.client, self.fresh = open_client(uri)  # fresh: a store made now (TrackingWriter)
+        self.client, fresh = open_client(uri)
         self.state_dir = Path(state_dir)
         self.map_path = self.state_dir / TRACKING_RUNS
-        self.state: dict[str, Any] = (json.loads(files.read_text(self.map_path))
-                                      if files.exists(self.map_path) and not self.fresh
-                                      else {"trials": {}})  # a new store has none of its ids
+        state = json.loads(files.read_text(self.map_path)) if files.exists(self.map_path) else {}
+        # ids recorded in another store (this one made anew, or replaced by hand) are void, and
+        # the whole journal goes to this one (TrackingWriter)
+        self.fresh = fresh or not self._holds(state)
+        self.state: dict[str, Any] = {"trials": {}} if self.fresh or not state else state
+
+    def _holds(self, state: dict[str, Any]) -> bool:
+        """Whether this store has the sweep's parent run (or experiment) ``state`` names."""
+        from mlflow.exceptions import MlflowException
+
+        try:
+            if state.get("parent"):
+                self.client.get_run(state["parent"])
+            elif state.get("experiment_id"):
+                return self.client.get_experiment(state["experiment_id"]).name == \
+                    self.experiment_name
+        except MlflowException as exc:
+            if exc.error_code == "RESOURCE_DOES_NOT_EXIST":
+                return False
+            raise
+        return True
 
     # -- state ---------------------------------------------------------------------------
     def _save(self) -> None:
@@ -94,7 +92,7 @@ class MLflowSink:
         except TransientTrackingError:
             raise
         except Exception as exc:
-            if _is_transient(exc):
+            if is_transient(exc):
                 raise TransientTrackingError(str(exc).splitlines()[0][:300]) from exc
             raise
 
@@ -293,12 +291,11 @@ class MLflowSink:
             self.client.log_dict(run, best, "best.json")
             self.client.log_metric(run, f"best_{best['metric']}", best["value"],
                                    timestamp=int(r["ts"]), step=best["epoch"])
-            if not self.state.get("model_logged") or self.state.get("model_trial") not in (
-                    None, best["trial_id"]):  # a grown or resumed sweep's new best
+            if self.state.get("model_trial") != best["trial_id"]:  # once per best trial
                 try:
                     log_best_model(self, best)
                 except Exception as exc:  # a model that cannot be logged must not leave the
-                    if _is_transient(exc):  # parent RUNNING; retry only when unreachable
+                    if is_transient(exc):  # parent RUNNING; retry only when unreachable
                         raise
                     log.warning("MLflow: best model not logged (%s)", exc)
                     self.client.set_tag(run, "sweeps.model_error", str(exc)[:500])

@@ -7,18 +7,20 @@ kill in those seconds (measured: between 1.6 and 1.8 s after MLflow's import on 
 leaves a store MLflow can never open again ("duplicate column name: step", "table
 _alembic_tmp_metrics already exists"). So a store that does not exist yet is created under a
 temporary name beside it and linked into place once complete: a kill leaves no store, or a whole
-one. A store MLflow cannot open that holds no runs is moved aside (``<name>.broken-<time>``,
-never deleted) and created again; the sweep's journal then sends its records to the new one. One
-that holds runs is left alone: ``StoreUnusable`` says why and what to do. ``fresh``: this call
-made the store, so run ids a sweep recorded for it belong to another one and its whole journal
-goes to the new store.
+one. A store that fails MLflow's open with such a migration error and holds nothing (no run,
+experiment or model of its own) is moved aside (``<name>.broken-<time>-<pid>``, never deleted)
+and created again, under a lock beside it (two drivers in one directory); one that holds
+something, or has an older schema, is left alone: ``StoreUnusable`` says why and what to do.
+Any other failure is the caller's to retry. ``fresh``: this call made the store.
 """
 
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import logging
 import os
+import re
 import sqlite3
 import time
 import uuid
@@ -27,15 +29,16 @@ from typing import Any
 
 from sweeps.tracking.masking import mask_text
 
-__all__ = ["open_client", "StoreUnusable", "runs_in"]
+__all__ = ["open_client", "StoreUnusable", "contents"]
 
 log = logging.getLogger(__name__)
 STALE_S = 300  # a temporary store file this old is a killed creation's (one takes seconds)
+HALF_MADE = re.compile(r"duplicate column|already exists|no such (table|column)|_alembic_tmp")
 
 
 class StoreUnusable(RuntimeError):
-    """A store MLflow cannot open and sweeps must not touch: ``why`` and ``fix``, one line
-    each; the writer stops retrying, the records wait in the journal."""
+    """A store MLflow cannot open and sweeps must not touch: ``why``, and ``fix`` (what must
+    be true before the records can go: "... once <fix>"); the writer stops retrying."""
 
     def __init__(self, why: str, fix: str) -> None:
         super().__init__(f"{why}; {fix}")
@@ -46,59 +49,70 @@ def open_client(uri: str) -> tuple[Any, bool]:
     """``(MlflowClient(uri), fresh)``, its SQLite file created whole first when missing."""
     from mlflow import MlflowClient
 
-    db = _sqlite_file(uri)
-    fresh = db is not None and not db.exists()
-    if fresh:
-        _close_engine(uri)  # connections MLflow pooled to a file of that name, now gone
-        _create_whole(db)
-    try:
-        return MlflowClient(uri), fresh
-    except Exception as exc:
-        if db is None:
-            raise
-        said = mask_text(str(exc).strip().splitlines()[0][:200] if str(exc).strip()
-                         else type(exc).__name__)
-        if "locked" in said or fresh:
-            raise  # another process writes it (or made it): the writer tries again
-        runs = runs_in(db)
-        if runs != 0:
-            held = "cannot be read by SQLite" if runs is None else f"holds {runs} run(s)"
-            fix = (f"back it up and run `mlflow db upgrade sqlite:///{db}`"
-                   if "out-of-date database schema" in said else
-                   f"move it aside (mv {db} {db}.broken) or set tracking.uri to another store")
-            raise StoreUnusable(f"MLflow cannot open {db} ({said}); it {held}, so sweeps "
-                                "leaves it as it is",
-                                f"{fix}, then run the same command again") from exc
-        _close_engine(uri)  # MLflow keeps the failed open's connections to the file
-        aside = db.with_name(f"{db.name}.broken-{time.strftime('%Y%m%d-%H%M%S')}")
-        for part in ("", "-journal", "-wal", "-shm"):
-            if Path(f"{db}{part}").exists():
-                os.replace(f"{db}{part}", f"{aside}{part}")
-        log.warning("MLflow store %s was left half-created by a killed start (%s) and holds "
-                    "no runs: moved to %s and created again; this sweep's runs go to it from "
-                    "its journal", db, said, aside.name)
-        _create_whole(db)
-        return MlflowClient(uri), True
+    db, query = _sqlite_file(uri)
+    if db is None:
+        return MlflowClient(uri), False
+    db.parent.mkdir(parents=True, exist_ok=True)
+    with open(db.with_name(f".{db.name}.lock"), "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # one creation or repair at a time, then a look
+        fresh = not db.exists()
+        if fresh:
+            _close_engine(uri)  # connections MLflow pooled to a file of that name, now gone
+            _create_whole(db, query)
+        try:
+            return MlflowClient(uri), fresh
+        except Exception as exc:
+            said = mask_text(str(exc).strip().splitlines()[0][:200] or type(exc).__name__)
+            old = "out-of-date database schema" in said
+            if fresh or not (old or HALF_MADE.search(said)):
+                raise  # locked, an I/O error, ...: the writer tries again
+            held = contents(db)
+            if held is None:
+                raise
+            if held or old:
+                fix = (f"it is upgraded (back it up, then `mlflow db upgrade sqlite:///{db}`)"
+                       if old else f"it is moved aside (mv {db} {db}.broken) or tracking.uri "
+                       "names another store")
+                raise StoreUnusable(f"MLflow cannot open {db} ({said}); it holds {held} "
+                                    "record(s) of its own, so sweeps leaves it as it is",
+                                    fix) from exc
+            _close_engine(uri)  # MLflow keeps the failed open's connections to the file
+            aside = db.with_name(f"{db.name}.broken-{time.strftime('%Y%m%d-%H%M%S')}-"
+                                 f"{os.getpid()}")
+            for part in ("-journal", "-wal", "-shm", ""):  # the database last: a hot journal
+                if Path(f"{db}{part}").exists():  # never stays beside the new store
+                    os.replace(f"{db}{part}", f"{aside}{part}")
+            log.warning("MLflow store %s was left half-created by a killed start (%s) and "
+                        "holds nothing: moved to %s and created again; this sweep's runs go "
+                        "to it from its journal", db, said, aside.name)
+            _create_whole(db, query)
+            return MlflowClient(uri), True
 
 
-def runs_in(db: Path) -> int | None:
-    """How many runs the SQLite store ``db`` holds (0 when it has no runs table yet); None
-    when SQLite cannot read it."""
+def contents(db: Path) -> int | None:
+    """How many runs, experiments but the default, and registered models the SQLite store
+    ``db`` holds (a table not made yet holds none); None when SQLite cannot read it."""
     try:
-        with sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5) as conn:
-            if conn.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name='runs'"
-                            ).fetchone() is None:
-                return 0
-            return int(conn.execute("SELECT COUNT(*) FROM runs").fetchone()[0])
+        with sqlite3.connect(f"{db.resolve().as_uri()}?mode=ro", uri=True, timeout=5) as conn:
+            tables = {row[0] for row in conn.execute(
+                "SELECT name FROM sqlite_master WHERE type='table'")}
+            return sum(conn.execute(f"SELECT COUNT(*) FROM {table}{where}").fetchone()[0]
+                       for table, where in (("runs", ""), ("registered_models", ""),
+                                            ("experiments", " WHERE experiment_id != 0"))
+                       if table in tables)
     except sqlite3.Error:
         return None
 
 
-def _sqlite_file(uri: str) -> Path | None:
-    return Path(uri[len("sqlite:///"):]) if uri.startswith("sqlite:///") else None
+def _sqlite_file(uri: str) -> tuple[Path | None, str]:
+    """The local file of a ``sqlite:///`` URI (``~`` expanded) and its query, if any."""
+    if not uri.startswith("sqlite:///"):
+        return None, ""
+    path, _, query = uri[len("sqlite:///"):].partition("?")
+    return Path(path).expanduser(), query
 
 
-def _create_whole(db: Path) -> None:
+def _create_whole(db: Path, query: str) -> None:
     """MLflow's tables made in ``.<name>.creating-<id>``, then linked in as ``db`` (never over
     a store another process linked first). A killed creation's file, minutes old, goes."""
     from mlflow import MlflowClient
@@ -109,9 +123,9 @@ def _create_whole(db: Path) -> None:
                 stale.unlink()
     # one name per creation: MLflow keeps a store object per URI for the process's life
     tmp = db.with_name(f".{db.name}.creating-{uuid.uuid4().hex}")
-    db.parent.mkdir(parents=True, exist_ok=True)
-    MlflowClient(f"sqlite:///{tmp}")
-    _close_engine(f"sqlite:///{tmp}")  # every connection closed: no -journal left beside it
+    tmp_uri = f"sqlite:///{tmp}" + (f"?{query}" if query else "")
+    MlflowClient(tmp_uri)
+    _close_engine(tmp_uri)  # every connection closed: no -journal left beside it
     with open(tmp, "rb") as f:
         os.fsync(f.fileno())
     try:
@@ -126,9 +140,12 @@ def _create_whole(db: Path) -> None:
 
 
 def _close_engine(uri: str) -> None:
-    """Close the connections MLflow pooled for ``uri`` (its store's engine map, MLflow 3)."""
+    """Close the connections MLflow pooled for ``uri``: its tracking and its model registry
+    stores each keep an engine per URI (MLflow 3)."""
+    from mlflow.store.model_registry.sqlalchemy_store import SqlAlchemyStore as Registry
     from mlflow.store.tracking.sqlalchemy_store import SqlAlchemyStore
 
-    engine = getattr(SqlAlchemyStore, "_engine_map", {}).pop(uri, None)
-    if engine is not None:
-        engine.dispose()
+    for store in (SqlAlchemyStore, Registry):
+        engine = getattr(store, "_engine_map", {}).pop(uri, None)
+        if engine is not None:
+            engine.dispose()

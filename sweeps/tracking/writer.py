@@ -13,6 +13,7 @@ records wait in the journal for the next start. ``why`` and ``fix`` say what hol
 from __future__ import annotations
 
 import logging
+import re
 import threading
 import time
 from typing import Any
@@ -21,7 +22,7 @@ from sweeps.storage.journal import Journal
 from sweeps.tracking.masking import mask_text
 from sweeps.tracking.sqlite_store import StoreUnusable
 
-__all__ = ["TrackingWriter", "TransientTrackingError"]
+__all__ = ["TrackingWriter", "TransientTrackingError", "is_transient"]
 
 log = logging.getLogger(__name__)
 FIX = "it answers"
@@ -31,6 +32,25 @@ def _said(exc: Exception) -> str:
     """An MLflow error's first line for the log, with credentials masked: its "API request to
     <url>" quotes the store's URI as given, user and password included."""
     return mask_text((str(exc).strip().splitlines() or [type(exc).__name__])[0][:300])
+
+
+def is_transient(exc: Exception) -> bool:
+    """Connection-level failures (server down, timeout, 5xx) are worth retrying."""
+    from mlflow.exceptions import MlflowException
+
+    if isinstance(exc, FileNotFoundError | PermissionError | IsADirectoryError
+                  | NotADirectoryError):
+        return False  # a local file: waiting will not bring it back
+    if isinstance(exc, OSError | ConnectionError | TimeoutError):
+        return True
+    if isinstance(exc, MlflowException):  # its default error_code is INTERNAL_ERROR: no signal
+        text = str(exc)
+        return (getattr(exc, "error_code", "") == "TEMPORARILY_UNAVAILABLE"
+                or re.search(r"failed with exception|failed with error code 5\d\d|Max retries"
+                             r"|Connection(Error| refused| reset| aborted)|timed out", text)
+                is not None)
+    name = type(exc).__name__
+    return "Connection" in name or "Timeout" in name
 
 
 class TransientTrackingError(RuntimeError):
@@ -88,8 +108,8 @@ class TrackingWriter:
             self.sink  # noqa: B018 (built on first use, in this thread)
         except StoreUnusable as exc:  # waiting will not help: say what will, once
             self.why, self.fix, self.unusable = exc.why, exc.fix, True
-            log.error("MLflow: %s; training goes on, records wait in %s: %s", exc.why,
-                      self.journal.path, exc.fix)
+            log.error("MLflow: %s; records wait in %s until %s", exc.why, self.journal.path,
+                      exc.fix)
             self._idle.set()
             return False
         except Exception as exc:  # store unreachable or broken: retry with the backoff

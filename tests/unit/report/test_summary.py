@@ -194,18 +194,19 @@ def test_console_says_the_best_model_is_in_mlflow_only_when_it_is(tmp_path, caps
     from sweeps.tracking.target import TrackingTarget
 
     (tmp_path / "tracking").mkdir()
-    state = {"experiment_id": "1", "trials": {}}
-    if logged:
-        state["model_logged"] = "models:/digits/1"
-    (tmp_path / "tracking" / "runs.json").write_text(json.dumps(state))
     summary = summarize(_multi(tmp_path), Objective("val_acc", "max", 3), ["lr"])
+    state = {"experiment_id": "1", "trials": {}, "model_trial": "another"}
+    if logged:  # the trial whose model the sink logged: the best one
+        state.update(model_logged="models:/digits/1", model_trial=summary.best["trial_id"])
+    (tmp_path / "tracking" / "runs.json").write_text(json.dumps(state))
     summary.best["model_form"] = "pytorch"
     target = TrackingTarget("sqlite:////w/mlflow.db", "default", "digits", "experiment.name")
     print_result(SweepResult(tmp_path, summary, None, {}, held, target), compose("digits"))
     out = capsys.readouterr().out.splitlines()
     assert line in out
-    assert [ln.startswith("    not all there: waiting in the journal (7 records)")
-            for ln in out if ln.startswith("    not all there")] == ([True] if held[0] else [])
+    journal = tmp_path / "tracking" / "journal.jsonl"
+    assert [ln for ln in out if ln.startswith("    not all there")] == (
+        [f"    not all there: 7 records wait in {journal}"] if held[0] else [])
 
 
 def test_a_tie_for_best_goes_to_the_same_trial_whatever_order_tune_gives(tmp_path) -> None:

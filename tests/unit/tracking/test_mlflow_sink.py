@@ -82,9 +82,9 @@ def test_trial_end_sets_status_and_reason(sink) -> None:
 def test_only_connection_failures_are_retried(exc: str, transient: bool) -> None:
     from mlflow.exceptions import MlflowException  # noqa: F401  (used by eval)
 
-    from sweeps.tracking.mlflow_sink import _is_transient
+    from sweeps.tracking.writer import is_transient
 
-    assert _is_transient(eval(exc)) is transient
+    assert is_transient(eval(exc)) is transient
 
 
 def test_resumed_trial_keeps_first_point_per_step_and_reopens(sink) -> None:

@@ -20,7 +20,7 @@ import pytest
 from mlflow import MlflowClient
 
 from sweeps.storage.journal import Journal
-from sweeps.tracking.sqlite_store import StoreUnusable, open_client, runs_in
+from sweeps.tracking.sqlite_store import StoreUnusable, _close_engine, contents, open_client
 from sweeps.tracking.writer import TrackingWriter
 
 
@@ -54,8 +54,9 @@ def test_a_new_store_is_created_whole_with_nothing_left_beside_it(tmp_path) -> N
     db = tmp_path / "sub" / "mlflow.db"
     client, fresh = open_client(f"sqlite:///{db}")
     assert client.search_experiments()[0].name == "Default"
-    assert sorted(p.name for p in db.parent.iterdir()) == ["mlflow.db"]  # no temp, no journal
-    assert runs_in(db) == 0 and fresh
+    # no temporary file, no -journal; the lock that orders creations stays
+    assert sorted(p.name for p in db.parent.iterdir()) == [".mlflow.db.lock", "mlflow.db"]
+    assert contents(db) == 0 and fresh
     assert open_client(f"sqlite:///{db}")[1] is False
 
 
@@ -99,7 +100,9 @@ def test_a_half_created_store_without_runs_is_moved_aside_and_rebuilt(tmp_path, 
     assert fresh
     (aside,) = tmp_path.glob("mlflow.db.broken-*")
     assert aside.read_bytes() == broken  # moved, never deleted
-    assert runs_in(db) == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".mlflow.db.lock", "mlflow.db",
+                                                          aside.name]
+    assert contents(db) == 1
     (line,) = [r.getMessage() for r in caplog.records]
     assert "half-created" in line and "duplicate column name: step" in line
     assert aside.name in line
@@ -111,10 +114,12 @@ def test_a_half_created_store_with_runs_is_left_alone_and_the_error_says_what_to
     broken = half_created(db, broken[2])
     with pytest.raises(StoreUnusable) as info:
         open_client(f"sqlite:///{db}")
-    assert db.read_bytes() == broken and list(tmp_path.iterdir()) == [db]
-    assert "holds 2 run(s)" in info.value.why and "duplicate column name: step" in info.value.why
-    assert info.value.fix == (f"move it aside (mv {db} {db}.broken) or set tracking.uri to "
-                              "another store, then run the same command again")
+    assert db.read_bytes() == broken and sorted(tmp_path.iterdir())[-1:] == [db]
+    assert not list(tmp_path.glob("*.broken*"))
+    assert "holds 2 record(s) of its own" in info.value.why
+    assert "duplicate column name: step" in info.value.why
+    assert info.value.fix == (f"it is moved aside (mv {db} {db}.broken) or tracking.uri names "
+                              "another store")
 
 
 def test_the_writer_stops_retrying_an_unusable_store_and_says_why(tmp_path, broken) -> None:
@@ -131,8 +136,8 @@ def test_the_writer_stops_retrying_an_unusable_store_and_says_why(tmp_path, brok
     left = writer.flush(timeout_s=600)  # returns at once: nothing will change
     writer.stop()
     assert left == 1
-    assert writer.unusable and "holds 2 run(s)" in writer.why
-    assert writer.fix.startswith("move it aside")
+    assert writer.unusable and "holds 2 record(s)" in writer.why
+    assert writer.fix.startswith("it is moved aside")
     assert os.path.exists(db)
 
 
@@ -164,3 +169,58 @@ def test_a_store_made_anew_gets_the_whole_journal_of_a_sweep_sent_before(tmp_pat
     resumed.start_sweep("s", "uid", {"a": 1}, {}, {}, 2)
     assert resumed.finish(None, None, status="FINISHED") == 0
     assert runs() == sent == {"parent": "FINISHED", "t1": "FINISHED"}
+
+
+def test_a_store_that_fails_for_another_reason_is_never_moved(tmp_path) -> None:
+    """Not a half-made store (here: not a database at all; a locked one, an I/O error): the
+    error goes to the caller, who tries again, and the file stays."""
+    db = tmp_path / "mlflow.db"
+    db.write_bytes(b"not a database, " * 100)
+    with pytest.raises(Exception, match="not a database"):
+        open_client(f"sqlite:///{db}")
+    assert db.read_bytes() == b"not a database, " * 100 and not list(tmp_path.glob("*.broken*"))
+
+
+def test_a_store_with_an_older_schema_is_left_for_mlflow_db_upgrade(tmp_path) -> None:
+    db = tmp_path / "mlflow.db"
+    made = tmp_path / "made.db"
+    MlflowClient(f"sqlite:///{made}")._tracking_client.store.engine.dispose()
+    with sqlite3.connect(made) as conn:  # whole, but recorded at MLflow's first revision
+        conn.execute("UPDATE alembic_version SET version_num = '451aebb31d03'")
+    made.rename(db)
+    before = db.read_bytes()
+    with pytest.raises(StoreUnusable) as info:
+        open_client(f"sqlite:///{db}")
+    assert "out-of-date database schema" in info.value.why and db.read_bytes() == before
+    assert info.value.fix == f"it is upgraded (back it up, then `mlflow db upgrade sqlite:///{db}`)"
+
+
+def test_a_store_replaced_by_another_tool_gets_the_whole_journal(tmp_path) -> None:
+    """The sweep's store was moved aside by hand and MLflow made a new, empty one in its place
+    (``mlflow ui`` does): the sweep's recorded ids are not in it, so its next start sends the
+    whole journal there."""
+    from mlflow.tracking._tracking_service.utils import _tracking_store_registry
+
+    from sweeps.tracking.callback import MLflowTracking, TrackingSettings
+    from tests.unit.tracking.test_tracking_abort import TrialRecord
+
+    db = tmp_path / "mlflow.db"
+    uri = f"sqlite:///{db}"
+    settings = TrackingSettings(uri=uri, experiment_name="again", model_name=None,
+                                state_dir=str(tmp_path / "t"), max_epochs=3, scheduler="asha",
+                                flush_timeout_s=60)
+    first = MLflowTracking(settings)
+    first.start_sweep("s", "uid", {"a": 1}, {}, {})
+    first.on_trial_start(0, [], TrialRecord("t1", {"lr": 0.1}))
+    assert first.finish(None, None, status="FINISHED") == 0
+    db.rename(tmp_path / "elsewhere.db")
+    made_by_mlflow = f"from mlflow import MlflowClient; MlflowClient('{uri}')"
+    subprocess.run([sys.executable, "-c", made_by_mlflow], check=True, capture_output=True)
+    _close_engine(uri)  # this process's MLflow forgets the old file, as a new process would
+    _tracking_store_registry._get_store_with_resolved_uri.cache_clear()
+    resumed = MLflowTracking(settings)
+    resumed.start_sweep("s", "uid", {"a": 1}, {}, {}, 2)
+    assert resumed.finish(None, None, status="FINISHED") == 0
+    client = MlflowClient(uri)
+    runs = client.search_runs([client.get_experiment_by_name("again").experiment_id])
+    assert sorted(r.data.tags.get("sweeps.trial_id", "parent") for r in runs) == ["parent", "t1"]
