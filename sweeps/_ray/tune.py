@@ -34,7 +34,8 @@ from typing import Any
 
 __all__ = ["quiet_trial_lines", "replace_restored_config", "concurrency_limit",
            "experiment_state_files", "trials_in_state", "trial_statuses", "tune_env",
-           "set_trial_config", "STATE_GLOB", "ensure_trial_dir", "THREAD_TIMEOUT_ENV"]
+           "set_trial_config", "STATE_GLOB", "newest_trial_statuses", "ensure_trial_dir",
+           "THREAD_TIMEOUT_ENV"]
 
 STATE_GLOB = "experiment_state-*.json"
 # How long a reused function-trainable process waits for the last trial's thread to end
@@ -118,6 +119,18 @@ def experiment_state_files(sweep_dir: Path) -> list[Path]:
 
     return [sweep_dir / name for name in files.listdir(sweep_dir)
             if fnmatch.fnmatch(name, STATE_GLOB)]
+
+
+def newest_trial_statuses(sweep_dir: Path) -> dict[str, str]:
+    """Trial id -> its status in Tune's newest experiment state ({} when none, or torn)."""
+    from sweeps import files
+
+    found = experiment_state_files(sweep_dir)
+    try:
+        return trial_statuses(json.loads(files.read_text(found[-1])) if found else
+                              {"trial_data": []})
+    except (OSError, ValueError, KeyError, TypeError, IndexError):
+        return {}
 
 
 def trials_in_state(data: dict[str, Any]) -> list:

@@ -67,12 +67,14 @@ def told_trials(searcher: Any) -> set[str]:
     return searcher.__dict__.get("_completed_trials", set())
 
 
-def grow_search(tuner: Any, num_samples: int, live: list[str] | None = None) -> None:
+def grow_search(tuner: Any, num_samples: int, live: list[str] | None = None,
+                known: int = 0) -> None:
     """Let a ``Tuner.restore``'d tuner suggest trials up to ``num_samples`` in all (its saved
     search state would stop at the old count; 0: no growth, a grid), and count the trials
     reopened on this start (``live``) as running in its trial limit, as a trial it suggested
     is: Tune's limit (a ``ConcurrencyLimiter``, random search's own) holds back new
-    suggestions while they run, and forwards their ends to the searcher."""
+    suggestions while they run, and forwards their ends to the searcher. ``known``: Tune's
+    restored trials, all counted as suggested (its state may be a save older than theirs)."""
     config = tuner._local_tuner._tune_config
     if num_samples:
         config.num_samples = num_samples
@@ -84,26 +86,28 @@ def grow_search(tuner: Any, num_samples: int, live: list[str] | None = None) -> 
         config.search_alg = grown
         return
     if isinstance(alg, _GrowingSearch):
-        alg._grow_to, alg._reopened = num_samples, live
+        alg._grow_to, alg._reopened, alg._known = num_samples, live, known
         return
     if isinstance(alg, Searcher):
         limit = config.max_concurrent_trials
         if limit and not isinstance(alg, ConcurrencyLimiter):  # as tune.run would wrap it
             alg = ConcurrencyLimiter(alg, max_concurrent=limit)
         config.max_concurrent_trials = None
-        config.search_alg = _GrowingSearch(alg, num_samples, live)
+        config.search_alg = _GrowingSearch(alg, num_samples, live, known)
 
 
 class _GrowingSearch(SearchGenerator):
     """``SearchGenerator`` whose restored state keeps at least ``grow_to`` samples and counts
     the ``reopened`` trials as live in its ``ConcurrencyLimiter``."""
 
-    def __init__(self, searcher: Any, grow_to: int, reopened: list[str] | None = None) -> None:
+    def __init__(self, searcher: Any, grow_to: int, reopened: list[str] | None = None,
+                 known: int = 0) -> None:
         super().__init__(searcher)
-        self._grow_to, self._reopened = grow_to, list(reopened or [])
+        self._grow_to, self._reopened, self._known = grow_to, list(reopened or []), known
 
     def set_state(self, state: dict) -> None:
         super().set_state(state)
+        self._counter = max(self._counter, self.__dict__.get("_known", 0))
         if self._total_samples < self._grow_to:
             self._total_samples, self._finished = self._grow_to, False
         limiter = self.searcher
@@ -119,7 +123,7 @@ class _GrowingSearch(SearchGenerator):
     def __getstate__(self) -> dict:
         """Pickled into ``tuner.pkl`` without this start's reopened trials (a later start
         has its own, or none)."""
-        return {**self.__dict__, "_reopened": []}
+        return {**self.__dict__, "_reopened": [], "_known": 0}
 
 
 class _GrowingVariants(BasicVariantGenerator):

@@ -206,9 +206,9 @@ def restore_tuner(cfg: SweepConfig, params: list[Param], trial: TrialPlan, sweep
     replace_restored_config(tuner, make_scheduler(cfg, sweep_dir, ledger), callbacks,
                             verbose=1 if cfg.sweep.verbose else 0,
                             failure_config=tune.FailureConfig(max_failures=cfg.trial.max_retries))
-    if grown or reopened:
-        from sweeps._ray.tune_grow import grow_search
+    from sweeps._ray.tune import newest_trial_statuses
+    from sweeps._ray.tune_grow import grow_search
 
-        grow_search(tuner, 0 if cfg.search.algorithm == "grid" else cfg.search.num_samples,
-                    reopened)
+    grow_search(tuner, 0 if cfg.search.algorithm == "grid" else cfg.search.num_samples,
+                reopened, len(newest_trial_statuses(sweep_dir)))
     return tuner

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from sweeps import files
-from sweeps._ray.tune import experiment_state_files, trial_statuses
+from sweeps._ray.tune import experiment_state_files, newest_trial_statuses
 from sweeps.layout import SweepLayout
 from sweeps.lease import Holder, claim_store, describe, inspect, this_driver
 from sweeps.protocol import CLOCK_KEY
@@ -98,16 +98,6 @@ def _config(layout: SweepLayout, starts: int) -> dict[str, Any]:
     return {}
 
 
-def _tune_trials(root: Path) -> dict[str, str]:
-    """Trial id -> its status in Tune's newest experiment state ({} when none, or torn)."""
-    found = experiment_state_files(root)
-    try:
-        data = json.loads(files.read_text(found[-1])) if found else {"trial_data": []}
-        return trial_statuses(data)
-    except (OSError, ValueError, KeyError, TypeError, IndexError):
-        return {}  # the log and the report logs still say what ran
-
-
 def _number(value: Any) -> float | None:
     ok = isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
     return float(value) if ok else None
@@ -145,7 +135,7 @@ def status_lines(root: Path) -> list[str]:
     objective = Objective(metric or "", mode, float(ident.get("scheduler.max_t") or
                                                     sched.get("max_t") or math.inf))
     log = decision_log(root).records()
-    verdicts, tune = read_verdicts(log), _tune_trials(root)
+    verdicts, tune = read_verdicts(log), newest_trial_statuses(root)
     ended = ended_ids(log)
     runs = {p.name for p in unended_runs(layout, ended)}
     counts = dict.fromkeys(("completed", "stopped early", "failed", "running"), 0)

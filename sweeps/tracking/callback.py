@@ -292,8 +292,7 @@ class MLflowTracking(Callback):
 
     @property
     def held(self) -> tuple[str, str]:
-        """Why records still wait in the journal and what sends them (``("", "")``: none
-        wait, or nothing was tried)."""
+        """Why records still wait in the journal, and what sends them (empty: none tried)."""
         writer = self._writer
         return (writer.why or "MLflow did not answer in time", writer.fix or "it answers") \
             if writer is not None else ("", "")

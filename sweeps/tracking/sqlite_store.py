@@ -2,16 +2,13 @@
 
     client, fresh = open_client("sqlite:////work/mlflow.db")   # MLflowSink, in the writer
 
-MLflow creates a new SQLite store by running its migrations one by one in the file itself; a
-kill in those seconds (measured: between 1.6 and 1.8 s after MLflow's import on this machine)
-leaves a store MLflow can never open again ("duplicate column name: step", "table
-_alembic_tmp_metrics already exists"). So a store that does not exist yet is created under a
-temporary name beside it and linked into place once complete: a kill leaves no store, or a whole
-one. A store that fails MLflow's open with such a migration error and holds nothing (no run,
-experiment or model of its own) is moved aside (``<name>.broken-<time>-<pid>``, never deleted)
-and created again, under a lock beside it (two drivers in one directory); one that holds
-something, or has an older schema, is left alone: ``StoreUnusable`` says why and what to do.
-Any other failure is the caller's to retry. ``fresh``: this call made the store.
+MLflow makes a new SQLite store by running its migrations in the file itself; a kill then
+leaves a store MLflow can never open ("duplicate column name: step"). So a missing store is made
+under a temporary name beside it and linked in whole. One that fails MLflow's open with such a
+migration error and holds nothing of its own is moved aside (``<name>.broken-<time>-<pid>``)
+and made again, under a lock beside it; one that holds something, or has an older schema, is
+left alone (``StoreUnusable``: why, and the fix). Other failures are the caller's to retry.
+``fresh``: this call made the store.
 """
 
 from __future__ import annotations
@@ -37,8 +34,8 @@ HALF_MADE = re.compile(r"duplicate column|already exists|no such (table|column)|
 
 
 class StoreUnusable(RuntimeError):
-    """A store MLflow cannot open and sweeps must not touch: ``why``, and ``fix`` (what must
-    be true before the records can go: "... once <fix>"); the writer stops retrying."""
+    """A store MLflow cannot open and sweeps must not touch: ``why``; the records go "once
+    <fix>". The writer stops retrying."""
 
     def __init__(self, why: str, fix: str) -> None:
         super().__init__(f"{why}; {fix}")
@@ -90,8 +87,7 @@ def open_client(uri: str) -> tuple[Any, bool]:
 
 
 def contents(db: Path) -> int | None:
-    """How many runs, experiments but the default, and registered models the SQLite store
-    ``db`` holds (a table not made yet holds none); None when SQLite cannot read it."""
+    """Runs, experiments but the default and registered models in ``db``; None: unreadable."""
     try:
         with sqlite3.connect(f"{db.resolve().as_uri()}?mode=ro", uri=True, timeout=5) as conn:
             tables = {row[0] for row in conn.execute(
@@ -140,8 +136,7 @@ def _create_whole(db: Path, query: str) -> None:
 
 
 def _close_engine(uri: str) -> None:
-    """Close the connections MLflow pooled for ``uri``: its tracking and its model registry
-    stores each keep an engine per URI (MLflow 3)."""
+    """Close the connections MLflow's tracking and registry stores pooled for ``uri``."""
     from mlflow.store.model_registry.sqlalchemy_store import SqlAlchemyStore as Registry
     from mlflow.store.tracking.sqlalchemy_store import SqlAlchemyStore
 

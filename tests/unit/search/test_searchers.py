@@ -302,3 +302,40 @@ def test_tune_param_space(algorithm: str, expected: dict) -> None:
     assert (type(space["a"]).__name__, space["a"].categories) == expected["a"]
     b = space["m"]["b"]
     assert (type(b).__name__, (b.lower, b.upper)) == expected["m"]["b"]  # upper is exclusive
+
+
+def test_a_trial_its_saved_state_never_knew_is_asked_with_its_config_and_told(tmp_path) -> None:
+    """Issue 50's chaos run: killed between Tune's experiment state and the searcher's, a
+    resume had Tune run a trial the restored searcher never suggested, and Ray's OptunaSearch
+    raised KeyError at its first result: the sweep could never resume. Restored here from a
+    save made before trial "b", the searcher takes b with b's own params and tells its value."""
+    from ray.tune.search import Searcher
+    from ray.tune.utils import flatten_dict
+
+    alg = make_search_alg(_cfg(), 2, PARAMS)
+    alg.suggest("a")
+    alg.save(str(tmp_path / "before_b.pkl"))
+    config_b = alg.suggest("b")
+    restored = make_search_alg(_cfg(), 2, PARAMS)
+    restored.restore(str(tmp_path / "before_b.pkl"))
+    assert "b" not in restored._ot_trials and isinstance(restored, Searcher)
+    metric = restored._metric
+    result = flatten_dict({"config": config_b, metric: 0.5, "training_iteration": 1},
+                          delimiter="/")
+    restored.on_trial_result("b", result)
+    restored.on_trial_complete("b", {**result, metric: 0.7})
+    (told,) = [t for t in restored._ot_study.trials if t.number == restored._ot_trials["b"].number]
+    assert told.state.name == "COMPLETE" and told.value == 0.7
+    assert told.params == {optuna_name(k): v for k, v in flatten_dict(config_b, ".").items()}
+
+
+@pytest.mark.parametrize(("saved", "known", "counted"), [(6, 7, 7), (7, 7, 7), (7, 0, 7)])
+def test_a_restored_search_counts_every_trial_tunes_state_holds(saved, known, counted) -> None:
+    """The search's saved count lags Tune's trials after a kill between their files: it counts
+    Tune's (``known``), so a 20-trial sweep does not run a 21st; never fewer than it saved."""
+    from sweeps._ray.tune_grow import _GrowingSearch
+
+    search = _GrowingSearch(make_search_alg(_cfg(), 2, PARAMS), 0, [], known)
+    search.set_state({"counter": saved, "total_samples": 20, "finished": False,
+                      "experiment": None})
+    assert (search._counter, search._total_samples) == (counted, 20)
