@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import sys
 import textwrap
+import uuid
 from pathlib import Path
 
 import pytest
@@ -29,10 +30,11 @@ def objective(config):  # Ray Tune's docs
 def module(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     """Write a module ``loop_<n>`` on sys.path; return its name."""
     monkeypatch.syspath_prepend(str(tmp_path))
-    count = iter(range(1000))
 
     def write(source: str) -> str:
-        name = f"loop_{next(count)}_{id(tmp_path)}"
+        # a name never used before in this process: an id() comes back once its object is
+        # gone, and a module of that name found earlier (another test's) would be read
+        name = f"loop_{uuid.uuid4().hex}"
         (tmp_path / f"{name}.py").write_text(textwrap.dedent(source))
         return name
     return write
