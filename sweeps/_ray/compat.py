@@ -260,8 +260,6 @@ def degraded() -> tuple[str, ...]:
     return tuple(text for name, text in _findings() if name in SOFT)
 
 
-
-
 def check() -> None:
     """Raise ``RayIncompatible`` (one line) unless this Ray has every internal sweeps uses."""
     for text in degraded():

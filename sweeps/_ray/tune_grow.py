@@ -68,13 +68,13 @@ def told_trials(searcher: Any) -> set[str]:
 
 
 def grow_search(tuner: Any, num_samples: int, live: list[str] | None = None,
-                known: int = 0) -> None:
+                known: dict[str, str] | None = None) -> None:
     """Let a ``Tuner.restore``'d tuner suggest trials up to ``num_samples`` in all (its saved
     search state would stop at the old count; 0: no growth, a grid), and count the trials
     reopened on this start (``live``) as running in its trial limit, as a trial it suggested
     is: Tune's limit (a ``ConcurrencyLimiter``, random search's own) holds back new
     suggestions while they run, and forwards their ends to the searcher. ``known``: Tune's
-    restored trials, all counted as suggested (its state may be a save older than theirs)."""
+    restored trials and their status (``_GrowingSearch``)."""
     config = tuner._local_tuner._tune_config
     if num_samples:
         config.num_samples = num_samples
@@ -97,33 +97,35 @@ def grow_search(tuner: Any, num_samples: int, live: list[str] | None = None,
 
 
 class _GrowingSearch(SearchGenerator):
-    """``SearchGenerator`` whose restored state keeps at least ``grow_to`` samples and counts
-    the ``reopened`` trials as live in its ``ConcurrencyLimiter``."""
+    """``SearchGenerator`` whose restored state keeps at least ``grow_to`` samples, counts Tune's
+    trials (``known``: id -> status; the newer state after a kill between saves) as suggested,
+    and holds live those not ``TERMINATED`` and the ``reopened`` in its ``ConcurrencyLimiter``."""
 
     def __init__(self, searcher: Any, grow_to: int, reopened: list[str] | None = None,
-                 known: int = 0) -> None:
+                 known: dict[str, str] | None = None) -> None:
         super().__init__(searcher)
-        self._grow_to, self._reopened, self._known = grow_to, list(reopened or []), known
+        self._grow_to, self._reopened, self._known = grow_to, list(reopened or []), known or {}
 
     def set_state(self, state: dict) -> None:
         super().set_state(state)
-        self._counter = max(self._counter, self.__dict__.get("_known", 0))
+        known = self.__dict__.get("_known") or {}
+        self._counter = max(self._counter, len(known))
         if self._total_samples < self._grow_to:
             self._total_samples, self._finished = self._grow_to, False
         limiter = self.searcher
         while not isinstance(limiter, ConcurrencyLimiter) and hasattr(limiter, "searcher"):
             limiter = limiter.searcher
         if isinstance(limiter, ConcurrencyLimiter):
-            for trial in self.__dict__.get("_reopened", []):
-                if trial not in limiter.live_trials:
-                    limiter.live_trials.add(trial)
-                    limiter.num_unfinished_live_trials += 1
+            live = {t for t, status in known.items() if status != "TERMINATED"} if known else \
+                set(limiter.live_trials)
+            limiter.live_trials = live | set(self.__dict__.get("_reopened", []))
+            limiter.num_unfinished_live_trials = len(limiter.live_trials)
         self._reopened = []
 
     def __getstate__(self) -> dict:
         """Pickled into ``tuner.pkl`` without this start's reopened trials (a later start
         has its own, or none)."""
-        return {**self.__dict__, "_reopened": [], "_known": 0}
+        return {**self.__dict__, "_reopened": [], "_known": {}}
 
 
 class _GrowingVariants(BasicVariantGenerator):

@@ -14,16 +14,7 @@ in a later entry; so do the options of the other groups, ``search/tpe.yaml`` say
 ``sweeps.config.search_path_args`` builds it from a command line (``from_argv``) or from the
 arguments of ``sweeps.config.compose`` (``for_compose``).
 
-What Hydra 1.3 itself does (read in its source): ``utils.py::create_config_search_path``
-builds ``hydra`` (``pkg://hydra.conf``), then ``main`` (the ``config_path`` of ``@hydra.main``),
-then ``schema`` (``structured://``); ``_run_hydra`` inserts ``--config-dir`` just before
-``schema``; ``config_loader_impl.py::_process_config_searchpath`` inserts the entries
-of the first override whose key is exactly ``hydra.searchpath`` (``+hydra.searchpath`` does not
-count) just before ``schema`` too, replacing a ``hydra.searchpath`` set in the primary config;
-``config_repository.py::_find_object_source`` takes the first source that has the
-file. So with ``config_path=conf`` the built-in ``experiment/digits.yaml`` would win over a
-user's own ``digits.yaml`` from both ``--config-dir`` and ``hydra.searchpath`` (checked: the
-composed ``experiment.name`` stayed the built-in one).
+Hydra 1.3's own order, read in its source: docs/development.md#the-config-search-path.
 
 Deliberate divergence: sweeps declares no ``config_path`` (so no ``main`` source) and appends
 its built-in ``conf/`` as the LAST ``hydra.searchpath`` entry

@@ -153,7 +153,6 @@ def validate(cfg: SweepConfig) -> None:
                          example="mypkg.models:load_from_checkpoint", arity=1)
 
 
-
 def _check_objectives(cfg: SweepConfig) -> None:
     """``experiment.metrics`` (multi-objective): directions, the primary metric, and no
     scheduler that judges a single metric (PBT; ASHA ranks several, see MO-ASHA)."""

@@ -210,5 +210,5 @@ def restore_tuner(cfg: SweepConfig, params: list[Param], trial: TrialPlan, sweep
     from sweeps._ray.tune_grow import grow_search
 
     grow_search(tuner, 0 if cfg.search.algorithm == "grid" else cfg.search.num_samples,
-                reopened, len(newest_trial_statuses(sweep_dir)))
+                reopened, newest_trial_statuses(sweep_dir))
     return tuner

@@ -36,7 +36,6 @@ class Pretrained(NamedTuple):
     processor: Any
 
 
-
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "vocab.txt", "vocab.json",
                    "spiece.model", "sentencepiece.bpe.model")
 IMAGE_PROCESSOR_FILE = "preprocessor_config.json"

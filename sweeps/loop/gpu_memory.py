@@ -18,15 +18,11 @@ trial:
   (``sweeps.error``, run FAILED) show it as for any failed trial. The other trials go on.
 
 Why it is not retried: an out-of-memory error follows from the trial's hyperparameters (batch
-size, width, sequence length) far more often than from chance, so a retry allocates the same and
-fails the same, after holding the trial's GPU share through another start, data load and the
-epochs before the allocation. Neither Tune nor Ray Train has a per-error retry rule in their
-public API (both ``FailureConfig.max_failures`` count every error alike); a scheduler's ``STOP``
-(Tune's public ``TrialScheduler`` API, the same route by which a trial that never reports its
-metric is failed) ends one trial without a retry, and also bounds the cost when
-``trial.max_retries=-1`` (a retried trial that failed again at once would loop forever). Optuna
-records such a trial as pruned, which TPE counts among the worst, so it steers away from that
-configuration (a raised trial is FAIL, which TPE leaves out).
+size, width, sequence length) far more often than from chance, so a retry fails the same after
+holding the GPU share again. Tune's and Train's public ``FailureConfig`` count every error alike;
+a scheduler's ``STOP`` (Tune's public ``TrialScheduler`` API, as for a trial that never reports
+its metric) ends one trial without a retry, also under ``trial.max_retries=-1``. Optuna records
+it as pruned, which TPE counts among the worst (a raised trial is FAIL, which TPE leaves out).
 
 On a shared GPU (``scaling.gpus_per_worker`` below 1) the other trials' memory counts too (Ray
 divides the GPU's count, not its memory): the reason says so and how to give each trial more. A

@@ -45,10 +45,6 @@ class SweepResult:
         return SweepLayout(self.sweep_dir)
 
     @property
-    def tracking_unsent(self) -> int:
-        return self.tracking_held[0]
-
-    @property
     def tracking_uri(self) -> str | None:
         return self.tracking.uri if self.tracking else None
 

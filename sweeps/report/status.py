@@ -188,13 +188,16 @@ def status_lines(root: Path) -> list[str]:
 
 
 def _tracking_line(layout: SweepLayout) -> str:
-    """MLflow records the sweep's last end left in its journal (``tracking/held.json``), why
-    and what sends them, if they still wait there; else empty."""
+    """MLflow records waiting in the sweep's journal, why and what sends them (what its last
+    end left, ``tracking/held.json``), if any; else empty."""
     from sweeps.storage.journal import Journal
 
     held = (json.loads(files.read_text(layout.tracking_held))
             if files.exists(layout.tracking_held) else {})
-    waiting = len(Journal(layout.tracking).pending()) if held.get("records") else 0
+    # a local journal is read from its applied offset; one on an object store record by record,
+    # so only where the sweep's end left records (a killed sweep's go at its next start)
+    local = not files.is_remote(layout.tracking) and files.exists(layout.tracking_journal)
+    waiting = len(Journal(layout.tracking).pending()) if held.get("records") or local else 0
     return (f"  mlflow: {waiting} record(s) wait in the journal"
             + (f": {held['why']}" if held.get("why") else "")
             + "; they go to MLflow at the next start or with python -m sweeps.sync "

@@ -33,7 +33,6 @@ from sweeps.protocol import TRIAL_FILE, checkpoint_dir_epoch, checkpoint_dir_nam
 __all__ = ["repair_run", "claim_run", "checkpoint_epochs", "latest_checkpoint", "SNAPSHOT"]
 
 
-
 def _valid(directory: Path) -> bool:
     """A checkpoint directory that Train can hand back: it exists, and when it is in sweeps'
     own format (``checkpoint.pt``, ``TrialSession``) that file is a complete archive. A user

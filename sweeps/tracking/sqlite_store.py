@@ -21,6 +21,7 @@ import re
 import sqlite3
 import time
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -50,8 +51,7 @@ def open_client(uri: str) -> tuple[Any, bool]:
     if db is None:
         return MlflowClient(uri), False
     db.parent.mkdir(parents=True, exist_ok=True)
-    with open(db.with_name(f".{db.name}.lock"), "a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # one creation or repair at a time, then a look
+    with _locked(db):  # one creation or repair at a time, then a look
         fresh = not db.exists()
         if fresh:
             _close_engine(uri)  # connections MLflow pooled to a file of that name, now gone
@@ -60,16 +60,17 @@ def open_client(uri: str) -> tuple[Any, bool]:
             return MlflowClient(uri), fresh
         except Exception as exc:
             said = mask_text(str(exc).strip().splitlines()[0][:200] or type(exc).__name__)
-            old = "out-of-date database schema" in said
+            old = "out-of-date database schema" in said  # older, or newer, than this MLflow
             if fresh or not (old or HALF_MADE.search(said)):
                 raise  # locked, an I/O error, ...: the writer tries again
             held = contents(db)
             if held is None:
                 raise
             if held or old:
-                fix = (f"it is upgraded (back it up, then `mlflow db upgrade sqlite:///{db}`)"
-                       if old else f"it is moved aside (mv {db} {db}.broken) or tracking.uri "
-                       "names another store")
+                fix = (f"it is upgraded (back it up, then `mlflow db upgrade sqlite:///{db}`) "
+                       "or opened with the MLflow version that made it" if old else
+                       f"it is moved aside (mv {db} {db}.broken) or tracking.uri names another "
+                       "store")
                 raise StoreUnusable(f"MLflow cannot open {db} ({said}); it holds {held} "
                                     "record(s) of its own, so sweeps leaves it as it is",
                                     fix) from exc
@@ -84,6 +85,22 @@ def open_client(uri: str) -> tuple[Any, bool]:
                         "to it from its journal", db, said, aside.name)
             _create_whole(db, query)
             return MlflowClient(uri), True
+
+
+@contextlib.contextmanager
+def _locked(db: Path) -> Iterator[None]:
+    """``.<name>.lock`` beside ``db`` held, read-only; none where none can be had."""
+    try:
+        fd = os.open(db.with_name(f".{db.name}.lock"), os.O_RDONLY | os.O_CREAT, 0o666)
+    except OSError:
+        fd = None
+    try:
+        with contextlib.suppress(OSError, TypeError):
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        if fd is not None:
+            os.close(fd)
 
 
 def contents(db: Path) -> int | None:

@@ -43,7 +43,7 @@ def test_server_outage_mid_sweep_loses_and_duplicates_nothing(tmp_path, ray_clus
     result = run_sweep(cfg)
     bouncer.join(timeout=120)
     assert [e for e, _ in events] == ["down", "up"], "the server really went away and came back"
-    assert result.tracking_unsent == 0
+    assert result.tracking_held == (0, "", "")
 
     client = MlflowClient(mlflow_server.uri)
     experiment = client.get_experiment_by_name("outage")

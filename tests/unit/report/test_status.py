@@ -222,6 +222,11 @@ def test_records_left_in_the_tracking_journal_are_said_with_why(tmp_path) -> Non
         f"{root}, once you move it aside")
     journal.mark_applied(3)
     assert not any(line.startswith("  mlflow:") for line in status_lines(root))
+    journal.append({"op": "trial_start"})  # a sweep killed since: no end said why
+    layout.tracking_held.unlink()
+    assert status_lines(root)[-2] == (
+        "  mlflow: 1 record(s) wait in the journal; they go to MLflow at the next start or "
+        f"with python -m sweeps.sync {root}")
 
 
 def test_failed_and_pending_trials(tmp_path) -> None:

@@ -335,7 +335,26 @@ def test_a_restored_search_counts_every_trial_tunes_state_holds(saved, known, co
     Tune's (``known``), so a 20-trial sweep does not run a 21st; never fewer than it saved."""
     from sweeps._ray.tune_grow import _GrowingSearch
 
-    search = _GrowingSearch(make_search_alg(_cfg(), 2, PARAMS), 0, [], known)
+    statuses = {f"t{i}": "TERMINATED" for i in range(known)}
+    search = _GrowingSearch(make_search_alg(_cfg(), 2, PARAMS), 0, [], statuses)
     search.set_state({"counter": saved, "total_samples": 20, "finished": False,
                       "experiment": None})
     assert (search._counter, search._total_samples) == (counted, 20)
+
+
+def test_a_restored_limiter_holds_live_what_tunes_state_runs() -> None:
+    """The reviewer's hang: the limiter's saved state still held trial a live (Tune's newer
+    state had it ended) and not b (Tune added it): at one trial at once nothing would ever be
+    suggested again. Restored, it holds Tune's unended trials and this start's reopened ones."""
+    from ray.tune.search import ConcurrencyLimiter
+
+    from sweeps._ray.tune_grow import _GrowingSearch
+
+    limiter = ConcurrencyLimiter(make_search_alg(_cfg(), 2, PARAMS), max_concurrent=1)
+    search = _GrowingSearch(limiter, 0, ["r"], {"a": "TERMINATED", "b": "RUNNING",
+                                                "c": "ERROR", "r": "TERMINATED"})
+    limiter.set_state({**limiter.get_state(), "live_trials": {"a"},
+                       "num_unfinished_live_trials": 1})
+    search.set_state({"counter": 3, "total_samples": 20, "finished": False, "experiment": None})
+    assert limiter.live_trials == {"b", "c", "r"} and limiter.num_unfinished_live_trials == 3
+    assert search._counter == 4

@@ -181,18 +181,20 @@ def test_a_store_that_fails_for_another_reason_is_never_moved(tmp_path) -> None:
     assert db.read_bytes() == b"not a database, " * 100 and not list(tmp_path.glob("*.broken*"))
 
 
-def test_a_store_with_an_older_schema_is_left_for_mlflow_db_upgrade(tmp_path) -> None:
+@pytest.mark.parametrize("revision", ["451aebb31d03", "ffffffffffff"])  # older; newer
+def test_a_store_of_another_mlflow_version_is_left_with_what_to_do(tmp_path, revision) -> None:
     db = tmp_path / "mlflow.db"
     made = tmp_path / "made.db"
     MlflowClient(f"sqlite:///{made}")._tracking_client.store.engine.dispose()
-    with sqlite3.connect(made) as conn:  # whole, but recorded at MLflow's first revision
-        conn.execute("UPDATE alembic_version SET version_num = '451aebb31d03'")
+    with sqlite3.connect(made) as conn:  # whole, recorded at another revision
+        conn.execute("UPDATE alembic_version SET version_num = ?", (revision,))
     made.rename(db)
     before = db.read_bytes()
     with pytest.raises(StoreUnusable) as info:
         open_client(f"sqlite:///{db}")
     assert "out-of-date database schema" in info.value.why and db.read_bytes() == before
-    assert info.value.fix == f"it is upgraded (back it up, then `mlflow db upgrade sqlite:///{db}`)"
+    assert info.value.fix == (f"it is upgraded (back it up, then `mlflow db upgrade "
+                              f"sqlite:///{db}`) or opened with the MLflow version that made it")
 
 
 def test_a_store_replaced_by_another_tool_gets_the_whole_journal(tmp_path) -> None:
