@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from sweeps.tracking.masking import mask_text
+from sweeps.tracking.setup import local_store
 
 __all__ = ["open_client", "StoreUnusable", "contents"]
 
@@ -47,9 +48,11 @@ def open_client(uri: str) -> tuple[Any, bool]:
     """``(MlflowClient(uri), fresh)``, its SQLite file created whole first when missing."""
     from mlflow import MlflowClient
 
-    db, query = _sqlite_file(uri)
+    path, _, query = uri.partition("?")
+    db = local_store(path) if path.startswith("sqlite:///") else None
     if db is None:
         return MlflowClient(uri), False
+    db = db.expanduser()
     db.parent.mkdir(parents=True, exist_ok=True)
     with _locked(db):  # one creation or repair at a time, then a look
         fresh = not db.exists()
@@ -115,14 +118,6 @@ def contents(db: Path) -> int | None:
                        if table in tables)
     except sqlite3.Error:
         return None
-
-
-def _sqlite_file(uri: str) -> tuple[Path | None, str]:
-    """The local file of a ``sqlite:///`` URI (``~`` expanded) and its query, if any."""
-    if not uri.startswith("sqlite:///"):
-        return None, ""
-    path, _, query = uri[len("sqlite:///"):].partition("?")
-    return Path(path).expanduser(), query
 
 
 def _create_whole(db: Path, query: str) -> None:
