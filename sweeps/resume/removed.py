@@ -71,7 +71,7 @@ def removed_classes_load() -> Iterator[None]:
         yield
     finally:
         sys.meta_path.remove(finder)
-        for name in [n for n, m in sys.modules.items() if isinstance(m, _RemovedModule)]:
+        for name in [n for n, m in list(sys.modules.items()) if isinstance(m, _RemovedModule)]:
             module = sys.modules.pop(name)
             parent, _, child = name.rpartition(".")  # the import set it on its package too
             if getattr(sys.modules.get(parent), child, None) is module:
