@@ -1,4 +1,5 @@
-"""sweeps: Hydra configs -> Ray Tune (Optuna TPE or random + ASHA) -> multi-worker Ray Train.
+"""sweeps: Hydra configs -> Ray Tune (Optuna, grid, random; ASHA, PBT) -> each trial's loop,
+run inline in the trial's processes or as a Ray Train run (DDP).
 
     python -m sweeps +experiment=digits
 

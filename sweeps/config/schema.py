@@ -99,8 +99,8 @@ class ExperimentSection:
     # "module:function" turning a checkpoint directory into a torch.nn.Module, so the best
     # checkpoint of a loop with its own checkpoint format is registered as a model in MLflow
     model_loader: str | None = None
-    # Ray Datasets the driver builds once per sweep and hands to every trial's TorchTrainer
-    # (``datasets=``; workers read ray.train.get_dataset_shard(NAME)). Each entry is
+    # Ray Datasets the driver builds once per sweep and hands to every trial's loop
+    # (a Train run's ``datasets=``; workers read ray.train.get_dataset_shard(NAME)). Each entry is
     # "module:function" (called with no arguments), {function: "module:function", <its
     # keyword arguments>}, or a path/URI of parquet, csv, json or npy files (read with ray.data)
     datasets: dict[str, Any] = field(default_factory=dict)
@@ -181,7 +181,7 @@ class CheckpointSection:
 
 @dataclass
 class TrialSection:
-    """How one trial (one Ray Train run) behaves."""
+    """How one trial behaves, on whichever backend runs it (``executor``)."""
 
     poll_interval_s: float = 0.1  # Train controller poll period; Ray's 2 s costs ~1.6 s a report
     max_failures: int = 1  # restarts of a trial's worker group (a worker died), from its checkpoint
