@@ -17,13 +17,21 @@ built-in ``conf/`` (``sweeps/config/search_path.py`` says why that differs from 
 from __future__ import annotations
 
 import logging
+import os
 import sys
 
 import hydra
+from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
 from sweeps.config.compose import PRIMARY, register_primary
-from sweeps.config.schema import register_schema
+from sweeps.config.schema import register_schema, to_config
+from sweeps.config.search_path import Entry, SearchPath, activate, active, remember
+from sweeps.config.search_path_args import from_argv
+from sweeps.driver.prepare import prepare
+from sweeps.driver.runner import SweepInterrupted, run_sweep
+from sweeps.errors import ConfigError, StorageFull, SweepError
+from sweeps.lease.holder import remember_command
 
 register_schema()
 register_primary()
@@ -33,17 +41,12 @@ register_primary()
 @hydra.main(version_base=None, config_path=None, config_name=PRIMARY)
 def main(cfg: DictConfig) -> None:
     """Hydra entry: validate, run, report."""
-    from sweeps.config.schema import to_config
-    from sweeps.driver.prepare import prepare
-    from sweeps.driver.runner import SweepInterrupted, run_sweep
-    from sweeps.errors import StorageFull, SweepError
     from sweeps.report.console import print_result
 
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     try:
         sweep_cfg = to_config(cfg)
         if sweep_cfg.sweep.dry_run:
-            from sweeps.config.search_path import remember
             from sweeps.driver.dry_run import format_plan
 
             remember(sweep_cfg, _composed_from())  # before prepare, which copies what it settles
@@ -71,10 +74,6 @@ def main(cfg: DictConfig) -> None:
 
 def _composed_from():  # -> sweeps.config.search_path.Source | None
     """The file Hydra took ``+experiment`` from: its choice, looked up in its own sources."""
-    from hydra.core.hydra_config import HydraConfig
-
-    from sweeps.config.search_path import Entry, SearchPath
-
     runtime = HydraConfig.get().runtime
     choice = runtime.choices.get("experiment")
     if not choice:
@@ -95,9 +94,6 @@ def prepare_argv(argv: list[str]) -> list[str]:
         ["hydra.searchpath=['file:///.../conf']", '+experiment=digits']
     """
     from sweeps.config.overrides import add_builtin_searchpath, check_overrides, quote_search_space
-    from sweeps.config.search_path import activate
-    from sweeps.config.search_path_args import from_argv
-    from sweeps.errors import ConfigError
 
     argv = quote_search_space(argv)
     try:
@@ -117,8 +113,6 @@ def run() -> None:
     to ``sweeps.report.status``, before Hydra reads the command line (a Hydra override is never
     the bare word ``predict`` or ``status``).
     """
-    from sweeps.config.search_path import active
-
     if sys.argv[1:2] == ["predict"]:
         from sweeps.inference.cli import main as predict_main
 
@@ -127,8 +121,6 @@ def run() -> None:
         from sweeps.report.status import main as status_main
 
         sys.exit(status_main(sys.argv[2:]))
-    from sweeps.lease.holder import remember_command
-
     remember_command(sys.argv[1:])
     sys.argv[1:] = prepare_argv(sys.argv[1:])
     register_primary(active())  # --help then lists the groups of every search-path entry
@@ -142,7 +134,6 @@ def cli() -> None:
     configs import from there); a console script does not, so it is added here. The module
     runs as ``__main__`` (``runpy``) so Hydra sees the same caller and task name.
     """
-    import os
     import runpy
 
     if os.getcwd() not in sys.path:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -15,6 +16,7 @@ from sweeps import files
 from sweeps.layout import SweepLayout
 from sweeps.storage.journal import Journal
 from sweeps.storage.location import sweep_root
+from sweeps.tracking.masking import without_credentials
 
 __all__ = ["sync"]
 
@@ -50,10 +52,6 @@ def _with_credentials(uri: str) -> str:
     """The recorded URI (kept without credentials), or ``MLFLOW_TRACKING_URI`` when that names
     the same store with credentials in it; otherwise MLflow reads them from its credential
     variables (``MLFLOW_TRACKING_USERNAME``/``PASSWORD``/``TOKEN``)."""
-    import os
-
-    from sweeps.tracking.masking import without_credentials
-
     env = os.environ.get("MLFLOW_TRACKING_URI", "").strip()
     return env if env and without_credentials(env) == uri else uri
 

@@ -18,6 +18,7 @@ import importlib.metadata
 import logging
 from collections.abc import Callable
 
+from sweeps import protocol
 from sweeps._ray.compat_probes import (
     _attrs,
     _equals,
@@ -35,7 +36,6 @@ TESTED = ">=2.57.1,<2.61"  # the Ray releases the suite ran on: docs/development
 
 
 def _probes() -> dict[str, Callable[[], None]]:
-    from sweeps import protocol
     from sweeps._ray import (
         logs,
         placement,

@@ -14,6 +14,7 @@ none at 2.60 (``log_to_driver=False`` silences worker output, not these notices)
 from __future__ import annotations
 
 import contextlib
+import importlib
 import logging
 from collections.abc import Iterator
 from typing import Any
@@ -39,8 +40,6 @@ def raylet_notices_logged() -> Iterator[None]:
         ...     w.print_to_stdstream({"lines": ["WARNING: x"], "pid": "raylet",
         ...                           "is_err": False}, ignore_prefix=False)   # prints nothing
     """
-    import importlib
-
     try:
         module = importlib.import_module(STDSTREAM_MODULE)
         original = module.print_to_stdstream

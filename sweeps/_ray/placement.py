@@ -23,10 +23,14 @@ cluster's operator declares on the head, or a node label, neither of which sweep
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 from typing import Any
 
+import ray
 from ray.train.v2._internal.execution.callback import WorkerGroupCallback
+from ray.util import placement_group_table, remove_placement_group
+from ray.util.placement_group import PlacementGroup
 
 __all__ = ["WorkerGroupCallback", "remove_group", "group_from_hex", "actor_state",
            "record_groups_on_creation", "group_of", "head_node_pin",
@@ -39,15 +43,12 @@ HEAD_NODE_RESOURCE = "node:__internal_head__"
 def group_from_hex(pg_hex: str) -> Any:
     """The ``PlacementGroup`` handle of a recorded group id (for ``placement_group_table``)."""
     from ray._raylet import PlacementGroupID
-    from ray.util.placement_group import PlacementGroup
 
     return PlacementGroup(PlacementGroupID.from_hex(pg_hex))
 
 
 def remove_group(pg_hex: str) -> bool:
     """Remove placement group ``pg_hex`` unless already gone; True when this call removed it."""
-    from ray.util import placement_group_table, remove_placement_group
-
     pg = group_from_hex(pg_hex)
     state = placement_group_table(pg).get("state")
     if state in (None, "REMOVED"):
@@ -68,8 +69,6 @@ def record_groups_on_creation(on_create: Callable[[Any], None]) -> bool:
     creates in this process (the trial's Train controller; a later call replaces the
     callback). Ray 2.60 creates the group with the module-level ``placement_group``; False
     (nothing done) on a layout without it."""
-    import importlib
-
     try:
         module = importlib.import_module(WORKER_GROUP_MODULE)
     except ImportError:
@@ -104,6 +103,4 @@ def head_node_pin() -> dict[str, float]:
         >>> head_node_pin()  # doctest: +SKIP
         {'node:__internal_head__': 0.001}
     """
-    import ray
-
     return {HEAD_NODE_RESOURCE: 0.001} if HEAD_NODE_RESOURCE in ray.cluster_resources() else {}

@@ -24,6 +24,7 @@ documented only in ``ray/train/v2/_internal/constants.py``.
 
 from __future__ import annotations
 
+import importlib
 import logging
 import queue
 import time
@@ -60,8 +61,6 @@ def controller_env(poll_s: float, attempt_s: float, preemption_watcher: bool) ->
 
 
 def _callback_class(module: str, name: str) -> type | None:
-    import importlib
-
     try:
         return getattr(importlib.import_module(module), name)
     except (ImportError, AttributeError):
@@ -102,8 +101,6 @@ class CountingQueue(queue.Queue):
 
 def tune_session() -> Any:
     """This process's Tune trial session (``get_session()`` of ``SESSION_MODULE``)."""
-    import importlib
-
     return importlib.import_module(SESSION_MODULE).get_session()
 
 

@@ -30,6 +30,8 @@ mode with a reporting hook (local mode drops reports; no upstream issue found at
 from __future__ import annotations
 
 import contextlib
+import importlib
+import sys
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -51,9 +53,6 @@ WORKER_IMPORTS = "ray.train.torch"  # what a Train worker of a TorchTrainer has 
 def contains_tensor(metrics: Any) -> bool:
     """Ray Train's own check that a report's metrics hold a torch tensor (or a module), which
     its ``report`` refuses; only when torch is loaded, as Ray does."""
-    import importlib
-    import sys
-
     if "torch" not in sys.modules:
         return False
     module, _, name = TENSOR_CHECK.partition(":")
@@ -61,8 +60,6 @@ def contains_tensor(metrics: Any) -> bool:
 
 
 def _utils_class() -> type:
-    import importlib
-
     module = importlib.import_module(TRAIN_FN_UTILS_MODULE)
     contexts = importlib.import_module(CONTEXT_MODULE)
 
@@ -158,8 +155,6 @@ def serving(*, name: str, report: Callable[..., None],
     ``get_context()`` answers from ``world`` (a ``sweeps.trial.backends.rendezvous.WorldSpec``;
     None: world size 1, rank 0), and ``ray.train.collective``'s barrier and broadcast meet
     the other ranks at ``meet`` (a ``Rendezvous``)."""
-    import importlib
-
     # A Train worker has imported ray.train.torch (its backend's setup does) before the loop
     # runs, so a loop may reach it as an attribute of ray.train without importing it: Ray's
     # Lightning utilities do (rank 1 of an inline trial raised "module 'ray.train' has no

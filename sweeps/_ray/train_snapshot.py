@@ -20,6 +20,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from sweeps import files
 from sweeps.files import write_atomic
 
 __all__ = ["SNAPSHOT_FILE", "load", "latest", "entries", "without", "rebuilt", "write",
@@ -37,8 +38,6 @@ ALL_KEYS = (*REQUIRED_KEYS, "ray_version", "pending_training_results", "pending_
 def load(run_dir: Path) -> dict[str, Any] | None:
     """The parsed snapshot of ``run_dir``, or None when it is missing or does not parse."""
     try:
-        from sweeps import files
-
         return json.loads(files.read_text(run_dir / SNAPSHOT_FILE))
     except (OSError, ValueError):
         return None

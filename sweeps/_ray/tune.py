@@ -27,10 +27,15 @@ parses before resuming, to fail with a clear error instead of Tune's traceback. 
 
 from __future__ import annotations
 
+import fnmatch
 import json
+import logging
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+from sweeps import files
+from sweeps.errors import RayIncompatible
 
 __all__ = ["quiet_trial_lines", "replace_restored_config", "concurrency_limit",
            "experiment_state_files", "trials_in_state", "trial_statuses", "tune_env",
@@ -48,8 +53,6 @@ def quiet_trial_lines() -> Any:
     given) with its lines sent to the log (the sweep's ``ray.log``) instead of stdout: at
     verbose 0 it still prints "Trial run_trial_<id> completed. Last result: ..." for some
     trials, beside the sweep's own lines (``sweeps.report.progress``)."""
-    import logging
-
     from ray.tune.progress_reporter import TrialProgressCallback
 
     class QuietTrialLines(TrialProgressCallback):
@@ -68,8 +71,6 @@ def replace_restored_config(tuner: Any, scheduler: Any, callbacks: list, verbose
     trial-retry limit (the pickled ones would be used otherwise)."""
     internal = getattr(tuner, "_local_tuner", None)
     if internal is None or not hasattr(internal, "_tune_config"):  # e.g. Ray Client (ray://)
-        from sweeps.errors import RayIncompatible
-
         raise RayIncompatible("this Tuner has no local TunerInternal (ray:// Ray Client?), so "
                               "its scheduler cannot be replaced on resume; run the sweep on the "
                               "cluster's head node (ray.address=auto) instead")
@@ -113,18 +114,12 @@ def set_trial_config(trial: Any, config: dict[str, Any]) -> None:
 def experiment_state_files(sweep_dir: Path) -> list[Path]:
     """Tune's experiment-state files in ``sweep_dir`` (a local path or an object-store stand-in,
     ``sweeps.files``), oldest first."""
-    import fnmatch
-
-    from sweeps import files
-
     return [sweep_dir / name for name in files.listdir(sweep_dir)
             if fnmatch.fnmatch(name, STATE_GLOB)]
 
 
 def newest_trial_statuses(sweep_dir: Path) -> dict[str, str]:
     """Trial id -> its status in Tune's newest experiment state ({} when none, or torn)."""
-    from sweeps import files
-
     found = experiment_state_files(sweep_dir)
     try:
         return trial_statuses(json.loads(files.read_text(found[-1])) if found else

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import warnings
 from collections.abc import Iterator
 from typing import Any
 
@@ -79,8 +80,6 @@ class _View:
 
 def _as_in_a_train_worker(name: str) -> None:
     """What Tune's function API does in a Ray Train worker (no Tune session): Ray's warning."""
-    import warnings
-
     warnings.warn(f"`{name}` is meant to only be called inside a function that is executed "
                   "by a Tuner or Trainer. Returning `None`.", stacklevel=3)
 

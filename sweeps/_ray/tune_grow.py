@@ -34,6 +34,9 @@ from ray.tune.search import ConcurrencyLimiter, Searcher
 from ray.tune.search.basic_variant import BasicVariantGenerator
 from ray.tune.search.search_generator import SearchGenerator
 
+from sweeps import files
+from sweeps._ray.tune import experiment_state_files, trials_in_state
+
 __all__ = ["reopen_in_state", "grow_search", "told_trials"]
 
 REOPENED_STATUS = "PAUSED"  # Tune requeues PAUSED trials with resume_unfinished=True
@@ -42,9 +45,6 @@ REOPENED_STATUS = "PAUSED"  # Tune requeues PAUSED trials with resume_unfinished
 def reopen_in_state(sweep_dir: Path, trial_ids: list[str]) -> list[str]:
     """Set each of ``trial_ids`` that Tune's newest experiment-state file has ``TERMINATED`` to
     ``PAUSED`` (rewritten atomically); returns the ones changed."""
-    from sweeps import files
-    from sweeps._ray.tune import experiment_state_files, trials_in_state
-
     found = experiment_state_files(sweep_dir)
     if not found or not trial_ids:
         return []

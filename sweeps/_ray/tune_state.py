@@ -33,6 +33,7 @@ from typing import Any
 
 from sweeps._ray.tune_state_file import save_to_dir
 from sweeps.storage import objects
+from sweeps.storage.full import storage_refusal
 
 __all__ = ["save_experiment_state", "SAVE_THROTTLE"]
 
@@ -79,8 +80,6 @@ def save_experiment_state(tune_controller: Any) -> None:
         try:
             _put(fs, path, target, made)
         except OSError as exc:  # pyarrow's error names no file: name the one refused
-            from sweeps.storage.full import storage_refusal
-
             refused = storage_refusal(exc)
             if refused is None or exc.filename:
                 raise
@@ -126,8 +125,6 @@ def _take_over_saves(controller: Any) -> None:
             # sweep, where Tune's own upload (in a thread) only logged it. Not marked saved,
             # so it is tried again, after a period or 19 times as long as the failed try
             # took (a store that times out); the save before a new trial still raises.
-            from sweeps.storage.full import storage_refusal
-
             if storage_refusal(exc) is not None:
                 raise  # a full or read-only sweep directory: retrying will not help (fit ends)
             failed["at"] = time.monotonic()

@@ -14,6 +14,7 @@ bytes written are ``json.dumps``'s. Public route: none.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 from typing import Any
 
@@ -28,8 +29,6 @@ def save_to_dir(controller: Any) -> None:
     encoded text costs 0.4 ms. The module's ``json`` is swapped for the call only; Tune's
     loop, the one thread that runs that module's code, is the one making this call. Public
     route: none."""
-    import json
-
     import ray.tune.execution.tune_controller as module
 
     with _datasets_by_plan():
@@ -77,13 +76,9 @@ class _CachedTrialsJson:
         self._encoded: dict[tuple[int, ...], tuple[Any, ...]] = {}
 
     def __getattr__(self, name: str) -> Any:
-        import json
-
         return getattr(json, name)
 
     def dump(self, obj: Any, fp: Any, **kwargs: Any) -> None:
-        import json
-
         trials = obj.get("trial_data") if isinstance(obj, dict) else None
         if (set(kwargs) - {"cls"} or not isinstance(trials, list)
                 or not all(isinstance(k, str) for k in obj)

@@ -14,7 +14,10 @@ from __future__ import annotations
 
 import os
 
+from omegaconf import OmegaConf
+
 from sweeps.config import search_path
+from sweeps.config.paths import CONF_DIR
 from sweeps.config.schema import SweepConfig, register_schema, to_config
 from sweeps.config.search_path import SearchPath
 from sweeps.config.search_path_args import for_compose
@@ -43,9 +46,6 @@ def register_primary(help_for: SearchPath | None = None) -> None:
         'sweeps'
     """
     from hydra.core.config_store import ConfigStore
-    from omegaconf import OmegaConf
-
-    from sweeps.config.paths import CONF_DIR
 
     node = OmegaConf.load(CONF_DIR / "sweep.yaml")
     if help_for is not None:

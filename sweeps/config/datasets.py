@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from sweeps.config.usercode import import_function
 from sweeps.errors import ConfigError
 
 __all__ = ["DatasetSource", "parse_datasets", "check_datasets", "reader_of", "READERS"]
@@ -109,8 +110,6 @@ def check_datasets(entries: dict[str, Any]) -> dict[str, tuple[DatasetSource, An
     """Everything about ``experiment.datasets`` that needs no Ray: functions import and accept
     their arguments, local paths exist and hold files ray.data reads. By name: (source, its
     imported function or None)."""
-    from sweeps.config.usercode import import_function
-
     checked = {}
     for src in parse_datasets(entries).values():
         fn = import_function(src.function, src.key, "mypkg.data:load") if src.function else None

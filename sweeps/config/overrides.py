@@ -17,6 +17,9 @@ import dataclasses
 import difflib
 from typing import Any
 
+from omegaconf.errors import ValidationError
+from omegaconf.nodes import BooleanNode
+
 from sweeps.config.schema import SweepConfig
 from sweeps.config.search_path import SearchPath, builtin
 from sweeps.config.search_path_args import from_argv, parse_argv, searchpath_values
@@ -69,9 +72,6 @@ def bool_keys(cls: type = SweepConfig, prefix: str = "") -> list[str]:
 def _is_bool(value: object) -> bool:
     """A value OmegaConf turns into a bool (its own check: true/false, yes/no, y/n, on/off, an
     int), or an interpolation it resolves later."""
-    from omegaconf.errors import ValidationError
-    from omegaconf.nodes import BooleanNode
-
     if "${" in str(value):
         return True
     try:

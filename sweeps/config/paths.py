@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from sweeps.errors import ConfigError
+
 __all__ = ["CONF_DIR", "find_conf_dir"]
 
 PRIMARY = "sweep.yaml"
@@ -29,8 +31,6 @@ def find_conf_dir(package_dir: Path | None = None) -> Path:
     for candidate in candidates:
         if (candidate / PRIMARY).is_file():
             return candidate
-    from sweeps.errors import ConfigError
-
     raise ConfigError("CONF_DIR", str(candidates[0]), f"has no {PRIMARY} (nor has "
                       f"{candidates[1]})", "reinstall sweeps: `pip install .` ships conf/ inside "
                       "the package")

@@ -14,9 +14,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from omegaconf import MISSING, DictConfig, OmegaConf
+from omegaconf import MISSING, DictConfig, OmegaConf, open_dict
 
 from sweeps.config.loop_api import settle_workers
+from sweeps.config.search_path import active
 from sweeps.errors import ConfigError
 
 __all__ = [
@@ -263,8 +264,6 @@ def register_schema() -> None:
 def available_experiments() -> list[str]:
     """Names accepted by ``+experiment=NAME``: ``experiment/*.yaml`` in every entry of the
     running command's config search path (``--config-dir``, ``hydra.searchpath``, built-in)."""
-    from sweeps.config.search_path import active
-
     return list(active().experiments())
 
 
@@ -306,8 +305,6 @@ def _primary_from_metrics(cfg: DictConfig) -> DictConfig:
         return cfg
     first, direction = next(iter(metrics.items()))
     cfg = cfg.copy()
-    from omegaconf import open_dict
-
     with open_dict(cfg):
         if OmegaConf.is_missing(cfg.experiment, "metric"):
             cfg.experiment.metric = first

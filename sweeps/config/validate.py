@@ -24,6 +24,10 @@ from sweeps.config.schema import (
 from sweeps.config.usercode import import_trainable, takes_config
 from sweeps.config.workers import check as check_workers
 from sweeps.errors import ConfigError
+
+# Up a layer on purpose: the search-space grammar is search's (Ray-free); validation
+# checks the keys it names.
+from sweeps.search.space import flatten, flatten_space
 from sweeps.storage.location import is_object_store
 
 __all__ = ["validate"]
@@ -198,10 +202,6 @@ def _check_backend(backend: str | None) -> None:
 def _check_space_keys(e: ExperimentSection) -> None:
     """Every searched key must be a key of ``params`` (or be listed in ``loop_defaults``):
     a misspelled key would otherwise be sampled, logged, and never read by the loop."""
-    # Up a layer on purpose: the search-space grammar is search's (Ray-free); validation
-    # checks the keys it names.
-    from sweeps.search.space import flatten, flatten_space
-
     known = flatten(dict(e.params))
     prefixes = {k.rsplit(".", i)[0] for k in known for i in range(1, k.count(".") + 1)}
     searched = flatten_space(dict(e.search_space))

@@ -15,6 +15,8 @@ from typing import Any
 
 from sweeps.config.budget import budget_limits
 from sweeps.config.schema import SweepConfig
+from sweeps.search.budget import BudgetLedger
+from sweeps.search.budget_reopen import budget_reopens
 
 __all__ = ["budget_plan", "first_rung"]
 
@@ -38,9 +40,6 @@ def budget_plan(cfg: SweepConfig, estimate: Any, resumed: Any = None) -> list[st
         return []
     spent = []
     if resumed is not None:
-        from sweeps.search.budget import BudgetLedger
-        from sweeps.search.budget_reopen import budget_reopens
-
         ledger = BudgetLedger.load(resumed, limits, 1, 0)
         spent = [f"    spent so far ({ledger.describe()[len('budget: '):]}); the estimates "
                  "below are the whole sweep's"]

@@ -9,7 +9,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from sweeps.config.budget import budget_limits
 from sweeps.driver.prepare import Prepared
+from sweeps.resume.grow import reopen_trials
+from sweeps.search.budget import BudgetLedger
+from sweeps.search.budget_reopen import budget_reopens
+from sweeps.search.decisions import decision_log
 
 if TYPE_CHECKING:
     from sweeps.search.budget import BudgetLedger
@@ -20,9 +25,6 @@ __all__ = ["start_ledger", "reopen_budget_stops"]
 def start_ledger(prep: Prepared, start: int) -> BudgetLedger | None:
     """This start's count of ``sweep.budget`` (None: no budget), continuing the earlier
     starts' from the sweep's logs; says so when it is already spent."""
-    from sweeps.config.budget import budget_limits
-    from sweeps.search.budget import BudgetLedger
-
     limits = budget_limits(prep.cfg.sweep.budget)
     if not limits and not _budget_ended(prep):
         return None  # (a budget unset on resume keeps a ledger: it reopens what it ended)
@@ -40,10 +42,6 @@ def start_ledger(prep: Prepared, start: int) -> BudgetLedger | None:
 def reopen_budget_stops(prep: Prepared, start: int) -> list[str]:
     """The trials ``sweep.budget`` ended run again when this start's budget has more room
     than the one that ended them (``sweeps.search.budget.budget_raised``); returns them."""
-    from sweeps.config.budget import budget_limits
-    from sweeps.resume.grow import reopen_trials
-    from sweeps.search.budget_reopen import budget_reopens
-
     trials = budget_reopens(prep.sweep_dir, budget_limits(prep.cfg.sweep.budget),
                             prep.resources.planned_workers, start)
     return reopen_trials(prep.sweep_dir, trials, resuming=True, budget_room=True)
@@ -51,7 +49,5 @@ def reopen_budget_stops(prep: Prepared, start: int) -> list[str]:
 
 def _budget_ended(prep: Prepared) -> bool:
     """Whether an earlier start's budget ended trials or the search (its decision log)."""
-    from sweeps.search.decisions import decision_log
-
     return prep.resuming and any(r.get("budget") or r.get("budget_finished")
                                  for r in decision_log(prep.sweep_dir).records())

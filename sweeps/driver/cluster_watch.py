@@ -31,9 +31,14 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+import ray
 from ray.tune import Callback
+from ray.util import placement_group_table
 
+from sweeps._ray import kv
+from sweeps._ray.placement import group_from_hex
 from sweeps.driver.resources import ResourcePlan
+from sweeps.placement.ledger import kv_key
 from sweeps.protocol import CLOCK_KEY
 
 __all__ = ["ClusterWatch", "alive_nodes", "describe_resources"]
@@ -43,8 +48,6 @@ log = logging.getLogger(__name__)
 
 def alive_nodes() -> dict[str, dict[str, float]]:
     """Node id -> resources (``CPU``, ``GPU``, ...) of each alive node of the connected Ray."""
-    import ray
-
     return {n["NodeID"]: dict(n.get("Resources") or {}) for n in ray.nodes() if n.get("Alive")}
 
 
@@ -157,12 +160,6 @@ class ClusterWatch(Callback):
 def recorded_worker_nodes(sweep_id: str, trial_id: str) -> set[str]:
     """Nodes holding the workers of ``trial_id``'s current Train worker group, from the
     placement group its Train controller recorded (``sweeps.placement``); empty if none."""
-    from ray.util import placement_group_table
-
-    from sweeps._ray import kv
-    from sweeps._ray.placement import group_from_hex
-    from sweeps.placement.ledger import kv_key
-
     pg_hex = kv.get(kv_key(sweep_id, trial_id))
     if not pg_hex:
         return set()

@@ -20,9 +20,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from sweeps.config.datasets import parse_datasets
 from sweeps.config.schema import SweepConfig
 from sweeps.config.search_path import active, source_of
 from sweeps.driver.budget_plan import budget_plan
+from sweeps.driver.tuner import reuses_process
+from sweeps.search.asha import AsyncHalving
+from sweeps.search.defaults import search_story
+from sweeps.search.samplers import sampler_name
 from sweeps.storage.location import display
 
 __all__ = ["asha_rungs", "expected_epochs", "EpochBudget", "epoch_budget", "format_plan",
@@ -37,8 +42,6 @@ def asha_rungs(max_t: int, grace_period: int, reduction_factor: int) -> list[int
         >>> asha_rungs(9, 1, 3)
         [1, 3]
     """
-    from sweeps.search.asha import AsyncHalving
-
     levels = AsyncHalving(grace_period, max_t, reduction_factor).rungs()
     return sorted(int(milestone) for milestone, _ in levels if milestone < max_t)
 
@@ -125,8 +128,6 @@ def format_plan(prepared) -> str:  # prepared: sweeps.driver.runner.Prepared
     lines.append(f"  trials: {prepared.resources.describe()}")
     lines.append(f"  trial process: {_process_reuse(cfg, prepared.resources.executor)}")
     if cfg.experiment.datasets:
-        from sweeps.config.datasets import parse_datasets
-
         split = cfg.experiment.datasets_to_split
         for name, src in parse_datasets(dict(cfg.experiment.datasets)).items():
             how = "split across a trial's workers" if split is None or name in split \
@@ -150,8 +151,6 @@ def format_plan(prepared) -> str:  # prepared: sweeps.driver.runner.Prepared
 
 def _process_reuse(cfg: SweepConfig, executor: str) -> str:
     """Whether a trial's process serves the next trial too (``trial.reuse_process``)."""
-    from sweeps.driver.tuner import reuses_process
-
     if reuses_process(cfg, executor):
         return "reused by the next trial (trial.reuse_process=false: a new one per trial)"
     if cfg.trial.reuse_process:
@@ -174,11 +173,7 @@ def _search(cfg: SweepConfig, params: list, trials: int, warm=None, resume=None)
     algorithm = cfg.search.algorithm
     if algorithm == "grid":
         return f"grid, {trials} points = {trials} trials (each once)"
-    from sweeps.search.defaults import search_story
-
     story = search_story(cfg, params, len(warm.trials) if warm else 0, resumed=resume is not None)
     if algorithm in ("tpe", "optuna"):
-        from sweeps.search.samplers import sampler_name
-
         return f"{algorithm} ({sampler_name(cfg)}), {trials} trials{story}"
     return f"{algorithm}, {trials} trials{story}"

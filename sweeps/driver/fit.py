@@ -19,11 +19,25 @@ import logging
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from omegaconf import OmegaConf
+
+from sweeps._ray.tune import concurrency_limit, quiet_trial_lines
+from sweeps.driver.budget_run import reopen_budget_stops, start_ledger
+from sweeps.driver.datasets import build_datasets
 from sweeps.driver.interrupt import Interrupt
 from sweeps.driver.prepare import Prepared
+from sweeps.driver.tracking_run import abort_tracking, finish_tracking, start_tracking
+from sweeps.driver.tuner import build_tuner, objective_of, restore_tuner, trial_plan
 from sweeps.errors import SweepInterrupted
+from sweeps.files import publish, write_atomic
+from sweeps.loop.checkpoint import model_form
+from sweeps.report.budget import budget_lines
 from sweeps.report.result import SweepResult
-from sweeps.resume.state import SweepRecord
+from sweeps.resume.grow import apply_growth
+from sweeps.resume.notes import resume_notes
+from sweeps.resume.state import SweepRecord, new_record, save_record
+from sweeps.search.budget import logged_epochs
+from sweeps.search.decisions import decision_log, ended_trials
 from sweeps.search.outcome import Objective
 from sweeps.storage.location import display
 
@@ -53,16 +67,10 @@ def fit(prep: Prepared, interrupt: Interrupt | None = None) -> SweepResult:
         >>> fit(prepare(cfg)).summary.best["trial_id"]  # doctest: +SKIP
         '9a6685fe'
     """
-    from sweeps._ray.tune import quiet_trial_lines
-    from sweeps.driver.budget_run import start_ledger
-    from sweeps.driver.datasets import build_datasets
     from sweeps.driver.storage_watch import StorageWatch
-    from sweeps.driver.tracking_run import abort_tracking, start_tracking
-    from sweeps.driver.tuner import build_tuner, objective_of, restore_tuner, trial_plan
     from sweeps.driver.unread import UnreadKeysCheck
     from sweeps.placement.reaper import PlacementGroupReaper, job_groups
     from sweeps.report.progress import ProgressLines
-    from sweeps.search.decisions import decision_log
 
     cfg, layout, objective = prep.cfg, prep.layout, objective_of(prep.cfg)
     datasets = build_datasets(dict(cfg.experiment.datasets))  # before anything is recorded
@@ -98,8 +106,6 @@ def fit(prep: Prepared, interrupt: Interrupt | None = None) -> SweepResult:
                                 callbacks, prep.warm_start,
                                 resizable=watch is not None and watch.follow, ledger=ledger)
         if watch:
-            from sweeps._ray.tune import concurrency_limit
-
             watch.attach(concurrency_limit(tuner))
         if interrupt is not None:
             interrupt.tune_running = True  # a SIGTERM now stops Tune as Ctrl-C does
@@ -164,25 +170,15 @@ def _start(prep: Prepared) -> tuple[SweepRecord, dict[str, dict[str, Any]], list
     """The sweep's record, counting this start, and this start's config file; the opening
     lines. Returns the record, the trials that had ended (resuming; else none) and the ended
     trials this start runs again (a grown max_t, a raised budget)."""
-    from omegaconf import OmegaConf
-
-    from sweeps.files import write_atomic
     from sweeps.placement.reaper import release_all
-    from sweeps.resume.notes import resume_notes
-    from sweeps.resume.state import new_record, save_record
-    from sweeps.search.schedulers import ended_trials
 
     cfg = prep.cfg
     record = prep.resume.record if prep.resume else new_record(cfg, prep.params, prep.tracking)
     growth = prep.resume.growth if prep.resume else None
     reopened: list[str] = []  # ended trials Tune restores as pending on this start
     if growth is not None:  # before the record: a kill -9 in between plans the same growth
-        from sweeps.resume.grow import apply_growth
-
         reopened = apply_growth(prep.sweep_dir, growth, record, prep.resuming)
     if prep.resuming:  # a larger budget: the trials it ended go on
-        from sweeps.driver.budget_run import reopen_budget_stops
-
         reopened += reopen_budget_stops(prep, record.starts + 1)
     record.starts += 1
     if prep.tracking:  # a sweep started with tracking off records where it logs from now on
@@ -214,8 +210,6 @@ def _interrupted(prep: Prepared, interrupt: Interrupt | None) -> SweepInterrupte
     """The error for a sweep Tune returned from before every trial ended. Its trials that
     ended are counted as the resume counts them (the decision log): Tune calls a trial it
     stopped on the interrupt terminated, and the same command continues it."""
-    from sweeps.search.decisions import ended_trials
-
     cfg = prep.cfg
     ended = len(ended_trials(prep.sweep_dir))
     signum = interrupt.signum if interrupt else 2
@@ -244,11 +238,7 @@ def _finish(prep: Prepared, objective: Objective, results: ResultGrid,
             reaper: PlacementGroupReaper, unread: UnreadKeysCheck,
             tracking: MLflowTracking | None, ledger: BudgetLedger | None = None) -> SweepResult:
     """Summary, best model's form, plots and MLflow's end of a sweep whose trials all ended."""
-    from sweeps.driver.tracking_run import finish_tracking
-    from sweeps.loop.checkpoint import model_form
-    from sweeps.report.budget import budget_lines
     from sweeps.report.summary import summarize, write_summary
-    from sweeps.search.budget import logged_epochs
     from sweeps.search.schedulers import verdicts
 
     summary = summarize(results, objective, [p.path for p in prep.params],
@@ -274,7 +264,6 @@ def _finish(prep: Prepared, objective: Objective, results: ResultGrid,
 def _plots(prep: Prepared, objective: Objective, summary: Summary,
            results: ResultGrid) -> tuple[list[Path] | None, str | None]:
     """The end-of-sweep PNGs, or why there are none (never fails the sweep)."""
-    from sweeps.files import publish
     from sweeps.report.plots import NotEnoughTrials, histories_of, plot_sweep
 
     best_id = summary.best["trial_id"] if summary.best else None

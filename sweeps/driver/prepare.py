@@ -26,6 +26,7 @@ from sweeps.driver.code_shipping import check_shipping, runtime_env
 from sweeps.driver.resources import ResourcePlan, local_cluster_totals, plan_resources
 from sweeps.errors import ConfigError
 from sweeps.layout import SweepLayout
+from sweeps.lease import claim_store, read_holder
 from sweeps.resume.state import (
     ResumeInfo,
     check_same_tracking,
@@ -38,6 +39,8 @@ from sweeps.search.defaults import budget_note, settle_defaults, size_note
 from sweeps.search.space import Param, parse_space
 from sweeps.storage.location import remote_of, sweep_root, uri_of
 from sweeps.storage.preflight import check_store
+from sweeps.tracking.setup import check_tracking, quiet_http_retries
+from sweeps.tracking.target import tracking_target
 from sweeps.trial.backends import BackendRequest, choose_backend
 
 if TYPE_CHECKING:
@@ -196,9 +199,6 @@ def prepare(cfg: SweepConfig) -> Prepared:
         warnings.extend(resume.notes)
     target = None
     if cfg.tracking.enabled:
-        from sweeps.tracking.setup import check_tracking, quiet_http_retries
-        from sweeps.tracking.target import tracking_target
-
         quiet_http_retries()
         record = resume.record if resume else None
         target = tracking_target(cfg, record.tracking_uri if record else None,
@@ -212,7 +212,6 @@ def prepare(cfg: SweepConfig) -> Prepared:
     warm = None
     if cfg.search.warm_start and not (resume and resume.has_tune_state):
         from sweeps.search.warm_start import load_warm_start
-        from sweeps.tracking.target import tracking_target
 
         # MLflow's store even with tracking off: the earlier sweep's runs may be there
         store = uri or tracking_target(cfg).uri
@@ -254,8 +253,6 @@ def prepare(cfg: SweepConfig) -> Prepared:
 def _free_claim(sweep_dir: Path) -> int:
     """The newest claim's generation if no driver holds the directory (none, or released),
     else -1."""
-    from sweeps.lease import claim_store, read_holder
-
     store = claim_store(sweep_dir)
     gen = store.latest()
     if gen == 0:

@@ -15,17 +15,23 @@ keeps running); the ``ray`` loggers are put back as they were.
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import os
+import sys
+import time
+import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from sweeps._ray.logs import RAY_LOGGERS, raylet_notices_logged
+from sweeps._ray.tune import tune_env
 from sweeps.config.schema import SweepConfig
 from sweeps.driver.code_shipping import runtime_env
 from sweeps.driver.interrupt import Interrupt
 from sweeps.driver.prepare import Prepared
 from sweeps.driver.resources import ResourcePlan
+from sweeps.files import is_remote, publish, write_atomic
 from sweeps.layout import SweepLayout
 
 __all__ = ["ray_session", "repeated_steps_quiet"]
@@ -44,8 +50,6 @@ def ray_session(cfg: SweepConfig, prepared: Prepared, interrupt: Interrupt) -> I
         >>> with interrupt.handling_sigterm(), ray_session(cfg, prep, interrupt):  # doctest: +SKIP
         ...     results = tuner.fit()        # Tune returns early on Ctrl-C or SIGTERM
     """
-    from sweeps._ray.tune import tune_env
-
     for key, value in tune_env(cfg.sweep.verbose).items():  # what each is for: tune_env
         os.environ.setdefault(key, value)
     layout = prepared.layout
@@ -122,8 +126,6 @@ class _QuietOnFullDisk(logging.FileHandler):
     instead of printing logging's "--- Logging error ---" block for every later record."""
 
     def handleError(self, record: logging.LogRecord) -> None:  # noqa: N802 (logging's name)
-        import sys
-
         from sweeps.storage.full import storage_refusal
 
         if storage_refusal(sys.exc_info()[1]) is None:
@@ -136,8 +138,6 @@ class _QuietOnFullDisk(logging.FileHandler):
 
 def _publish_quietly(path: Path) -> None:
     """Ray's log to the object store of a URI sweep directory (a log: a failure only warns)."""
-    from sweeps.files import publish
-
     try:
         publish(path)
     except Exception as exc:
@@ -165,8 +165,6 @@ def repeated_steps_quiet() -> Iterator[None]:
         >>> [str(w.message)[:51] for w in seen]  # the first report again, not the second
         ['The reported value is ignored because this `step=1`']
     """
-    import warnings
-
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=r"The reported value is ignored because "
                                 r"this `step=\d+` is already reported", category=UserWarning)
@@ -178,9 +176,6 @@ def _record_release(layout: SweepLayout, whole_instance: bool) -> None:
     the count to ``state/end.json`` (a warning if not 0): every group of a Ray instance it
     started (before shutting it down), or on a cluster it joined the groups of its own job
     (other jobs' groups are theirs)."""
-    import json
-    import time
-
     from sweeps.placement.reaper import held_groups, held_job_groups
 
     try:
@@ -190,8 +185,6 @@ def _record_release(layout: SweepLayout, whole_instance: bool) -> None:
         return
     if held:
         log.warning("%d placement group(s) still held at sweep end", held)
-    from sweeps.files import is_remote, write_atomic
-
     if not is_remote(layout.state):
         layout.state.mkdir(exist_ok=True)
     try:

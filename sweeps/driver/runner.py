@@ -20,11 +20,13 @@ import logging
 from pathlib import Path
 from typing import Any
 
+from sweeps import files
 from sweeps.config.schema import SweepConfig
 from sweeps.driver.interrupt import Interrupt
-from sweeps.driver.prepare import Prepared, prepare, sweep_dir_of
+from sweeps.driver.prepare import Prepared, check_config, check_writable, prepare, sweep_dir_of
 from sweeps.driver.ray_session import ray_session
 from sweeps.errors import StorageFull, SweepError, SweepInterrupted
+from sweeps.lease import claim_store, hold, this_driver
 from sweeps.report.result import SweepResult
 from sweeps.storage.location import display
 
@@ -43,10 +45,7 @@ def run_sweep(cfg: SweepConfig, prepared: Prepared | None = None) -> SweepResult
         >>> result.best["trial_id"]  # doctest: +SKIP
         '9a6685fe'
     """
-    from sweeps import files
     from sweeps.driver.fit import fit
-    from sweeps.driver.prepare import check_config, check_writable
-    from sweeps.lease import claim_store, hold, this_driver
 
     check_config(cfg)  # bad input is refused before the claim, the first thing written there
     sweep_dir = sweep_dir_of(cfg)
@@ -85,8 +84,6 @@ def run_sweep(cfg: SweepConfig, prepared: Prepared | None = None) -> SweepResult
 
 def _first_missing(sweep_dir: Path) -> Path | None:
     """The outermost directory of ``sweep_dir`` that does not exist yet (None: it exists)."""
-    from sweeps import files
-
     if files.exists(sweep_dir):
         return None
     if files.is_remote(sweep_dir):
@@ -100,8 +97,6 @@ def _first_missing(sweep_dir: Path) -> Path | None:
 def _remove_empty(sweep_dir: Path, made: Path) -> None:
     """The directories the claim created, from ``sweep_dir`` up to ``made``, each only if
     empty (another sweep's files, or a racing driver's, are never touched)."""
-    from sweeps import files
-
     if files.is_remote(sweep_dir):
         return  # an object store has no directories: the claim's objects are withdrawn
     for directory in (sweep_dir / "state" / "claims", sweep_dir / "state", sweep_dir):

@@ -9,8 +9,14 @@ checked before Ray started (``sweeps.tracking.setup.check_tracking``).
 
 from __future__ import annotations
 
+import json
 import logging
+import subprocess
 from typing import TYPE_CHECKING
+
+from sweeps.files import is_remote, write_atomic
+from sweeps.storage.location import uri_of
+from sweeps.tracking.masking import mask_text
 
 if TYPE_CHECKING:  # Ray (via the callback), pandas (via the summary) stay off the --help path
     from sweeps.driver.prepare import Prepared
@@ -25,12 +31,8 @@ log = logging.getLogger(__name__)
 def start_tracking(prep: Prepared, sweep_id: str, start: int = 1) -> MLflowTracking:
     """The MLflow callback, with the sweep's parent run journaled (``start`` > 1: a resumed
     sweep, which continues the same parent run)."""
-    import json
-
     from omegaconf import OmegaConf
 
-    from sweeps.files import is_remote, write_atomic
-    from sweeps.storage.location import uri_of
     from sweeps.tracking.callback import MLflowTracking, TrackingSettings
 
     cfg, t = prep.cfg, prep.cfg.tracking
@@ -65,8 +67,6 @@ def finish_tracking(tracking: MLflowTracking, prep: Prepared,
                     summary: Summary) -> tuple[int, str, str]:
     """Sweep end in MLflow; never lets a tracking failure hide the finished sweep. Returns the
     records still waiting in the journal (-1: the end itself), why, and what sends them."""
-    from sweeps.tracking.masking import mask_text
-
     try:
         outcomes = ({str(k): int(v) for k, v in summary.table["status"].value_counts().items()}
                     if "status" in summary.table else {})
@@ -78,8 +78,6 @@ def finish_tracking(tracking: MLflowTracking, prep: Prepared,
 
 
 def _git_commit() -> str | None:
-    import subprocess
-
     try:
         out = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True,
                              timeout=5)

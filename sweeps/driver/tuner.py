@@ -16,12 +16,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from sweeps._ray.tune import newest_trial_statuses, replace_restored_config
 from sweeps.config.schema import SweepConfig
 from sweeps.driver.resources import ResourcePlan
 from sweeps.layout import SweepLayout
+from sweeps.resume.removed import removed_classes_load
 from sweeps.search.outcome import Objective
 from sweeps.search.searchers import make_search_alg, tune_param_space
-from sweeps.search.space import Param
+from sweeps.search.space import Param, parse_space
 from sweeps.storage.location import storage_of, uri_of
 from sweeps.trial.backends import backend_for
 from sweeps.trial.driver import run_trial
@@ -59,7 +61,6 @@ def _make_scheduler(cfg: SweepConfig, sweep_dir: Path) -> ResumableASHA | Resuma
     s = cfg.scheduler
     if s.name == "pbt":
         from sweeps.search.pbt import ResumablePBT
-        from sweeps.search.space import parse_space
 
         return ResumablePBT(sweep_dir, objective_of(cfg),
                             parse_space(cfg.experiment.search_space)[0], s, cfg.sweep.seed)
@@ -196,9 +197,6 @@ def restore_tuner(cfg: SweepConfig, params: list[Param], trial: TrialPlan, sweep
     ``max_t``, a raised budget), counted in the search's trial limit."""
     from ray import tune
 
-    from sweeps._ray.tune import replace_restored_config
-    from sweeps.resume.removed import removed_classes_load
-
     with removed_classes_load():  # a callback class an earlier version pickled, since removed
         tuner = tune.Tuner.restore(uri_of(sweep_dir), _trainable(trial), resume_unfinished=True,
                                    resume_errored=True,
@@ -206,7 +204,6 @@ def restore_tuner(cfg: SweepConfig, params: list[Param], trial: TrialPlan, sweep
     replace_restored_config(tuner, make_scheduler(cfg, sweep_dir, ledger), callbacks,
                             verbose=1 if cfg.sweep.verbose else 0,
                             failure_config=tune.FailureConfig(max_failures=cfg.trial.max_retries))
-    from sweeps._ray.tune import newest_trial_statuses
     from sweeps._ray.tune_grow import grow_search
 
     grow_search(tuner, 0 if cfg.search.algorithm == "grid" else cfg.search.num_samples,

@@ -37,6 +37,7 @@ from typing import Any
 
 from sweeps.errors import SweepError
 from sweeps.inference.bundle import ModelSource, resolve_source
+from sweeps.inference.hf import architecture, unsupported
 from sweeps.inference.predictor import Predictor
 
 __all__ = ["OUTPUT_COLUMNS", "actor_cpus", "predict"]
@@ -102,8 +103,6 @@ def predict(source: str | Path, data: Any, *, output: str | Path | None = None,
 
 
 def _check_model(resolved: ModelSource, source: str | Path) -> None:
-    from sweeps.inference.hf import architecture, unsupported
-
     if not resolved.transformers:
         return
     arch = architecture(resolved.location) if resolved.form == "transformers" else None

@@ -14,16 +14,34 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from sweeps import files
 from sweeps.errors import SweepError
+from sweeps.inference.hf import (
+    Pretrained,
+    architecture,
+    load_pretrained,
+    offline,
+    processor_kind,
+    quiet_transformers,
+    task_of,
+)
 from sweeps.layout import SweepLayout
-from sweeps.report.best import FIX
-from sweeps.storage.location import is_object_store, sweep_root, uri_of
-from sweeps.tracking.setup import using_tracking_uri
+from sweeps.loop.checkpoint import (
+    CHECKPOINT_FILE,
+    build_model,
+    hf_checkpoint_dir,
+    load_model,
+    model_form,
+)
+from sweeps.report.best import FIX, best_record, no_sweep_error
+from sweeps.storage.location import is_object_store, stand_in, sweep_root, uri_of
+from sweeps.tracking.setup import absolute_uri, local_store, using_tracking_uri
 
 __all__ = ["ModelSource", "load_best", "resolve_source"]
 
@@ -59,30 +77,20 @@ class ModelSource:
     def load(self) -> Any:
         """The model: an ``nn.Module`` in eval mode, or ``Pretrained`` for Transformers."""
         if self.form == "sweeps":
-            from sweeps.loop.checkpoint import load_model
-
             return load_model(self.location)
         if self.form == "loader":
-            from sweeps.loop.checkpoint import build_model
-
             return build_model(self.location, self.loader)[0].eval()
         if self.form == "transformers":
-            from sweeps.inference.hf import load_pretrained
-
             return load_pretrained(self.location)
         return self._load_logged()
 
     def _load_logged(self) -> Any:
-        from sweeps.inference.hf import offline
-
         if self.form == "mlflow.pytorch":
             import mlflow.pytorch
 
             with _quiet_mlflow(), using_tracking_uri(self.tracking_uri):
                 return mlflow.pytorch.load_model(self.location).eval()
         import mlflow.transformers
-
-        from sweeps.inference.hf import Pretrained, quiet_transformers
 
         with (offline(), _quiet_mlflow(), using_tracking_uri(self.tracking_uri),
               quiet_transformers()):
@@ -117,12 +125,6 @@ def _resolve_store(uri: str, who: str, loader: str | None) -> ModelSource:
     """A sweep directory (its best checkpoint) or a checkpoint directory on an object store
     (``s3://bucket/sweeps/digits``): the checkpoint is downloaded to a temporary directory,
     which stays for the model's readers (``sweeps.predict``'s actors load it there)."""
-    import tempfile
-
-    from sweeps import files
-    from sweeps.loop.checkpoint import CHECKPOINT_FILE
-    from sweeps.storage.location import stand_in
-
     root = stand_in(uri)
     try:
         found = files.is_file(SweepLayout(root).best)
@@ -148,9 +150,6 @@ def _resolve_store(uri: str, who: str, loader: str | None) -> ModelSource:
 
 
 def _resolve_dir(path: Path, who: str, loader: str | None, shown: str) -> ModelSource:
-    from sweeps.loop.checkpoint import CHECKPOINT_FILE, hf_checkpoint_dir
-    from sweeps.report.best import best_record, no_sweep_error
-
     if path.is_file() and path.name == CHECKPOINT_FILE:
         path = path.parent
     if SweepLayout(path).best.is_file():  # a sweep: its best checkpoint, its loader
@@ -177,9 +176,6 @@ def _enclosing_sweep(path: Path) -> Path | None:
 
 def _checkpoint_source(checkpoint: Path, loader: str | None, who: str,
                        shown: str) -> ModelSource:
-    from sweeps.inference.hf import architecture, processor_kind, task_of
-    from sweeps.loop.checkpoint import hf_checkpoint_dir, model_form
-
     form = model_form(checkpoint, loader)
     if form == "files":
         raise SweepError(
@@ -200,8 +196,6 @@ def _resolve_uri(uri: str, who: str, loader: str | None,
                  tracking_uri: str | None) -> ModelSource:
     import mlflow
     from mlflow.models import get_model_info
-
-    from sweeps.tracking.setup import absolute_uri, local_store
 
     tracking = absolute_uri(tracking_uri or mlflow.get_tracking_uri())
     local = local_store(tracking)

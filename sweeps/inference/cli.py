@@ -11,9 +11,14 @@ exit code 2, with nothing written. ``--help`` imports neither Ray nor torch.
 from __future__ import annotations
 
 import argparse
+import logging
+import os
 import sys
 import time
+import warnings
 from typing import Any
+
+from sweeps.errors import SweepError
 
 __all__ = ["main", "parser"]
 
@@ -61,8 +66,6 @@ def parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     """Run ``sweeps predict``; the exit code (0, or 2 with one ``sweeps: error:`` line)."""
     args = parser().parse_args(argv)
-    from sweeps.errors import SweepError
-
     begin = time.perf_counter()
     try:
         _quiet_ray_data()
@@ -107,10 +110,6 @@ def _quiet_ray_data() -> None:
     """No progress bars, Ray Data's per-dataset lines, or its note that a small input has
     fewer blocks than ``--concurrency`` (the extra actors idle): the command prints its own
     summary and its errors."""
-    import logging
-    import os
-    import warnings
-
     logging.getLogger("ray").setLevel(logging.WARNING)
     # ERROR: Ray Data's one warning here would be that progress bars are off; its errors
     # still end the command (as one line, sweeps.predict's SweepError).

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from sweeps import files
+from sweeps.config.usercode import import_trainable
 from sweeps.files import write_atomic
 
 __all__ = ["CHECKPOINT_FILE", "HF_SUBDIR", "save_checkpoint", "load_checkpoint", "load_model",
@@ -144,8 +145,6 @@ def model_form(checkpoint: str | Path | None, loader: str | None) -> str:
 def build_model(checkpoint: str | Path, loader: str | None) -> tuple[Any, str, dict[str, Any]]:
     """(model, "module:function" that built it, metadata) for a ``sweeps`` or ``loader`` form."""
     if loader:
-        from sweeps.config.usercode import import_trainable
-
         fn = import_trainable(loader, key="experiment.model_loader", arity=1)
         return fn(str(checkpoint)), loader, {"model_loader": loader}
     payload = load_checkpoint(checkpoint)

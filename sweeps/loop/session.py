@@ -26,6 +26,8 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from sweeps.loop.checkpoint import factory_ref, load_checkpoint, save_checkpoint
+from sweeps.loop.context import in_trial, trial_context
 from sweeps.protocol import checkpoint_dir_name
 
 __all__ = ["TrialSession", "load_optimizer_state"]
@@ -65,8 +67,6 @@ class TrialSession:
         import ray.train
         import ray.train.torch
 
-        from sweeps.loop.context import in_trial, trial_context
-
         self.params: dict[str, Any] = config
         if in_trial():
             ctx = trial_context()
@@ -91,8 +91,6 @@ class TrialSession:
         import ray.train.torch
         import torch
 
-        from sweeps.loop.checkpoint import factory_ref
-
         self._model_spec = (factory_ref(factory), dict(kwargs))
         torch.manual_seed(self.seed)  # same init everywhere; DDP also broadcasts rank 0's
         return ray.train.torch.prepare_model(factory(**kwargs))
@@ -112,8 +110,6 @@ class TrialSession:
     def restore(self, model: Any, optimizer: Any) -> int:
         """Load the trial's latest checkpoint into model and optimizer; return its epoch (or 0)."""
         import ray.train
-
-        from sweeps.loop.checkpoint import load_checkpoint
 
         checkpoint = ray.train.get_checkpoint()
         if checkpoint is None:
@@ -138,8 +134,6 @@ class TrialSession:
 
     def _report(self, epoch: int, metrics: dict[str, float], model: Any, optimizer: Any) -> None:
         import ray.train
-
-        from sweeps.loop.checkpoint import save_checkpoint
 
         due = epoch % self.checkpoint_every == 0 or epoch == self.max_epochs
         if not due:

@@ -16,6 +16,7 @@ of the same attempt raises it again at once (``sweeps.loop.gpu_memory``).
 
 from __future__ import annotations
 
+import copy
 import functools
 import inspect
 import json
@@ -24,7 +25,10 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from sweeps._ray.tune_fn import tune_api
 from sweeps.config.usercode import takes_config
+from sweeps.files import write_atomic
+from sweeps.loop import gpu_memory
 from sweeps.loop.context import TrialContext, _set
 from sweeps.protocol import CONFIG_READS_FILE, run_file
 
@@ -42,8 +46,6 @@ class ReadLog:
             return
         self.keys.add(key)
         if self.path is not None:
-            from sweeps.files import write_atomic
-
             write_atomic(self.path, json.dumps(sorted(self.keys)))
 
 
@@ -116,8 +118,6 @@ class TrackedConfig(dict):
         return dict, (_plain(self),)
 
     def __deepcopy__(self, memo: dict[int, Any]) -> dict[str, Any]:
-        import copy
-
         self._read_all()
         return copy.deepcopy(_plain(self), memo)
 
@@ -134,9 +134,6 @@ def run_loop(config: dict[str, Any], *, loop: Callable[..., Any], context: Trial
     """Call ``loop`` the way Ray Train (``api="train"``) or Ray Tune (``"tune"``: a function
     trainable, in its Tune trial's process) would, with the sweep's context set."""
     import ray.train
-
-    from sweeps._ray.tune_fn import tune_api
-    from sweeps.loop import gpu_memory
 
     rank = ray.train.get_context().get_world_rank()
     gpu_memory.raise_noted(context.run_dir)  # a restart after this attempt ran out: not again

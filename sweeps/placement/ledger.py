@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import ray
+
 from sweeps._ray import kv
 from sweeps._ray.placement import (
     WorkerGroupCallback,
@@ -42,8 +44,6 @@ class PlacementGroupLedger(WorkerGroupCallback):
         self.sweep_id, self.trial_id = sweep_id, trial_id
 
     def before_worker_group_start(self, worker_group_context: Any) -> None:
-        import ray
-
         # Each group Train creates is recorded at once, not when its workers are up.
         record_groups_on_creation(self.record)
         # This controller, so that the sweep's end can wait for it to be gone (see join).

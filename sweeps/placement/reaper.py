@@ -13,7 +13,9 @@ import threading
 import time
 from typing import Any
 
+import ray
 from ray.tune import Callback
+from ray.util import placement_group_table
 
 from sweeps._ray import kv
 from sweeps._ray.placement import actor_state, remove_group
@@ -161,8 +163,6 @@ class PlacementGroupReaper(Callback):
 
 def _ray_up() -> bool:
     """Whether this process is still connected to Ray."""
-    import ray
-
     return ray.is_initialized()
 
 
@@ -209,9 +209,6 @@ def _job_group_states() -> dict[str, str]:
     """State of every placement group this job (this driver: Tune's trial groups and the
     trials' worker groups) has created in the connected Ray instance. A group id ends with the
     id of the job that created it."""
-    import ray
-    from ray.util import placement_group_table
-
     job = ray.get_runtime_context().get_job_id()
     return {pg_id: pg.get("state") for pg_id, pg in placement_group_table().items()
             if pg_id.endswith(job)}
@@ -247,6 +244,4 @@ def held_job_groups() -> int:
 def held_groups() -> int:
     """Placement groups still holding (or waiting for) resources in this Ray instance; a sweep
     that started its own instance checks this is 0 before shutting it down."""
-    from ray.util import placement_group_table
-
     return sum(1 for pg in placement_group_table().values() if pg.get("state") in HELD)

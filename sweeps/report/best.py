@@ -17,6 +17,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from sweeps import files
 from sweeps.errors import SweepError
 from sweeps.layout import SweepLayout
 from sweeps.storage.location import is_object_store, sweep_root, uri_of
@@ -33,8 +34,6 @@ def best_checkpoint(sweep_dir: str | Path, who: str = "load_best") -> Path | str
     store (``s3://bucket/prefix``, or its ``result.sweep_dir``), the checkpoint's URI (a
     ``str``): download it with ``pyarrow.fs.copy_files`` or read it with ``sweeps.load_best``."""
     if is_object_store(str(sweep_dir)):
-        from sweeps import files
-
         root = sweep_root(sweep_dir)
         try:
             best = json.loads(files.read_text(SweepLayout(root).best)) or {}

@@ -11,11 +11,14 @@ checkpoint, the summary files, the plots and where MLflow and TensorBoard have i
 
 from __future__ import annotations
 
+import json
 import shlex
 from typing import TYPE_CHECKING
 
 from sweeps import files
 from sweeps.config.schema import SweepConfig
+from sweeps.config.search_path import active
+from sweeps.report.exploits import exploits_of, format_exploits
 from sweeps.storage.location import display
 
 if TYPE_CHECKING:  # an annotation only: the report side does not import the runner
@@ -29,8 +32,6 @@ __all__ = ["print_result"]
 def _search_args() -> str:
     """The config search path of this command as CLI arguments (for the rerun line), so a
     user's experiment is found again: ``--config-dir DIR`` and ``hydra.searchpath=[...]``."""
-    from sweeps.config.search_path import active
-
     entries = [e for e in active().entries if e.label != "built-in"]
     dirs = [e.path.removeprefix("file://") for e in entries if e.label == "--config-dir"]
     extra = [e.path for e in entries if e.label != "--config-dir"]
@@ -43,8 +44,6 @@ def _search_args() -> str:
 def _sink_state(runs_file: Path, key: str) -> str | None:
     """What the tracking sink recorded under ``key`` (``experiment_id``; ``model_trial``,
     the trial whose model it logged): None before it reached MLflow."""
-    import json
-
     try:
         return json.loads(files.read_text(runs_file)).get(key)
     except (OSError, ValueError, AttributeError):
@@ -65,8 +64,6 @@ def print_result(result: SweepResult, cfg: SweepConfig) -> None:
     print("\n" + format_table(result.summary.table))
     if result.summary.budget:  # spent / budget, trials it stopped, epochs vs max_t
         print("\n" + "\n".join(result.summary.budget))
-    from sweeps.report.exploits import exploits_of, format_exploits
-
     pbt = format_exploits(exploits_of(result.sweep_dir))
     if pbt:
         print("\n" + "\n".join(pbt))

@@ -12,6 +12,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from sweeps.protocol import RANK_ATTR, WORLD_SIZE_ATTR
+
 __all__ = ["failure_reason", "error_line", "failed_rank", "rank_of", "pickled_error"]
 
 
@@ -75,8 +77,6 @@ def failed_rank(trial: Any) -> tuple[int, int] | None:
 def rank_of(error: Any) -> tuple[int, int] | None:
     """(rank, world size) marked on a trial's error (or its cause), if the world had more
     than one rank."""
-    from sweeps.protocol import RANK_ATTR, WORLD_SIZE_ATTR
-
     cause = getattr(error, "cause", None)
     for candidate in (cause, error):
         rank = getattr(candidate, RANK_ATTR, None)

@@ -25,6 +25,7 @@ import pandas as pd
 
 from sweeps.errors import SweepError
 from sweeps.protocol import CLOCK_KEY
+from sweeps.report.pareto import pareto_plot
 from sweeps.search.space import Param
 
 if TYPE_CHECKING:
@@ -197,7 +198,5 @@ def plot_sweep(table: pd.DataFrame, histories: dict[str, pd.DataFrame], params: 
                                           out_dir / "parallel_coordinates.png"))
         paths.append(metric_vs_params(table, params, metric, out_dir / "metric_vs_params.png"))
     if pareto is not None and len(pareto.objectives) >= 2:
-        from sweeps.report.pareto import pareto_plot
-
         paths.append(pareto_plot(table, pareto.objectives, out_dir / "pareto.png"))
     return paths

@@ -25,6 +25,7 @@ from sweeps.protocol import CLOCK_KEY, FAILURE_KEY
 from sweeps.report.failure import failed_rank, failure_reason
 from sweeps.search.decisions import ended_ids
 from sweeps.search.outcome import WORST, Objective, read_verdicts
+from sweeps.search.schedulers import verdicts
 from sweeps.storage.location import display
 from sweeps.trial.clock import numeric  # up a layer on purpose: the clock's rule for a number
 
@@ -193,8 +194,6 @@ class ProgressLines(Callback):
         clock = (trial.last_result or {}).get(CLOCK_KEY, 0)
         verdict = None
         if self.sweep_dir is not None:
-            from sweeps.search.schedulers import verdicts
-
             verdict = verdicts(self.sweep_dir).get(trial.trial_id)
         outcome = self.objective.outcome(clock, verdict, False)
         if outcome == "stopped":

@@ -34,12 +34,16 @@ from typing import Any
 
 from sweeps import files
 from sweeps._ray.tune import experiment_state_files, newest_trial_statuses
+from sweeps.errors import StateError
 from sweeps.layout import SweepLayout
 from sweeps.lease import Holder, claim_store, describe, inspect, this_driver
 from sweeps.protocol import CLOCK_KEY
 from sweeps.resume.notes import continues_from, unended_runs
 from sweeps.search.decisions import decision_log, ended_ids
+from sweeps.search.grid import grid_size
 from sweeps.search.outcome import Objective, read_verdicts
+from sweeps.search.space import parse_space
+from sweeps.storage.journal import Journal
 from sweeps.storage.location import display, is_uri, sweep_root, uri_of
 from sweeps.trial import report_log  # up a layer on purpose: reads the file trials write
 
@@ -112,7 +116,6 @@ def status_lines(root: Path) -> list[str]:
         Traceback (most recent call last):
         FileNotFoundError: ... holds no sweep (no state/sweep.json, claim or Tune state)
     """
-    from sweeps.errors import StateError
     from sweeps.resume.state import load_record
 
     layout, shown, notes, record = SweepLayout(root), display(root), [], None
@@ -190,8 +193,6 @@ def status_lines(root: Path) -> list[str]:
 def _tracking_line(layout: SweepLayout) -> str:
     """MLflow records waiting in the sweep's journal, why and what sends them (what its last
     end left, ``tracking/held.json``), if any; else empty."""
-    from sweeps.storage.journal import Journal
-
     held = (json.loads(files.read_text(layout.tracking_held))
             if files.exists(layout.tracking_held) else {})
     # a local journal is read from its applied offset; one on an object store record by record,
@@ -208,9 +209,6 @@ def _tracking_line(layout: SweepLayout) -> str:
 def _total(ident: dict[str, str], exp: dict[str, Any], search: dict[str, Any]) -> int:
     """How many trials the sweep runs (0: unknown)."""
     if search.get("algorithm") == "grid":
-        from sweeps.search.grid import grid_size
-        from sweeps.search.space import parse_space
-
         try:
             return grid_size(parse_space(exp.get("search_space") or {})[0])
         except (ValueError, TypeError):

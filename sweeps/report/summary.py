@@ -20,6 +20,7 @@ or one entry nothing changes.
 from __future__ import annotations
 
 import functools
+import io
 import json
 import math
 from dataclasses import dataclass, field
@@ -33,6 +34,7 @@ from sweeps.files import listdir, remove_file, write_atomic
 from sweeps.layout import SweepLayout
 from sweeps.protocol import CHECKPOINT_PATH_KEY as CHECKPOINT_KEY
 from sweeps.protocol import CLOCK_KEY, FAILURE_KEY, RESTARTS_KEY
+from sweeps.report.failure import error_line, rank_of
 from sweeps.report.pareto import ParetoFront, front_of, pareto_records
 from sweeps.search.outcome import Objective, Verdict
 from sweeps.search.space import flatten
@@ -58,8 +60,6 @@ class Summary:
 
 def _error_line(error: Any) -> str:
     """The trial's own error in one line, with the rank that raised it (of several)."""
-    from sweeps.report.failure import error_line, rank_of
-
     if isinstance(getattr(error, "cause", None), BaseException):
         line = error_line(error, limit=300)
     else:  # no exception object: the last line of Tune's text
@@ -264,8 +264,6 @@ def write_summary(summary: Summary, sweep_dir: Path) -> None:
     """``summary.csv``, ``summary.parquet`` and ``best.json`` in the sweep directory, and
     ``pareto.json`` (objectives, front size, each member's values and params) for a
     multi-objective sweep."""
-    import io
-
     layout = SweepLayout(sweep_dir)
     write_atomic(layout.summary_csv, summary.table.to_csv(index=False))
     mixed = [c for c in summary.table if summary.table[c].dtype == object]

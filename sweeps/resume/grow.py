@@ -40,6 +40,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from sweeps import files
 from sweeps._ray.tune import experiment_state_files, trials_in_state
 from sweeps.config.schema import SweepConfig
@@ -261,8 +263,6 @@ def trials_kept(sweep_dir: Path) -> int:
 
 def last_config(sweep_dir: Path, starts: int) -> dict | None:
     """The config the sweep's last start ran with (``SweepLayout.config``), if readable."""
-    import yaml
-
     try:
         return yaml.safe_load(files.read_text(SweepLayout(sweep_dir).config(starts)))
     except (OSError, ValueError, yaml.YAMLError):

@@ -14,7 +14,13 @@ from __future__ import annotations
 from collections.abc import Collection
 from pathlib import Path
 
+from sweeps import files
 from sweeps.layout import SweepLayout
+from sweeps.resume.train_runs import checkpoint_epochs, repair_run
+
+# Up a layer on purpose (report_log): the report log a trial writes is where a loop's own
+# checkpoint names meet the trial's epochs (as sweeps.report.status reads it).
+from sweeps.trial.report_log import restored_clock
 
 __all__ = ["resume_notes", "unended_runs", "continues_from"]
 
@@ -28,8 +34,6 @@ def resume_notes(layout: SweepLayout, num_samples: int,
         >>> resume_notes(SweepLayout(Path(tempfile.mkdtemp())), 4, {"a1": {}})[0]
         'resuming: 1 of 4 trials had ended and are kept; 0 continue (none); 3 not started yet'
     """
-    from sweeps.resume.train_runs import repair_run
-
     notes: list[str] = []
     continuing = []
     for run_dir in unended_runs(layout, ended):
@@ -50,8 +54,6 @@ def unended_runs(layout: SweepLayout, ended: Collection[str]) -> list[Path]:
         >>> unended_runs(SweepLayout(Path(tempfile.mkdtemp())), set())
         []
     """
-    from sweeps import files
-
     train = layout.train
     return [train / name for name in files.listdir(train)  # on disk or on an object store
             if "." not in name and name not in ended and files.is_dir(train / name)]
@@ -67,11 +69,6 @@ def continues_from(run_dir: Path) -> str:
         >>> continues_from(Path(tempfile.mkdtemp()) / "a1b2")
         'a1b2 from epoch 1'
     """
-    # Up a layer on purpose (report_log): the report log a trial writes is where a loop's own
-    # checkpoint names meet the trial's epochs (as sweeps.report.status reads it).
-    from sweeps.resume.train_runs import checkpoint_epochs
-    from sweeps.trial.report_log import restored_clock
-
     epochs = checkpoint_epochs(run_dir)
     clock = epochs[-1] if epochs else restored_clock(run_dir)
     return (f"{run_dir.name} after epoch {clock:g}" if clock

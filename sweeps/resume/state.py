@@ -41,8 +41,10 @@ from sweeps.resume.grow import (
     trials_kept,
 )
 from sweeps.search.decisions import decision_log
+from sweeps.search.defaults import tpe_arguments
 from sweeps.search.space import Param, flatten, flatten_space
 from sweeps.storage.location import display
+from sweeps.tracking.masking import mask_value, without_credentials
 
 if TYPE_CHECKING:
     from sweeps.tracking.target import TrackingTarget
@@ -95,8 +97,6 @@ def identity_of(cfg: SweepConfig, params: list[Param]) -> dict[str, str]:
              "search.num_samples": str(s.num_samples), "sweep.seed": str(cfg.sweep.seed),
              "scheduler.name": sc.name, "scheduler.max_t": str(sc.max_t)}
     if s.algorithm == "tpe":  # what the sampler uses, also for a config not settled yet
-        from sweeps.search.defaults import tpe_arguments
-
         ident["search.n_startup_trials"] = str(tpe_arguments(cfg)["n_startup_trials"])
     if s.algorithm == "optuna":
         ident["search.sampler"] = repr(sorted(dict(s.sampler).items()))
@@ -138,8 +138,6 @@ def _optuna_version() -> str:
 def _stored(uri: str) -> str:
     """A tracking URI as the record keeps it: without credentials (they come from the
     environment, and the record may sit in a shared bucket)."""
-    from sweeps.tracking.masking import without_credentials
-
     return without_credentials(uri)
 
 
@@ -216,8 +214,6 @@ def _check_optuna_version(record: SweepRecord, cfg: SweepConfig, sweep_dir: Path
 def check_same_tracking(record: SweepRecord, target: TrackingTarget) -> None:
     """A resumed sweep logs where its runs already are: a tracking URI or experiment set (by
     config or MLflow's variables) to another place is refused, naming what set it."""
-    from sweeps.tracking.masking import mask_value, without_credentials
-
     recorded = without_credentials(record.tracking_uri or "")  # credentials may rotate
     if recorded and recorded != without_credentials(target.uri):
         was = mask_value(recorded)

@@ -27,7 +27,7 @@ from sweeps import files
 from sweeps._ray import train_snapshot
 from sweeps._ray.train_snapshot import SNAPSHOT_FILE as SNAPSHOT
 from sweeps.files import write_atomic
-from sweeps.loop.checkpoint import CHECKPOINT_FILE
+from sweeps.loop.checkpoint import CHECKPOINT_FILE, load_checkpoint
 from sweeps.protocol import TRIAL_FILE, checkpoint_dir_epoch, checkpoint_dir_name
 
 __all__ = ["repair_run", "claim_run", "checkpoint_epochs", "latest_checkpoint", "SNAPSHOT"]
@@ -65,8 +65,6 @@ def latest_checkpoint(run_dir: Path) -> tuple[str, dict[str, Any], int] | None:
 
 def _rebuilt_snapshot(run_dir: Path) -> dict[str, Any]:
     """A snapshot made from the valid checkpoint directories alone (the old one is torn)."""
-    from sweeps.loop.checkpoint import load_checkpoint
-
     found = []
     for epoch in checkpoint_epochs(run_dir):
         name = checkpoint_dir_name(epoch)

@@ -43,7 +43,9 @@ from typing import Any
 from sweeps import files
 from sweeps.layout import SweepLayout
 from sweeps.protocol import CLOCK_KEY, REPORTS_FILE, run_file
+from sweeps.search.decisions import decision_log
 from sweeps.storage.journal import Journal
+from sweeps.trial.exploit import applied_generation
 
 __all__ = ["BudgetLedger", "EpochCount", "BUDGET_LOG", "TICK_S", "UNITS", "efficiency_line",
            "logged_epochs", "logged_count", "donor_epoch_of"]
@@ -128,9 +130,6 @@ def logged_count(sweep_dir: str | Path) -> EpochCount:
         >>> logged_count(tmp_path).per_trial()  # a sweep that has not run  # doctest: +SKIP
         {}
     """
-    from sweeps.search.decisions import decision_log
-    from sweeps.trial.exploit import applied_generation
-
     layout, count = SweepLayout(Path(sweep_dir)), EpochCount()
     generations: dict[str, int] = {}  # trial id -> its latest exploit's generation
     for record in decision_log(sweep_dir).records():

@@ -16,6 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from sweeps.search.budget import BudgetLedger
+from sweeps.search.decisions import decision_log
+from sweeps.search.outcome import read_verdicts
 
 __all__ = ["budget_raised", "budget_reopens"]
 
@@ -48,9 +50,6 @@ def budget_reopens(sweep_dir: str | Path, limits: dict[str, float], workers: int
     continues: all of them once the budget was raised (``budget_raised``) and one more epoch
     fits, else none (each is stopped again at its next report if the room runs out: one epoch
     per trial running at once, as always)."""
-    from sweeps.search.decisions import decision_log
-    from sweeps.search.outcome import read_verdicts
-
     records = decision_log(sweep_dir).records()
     if not budget_raised(records, limits) or BudgetLedger.load(
             sweep_dir, limits, workers, start).over(None):

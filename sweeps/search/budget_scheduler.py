@@ -33,9 +33,9 @@ from typing import Any
 from ray.tune.experiment import Trial
 from ray.tune.schedulers import TrialScheduler
 
-from sweeps._ray.tune import ensure_trial_dir
+from sweeps._ray.tune import ensure_trial_dir, reopen_search
 from sweeps.protocol import CLOCK_KEY
-from sweeps.search.budget import BudgetLedger
+from sweeps.search.budget import BudgetLedger, donor_epoch_of
 from sweeps.search.budget_reopen import budget_raised
 
 __all__ = ["BudgetScheduler"]
@@ -98,8 +98,6 @@ class BudgetScheduler(TrialScheduler):
         self._reopened = True
         if self.ledger.over(None) is None and budget_raised(self.inner.log.records(),
                                                             self.ledger.limits):
-            from sweeps._ray.tune import reopen_search
-
             if reopen_search(tune_controller.search_alg):
                 log.info("the budget has room again (%s): the search goes on",
                          self.ledger.describe())
@@ -109,8 +107,6 @@ class BudgetScheduler(TrialScheduler):
                             result.get("time_this_iter_s"))
         action = self.inner.on_trial_result(tune_controller, trial, result)
         if action == TrialScheduler.PAUSE:  # a PBT exploit: it goes on from the donor's epoch
-            from sweeps.search.budget import donor_epoch_of
-
             last = self.inner.log.records()[-1:]
             donor = donor_epoch_of(last[0]) if last else None
             if donor is not None and last[0].get("trial") == trial.trial_id:

@@ -15,6 +15,8 @@ without the parsed params. Each failure is one line naming the key, the value an
 
 from __future__ import annotations
 
+import difflib
+
 from sweeps.config.schema import SweepConfig
 from sweeps.errors import ConfigError
 from sweeps.search.space import Param
@@ -98,8 +100,6 @@ def check_search(cfg: SweepConfig, params: list[Param]) -> list[str]:
 def _check_pbt(cfg: SweepConfig, params: list[Param]) -> None:
     """PBT perturbs searched values: ``scheduler.mutate`` must name searched params, and the
     space must be unconditional (a perturbed parent would add or drop its children)."""
-    import difflib
-
     searched = [p.path for p in params]
     conditional = next((p for p in params if p.when), None)
     if conditional:

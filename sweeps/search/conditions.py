@@ -18,6 +18,7 @@ parents first, the order a define-by-run sampler asks them in (``sweeps.search.o
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from sweeps.errors import SearchSpaceError
@@ -47,8 +48,6 @@ def resolve_conditions(params: list[Any], conditions: dict[str, Any]) -> list[An
         >>> [p.path for p in resolve_conditions(ps, {"m": {"opt": "sgd"}})]
         ['opt', 'm']
     """
-    from dataclasses import replace
-
     by_path = {p.path: p for p in params}
     resolved = {p.path: p for p in params}
     for path, when in conditions.items():

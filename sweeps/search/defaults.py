@@ -19,6 +19,10 @@ from __future__ import annotations
 import dataclasses
 from typing import TYPE_CHECKING, Any
 
+from sweeps.config import search_path
+from sweeps.search.nested import flatten
+from sweeps.search.space import parse_space
+
 if TYPE_CHECKING:
     from sweeps.config.schema import SweepConfig
     from sweeps.search.space import Param
@@ -59,8 +63,6 @@ def tpe_arguments(cfg: SweepConfig) -> dict[str, Any]:
         >>> tpe_arguments(compose("digits", ["sweep.seed=7"]))
         {'seed': 7, 'n_startup_trials': 3, 'constant_liar': True, 'multivariate': True}
     """
-    from sweeps.search.space import parse_space
-
     s = cfg.search
     startup = s.n_startup_trials
     out: dict[str, Any] = {"seed": cfg.sweep.seed,
@@ -94,8 +96,6 @@ def settle_defaults(cfg: SweepConfig, identity: dict[str, str] | None = None) ->
     first = params_first(cfg) if s.params_first is None else s.params_first
     if (startup, first) == (s.n_startup_trials, s.params_first):
         return cfg
-    from sweeps.config import search_path
-
     settled = dataclasses.replace(cfg, search=dataclasses.replace(
         s, n_startup_trials=startup, params_first=first))
     search_path.remember(settled, search_path.source_of(cfg))  # the plan names its file
@@ -123,7 +123,6 @@ def first_point(cfg: SweepConfig, params: list[Param]) -> dict[str, Any]:
         >>> first_point(cfg, parse_space(cfg.experiment.search_space)[0])  # weight_decay 0.0:
         {'lr': 0.01, 'channels': 32, 'blocks': 2}
     """
-    from sweeps.search.nested import flatten
     from sweeps.search.optuna_space import optuna_name
     from sweeps.search.warm_start import OUTSIDE, in_space
 

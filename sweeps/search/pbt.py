@@ -30,14 +30,20 @@ from typing import Any
 
 from ray.tune.schedulers import FIFOScheduler, TrialScheduler
 
+from sweeps._ray.tune import set_trial_config
 from sweeps.config.schema import SchedulerSection
 from sweeps.errors import ConfigError
+from sweeps.layout import SweepLayout
 from sweeps.protocol import CHECKPOINT_PATH_KEY, CLOCK_KEY
 from sweeps.search.checks import mutated
 from sweeps.search.outcome import Objective
 from sweeps.search.ranges import grid_point, point_count
 from sweeps.search.scheduler_log import _Logged
 from sweeps.search.space import Param, deep_merge, flatten, unflatten
+
+# Up a layer on purpose: the exploit is a hand-over between this scheduler and the
+# trial it restarts; one module owns its file format.
+from sweeps.trial.exploit import freeze_donor
 
 __all__ = ["ResumablePBT", "explore", "quantiles", "decision_rng", "FACTORS"]
 
@@ -162,8 +168,6 @@ class ResumablePBT(_Logged, FIFOScheduler):
     # Tune's hooks
 
     def on_trial_add(self, tune_controller: Any, trial: Any) -> None:
-        from sweeps._ray.tune import set_trial_config
-
         self._ensure_replayed()
         tid = trial.trial_id
         flat = self._searched(trial.config or {})
@@ -252,12 +256,6 @@ class ResumablePBT(_Logged, FIFOScheduler):
     def _plan(self, tid: str, clock: float) -> dict[str, Any] | None:
         """The exploit of trial ``tid`` at ``clock``, its donor's checkpoint frozen; None when
         it is not in the bottom quantile or no top trial has a checkpoint."""
-        from sweeps.layout import SweepLayout
-
-        # Up a layer on purpose: the exploit is a hand-over between this scheduler and the
-        # trial it restarts; one module owns its file format.
-        from sweeps.trial.exploit import freeze_donor
-
         scores = {t: m.score for t, m in self._members.items()
                   if m.score is not None and t not in self._ended}
         bottom, top = quantiles(scores, self._fraction)  # type: ignore[arg-type]
@@ -286,6 +284,4 @@ class ResumablePBT(_Logged, FIFOScheduler):
                 "changed": {k: [old.get(k), v] for k, v in config.items() if old.get(k) != v}}
 
     def _set_config(self, trial: Any, flat: dict[str, Any]) -> None:
-        from sweeps._ray.tune import set_trial_config
-
         set_trial_config(trial, deep_merge(trial.config or {}, unflatten(flat)))

@@ -22,9 +22,12 @@ import difflib
 import inspect
 import logging
 import re
+import warnings
 from typing import TYPE_CHECKING, Any
 
 from sweeps.errors import ConfigError
+from sweeps.search.defaults import tpe_arguments
+from sweeps.search.optuna_space import DefineByRun
 from sweeps.search.space import Param
 
 if TYPE_CHECKING:
@@ -64,10 +67,6 @@ def build_sampler(cfg: SweepConfig, warn: bool = False) -> optuna.samplers.BaseS
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     if cfg.search.algorithm == "tpe":
-        import warnings
-
-        from sweeps.search.defaults import tpe_arguments
-
         with warnings.catch_warnings():  # group=True is "experimental" since Optuna 2.8
             warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
             return optuna.samplers.TPESampler(**tpe_arguments(cfg))
@@ -170,8 +169,6 @@ def _probe(sampler: Any, params: list[Param], directions: list[str], rounds: int
     """``rounds`` trials of a throwaway study (fewer if the sampler stops it: brute force over
     a small space)."""
     import optuna
-
-    from sweeps.search.optuna_space import DefineByRun
 
     space = DefineByRun(params)
 

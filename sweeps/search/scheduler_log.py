@@ -16,6 +16,7 @@ report) and saves Tune's experiment state before a new trial starts
 
 from __future__ import annotations
 
+import difflib
 import logging
 import math
 import numbers
@@ -191,8 +192,6 @@ def _close_key(metric: str, keys: list[str]) -> str:
         >>> _close_key("accuracy", ["epoch", "eval_accuracy", "eval_loss"])
         'did you mean experiment.metric=eval_accuracy? '
     """
-    import difflib
-
     close = [k for k in keys if k == f"eval_{metric}"] or \
         difflib.get_close_matches(metric, keys, n=1, cutoff=0.6)
     return f"did you mean experiment.metric={close[0]}? " if close else ""

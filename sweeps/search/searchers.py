@@ -30,6 +30,11 @@ from typing import TYPE_CHECKING, Any
 
 from sweeps.config.schema import SweepConfig
 from sweeps.search.checks import objectives_of
+from sweeps.search.defaults import first_point, params_first
+from sweeps.search.grid import to_grid_space
+from sweeps.search.nested import unflatten
+from sweeps.search.optuna_space import DefineByRun, optuna_params
+from sweeps.search.samplers import build_sampler
 from sweeps.search.space import Param, parse_space
 
 if TYPE_CHECKING:
@@ -52,21 +57,15 @@ def make_search_alg(cfg: SweepConfig, max_concurrent: int = 0, params: list[Para
     """
     if params is None:
         params = parse_space(cfg.experiment.search_space)[0]
-    from sweeps.search.defaults import first_point, params_first
-
     # with warm-start trials the searcher already has known points: nothing is enqueued
     first = first_point(cfg, params) if params_first(cfg) and not (warm and warm.trials) else {}
     if cfg.search.algorithm in ("random", "grid"):
         from ray.tune.search.basic_variant import BasicVariantGenerator
 
-        from sweeps.search.nested import unflatten
-
         return BasicVariantGenerator(random_state=cfg.sweep.seed, max_concurrent=max_concurrent,
                                      points_to_evaluate=[unflatten(first, sep="/")]
                                      if first else None)
     from sweeps.search.optuna_searcher import MetricTolerantOptunaSearch
-    from sweeps.search.optuna_space import DefineByRun
-    from sweeps.search.samplers import build_sampler
 
     objectives = objectives_of(cfg)
     several = len(objectives) > 1
@@ -92,8 +91,6 @@ def tune_param_space(cfg: SweepConfig, params: list[Param],
         {}
     """
     if cfg.search.algorithm == "grid":
-        from sweeps.search.grid import to_grid_space
-
         return to_grid_space(params)
     if cfg.search.algorithm == "random":
         from sweeps.search.tune_space import to_tune_space
@@ -117,8 +114,6 @@ def seeded_storage(objectives: dict[str, str], params: list[Param],
         {'x': 1}
     """
     import optuna
-
-    from sweeps.search.optuna_space import optuna_params
 
     storage = optuna.storages.InMemoryStorage()
     study = optuna.create_study(

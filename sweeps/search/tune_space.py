@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ray import tune
 from ray.tune.search.sample import Domain, Float, Integer, Sampler
 
 from sweeps.search.nested import unflatten
@@ -78,8 +79,6 @@ def to_tune_space(params: list[Param]) -> dict[str, Any]:
         >>> to_tune_space([Param("m.h", "int", low=1, high=3, step=1)])["m"]["h"].upper
         4
     """
-    from ray import tune
-
     flat: dict[str, Any] = {}
     for p in params:
         if p.kind == "choice":

@@ -22,6 +22,9 @@ from sweeps.protocol import SCHEDULER_LOG
 from sweeps.search.space import flatten
 from sweeps.storage.journal import Journal
 
+# Up a layer on purpose: read what an earlier sweep's tracking wrote, by its rules.
+from sweeps.tracking.masking import mask_text
+
 __all__ = ["Found", "is_sweep_dir", "read_mlflow", "read_sweep_dir"]
 
 _TUNE_PARAMS = "params.json"  # Tune's copy of a trial's sampled config, in its trial directory
@@ -98,8 +101,6 @@ def read_sweep_dir(root: Path) -> list[Found]:
 def read_mlflow(uri: str, name: str) -> tuple[list[Found] | None, str]:
     """(the trial runs of experiment ``name``, in the order they started; or None and what was
     found instead)."""
-    # Up a layer on purpose: read what an earlier sweep's tracking wrote, by its rules.
-    from sweeps.tracking.masking import mask_text
     from sweeps.tracking.setup import local_store
 
     local = local_store(uri)

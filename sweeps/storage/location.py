@@ -23,6 +23,7 @@ import os
 import tempfile
 from pathlib import Path, PurePosixPath
 from typing import Any
+from urllib.parse import urlsplit
 
 __all__ = ["MARKER", "is_uri", "is_object_store", "sweep_root", "stand_in", "remote_of",
            "uri_of", "filesystem", "display",
@@ -183,8 +184,6 @@ def filesystem(path: str | os.PathLike[str]) -> tuple[Any, str] | None:
         raw = _join(*found)
     if raw.startswith("file://"):
         return None
-    from urllib.parse import urlsplit
-
     parts = urlsplit(raw)
     fs, base = _filesystem(f"{parts.scheme}://{parts.netloc}/" + (f"?{parts.query}"
                                                                 if parts.query else ""),

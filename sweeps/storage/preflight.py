@@ -16,8 +16,10 @@ from __future__ import annotations
 
 import os
 import uuid
+from urllib.parse import parse_qs, urlsplit
 
 from sweeps.errors import ConfigError
+from sweeps.storage import objects
 from sweeps.storage.location import filesystem, is_uri
 
 __all__ = ["check_store", "endpoint_of", "KEY"]
@@ -34,8 +36,6 @@ def endpoint_of(uri: str) -> str:
         >>> endpoint_of("s3://b/x?endpoint_override=127.0.0.1:9000&scheme=http")
         '127.0.0.1:9000'
     """
-    from urllib.parse import parse_qs, urlsplit
-
     parts = urlsplit(uri)
     override = parse_qs(parts.query).get("endpoint_override")
     if override:
@@ -112,8 +112,6 @@ def check_store(uri: str) -> None:
         ...
         sweeps.errors.ConfigError: sweep.dir: 's3://***@bucket/x' carries credentials ...
     """
-    from urllib.parse import urlsplit
-
     parts = urlsplit(uri)
     if parts.username or parts.password:  # checked first: no message may show them
         shown = uri.replace(parts.netloc, "***@" + parts.netloc.rpartition("@")[2], 1)
@@ -148,8 +146,6 @@ def check_store(uri: str) -> None:
                           f"{uri.rstrip('/')}/sweeps/<name>")
     probe = f"{base}/.sweeps-write-probe-{uuid.uuid4().hex[:8]}"
     try:
-        from sweeps.storage import objects
-
         objects.put(fs, probe, b"probe")
         if objects.get(fs, probe) != b"probe":
             raise OSError("the probe object read back differently")

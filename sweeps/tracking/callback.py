@@ -28,22 +28,30 @@ never Tune's iteration counter.
 from __future__ import annotations
 
 import contextlib
+import importlib
 import json
 import logging
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from omegaconf import OmegaConf
 from ray.tune import Callback
 
 from sweeps import files
 from sweeps.layout import SweepLayout
 from sweeps.protocol import CLOCK_KEY, FAILURE_KEY, NOT_METRICS, RESTARTS_KEY, STEP_KEY
+from sweeps.report.exploits import exploit_tags, exploits_of
+from sweeps.report.failure import failed_rank, failure_reason
+from sweeps.report.pareto import pareto_tags
+from sweeps.search.outcome import Objective
+from sweeps.search.schedulers import verdicts
 from sweeps.search.space import flatten
 from sweeps.storage.journal import Journal
-from sweeps.tracking.masking import mask_params, mask_tree
+from sweeps.tracking.masking import mask_params, mask_tree, without_credentials
+from sweeps.tracking.mlflow_sink import MLflowSink
 from sweeps.tracking.writer import TrackingWriter
 
 if TYPE_CHECKING:
@@ -65,8 +73,6 @@ def warm_model_logging() -> threading.Thread:
     """Import ``MODEL_LOGGING_MODULES`` in a daemon thread (a failure is left for the
     sweep's end to report, where it is used)."""
     def run() -> None:
-        import importlib
-
         for name in MODEL_LOGGING_MODULES:
             try:
                 importlib.import_module(name)
@@ -119,10 +125,6 @@ class TrackingSettings:
     def stored(self) -> TrackingSettings:
         """These settings as written to disk (``tracking/meta.json``, Tune's pickled
         experiment): the URI without credentials."""
-        from dataclasses import replace
-
-        from sweeps.tracking.masking import without_credentials
-
         return replace(self, uri=without_credentials(self.uri))
 
 
@@ -150,8 +152,6 @@ class MLflowTracking(Callback):
 
     def writer(self) -> TrackingWriter:
         if self._writer is None:
-            from sweeps.tracking.mlflow_sink import MLflowSink
-
             s = self.settings
             self._writer = TrackingWriter(self.journal, lambda: MLflowSink(
                 s.uri, s.experiment_name, Path(s.state_dir), s.model_name, s.model_loader))
@@ -165,8 +165,6 @@ class MLflowTracking(Callback):
                     search_space: dict[str, Any], tags: dict[str, str], start: int = 1) -> None:
         """Journal the parent run: the config (masked) as flattened params and as YAML, the
         search space, tags."""
-        from omegaconf import OmegaConf
-
         masked = mask_tree(config)
         self.record({"op": "sweep_start", "sweep_name": sweep_name, "sweep_uid": sweep_uid,
                      "params": flatten(masked), "config_yaml": OmegaConf.to_yaml(masked),
@@ -186,8 +184,6 @@ class MLflowTracking(Callback):
             self.record({"op": "trial_tags", "tags": {trial.trial_id: tags}})
 
     def _exploit_tags(self, trial_id: str) -> dict[str, str]:
-        from sweeps.report.exploits import exploit_tags, exploits_of
-
         return exploit_tags(exploits_of(self.settings.sweep_dir), trial_id)
 
     def on_trial_result(self, iteration: int, trials: list, trial: Any, result: dict,
@@ -207,9 +203,6 @@ class MLflowTracking(Callback):
             warm_model_logging()
 
     def on_trial_complete(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
-        from sweeps.search.outcome import Objective
-        from sweeps.search.schedulers import verdicts
-
         if trial.trial_id not in self._open and CLOCK_KEY not in (trial.last_result or {}):
             return  # never started (ended by sweep.budget while pending): it has no run
         self._open.discard(trial.trial_id)
@@ -238,8 +231,6 @@ class MLflowTracking(Callback):
                      "run_name": f"{trial_id} error", "tags": tags})
 
     def on_trial_error(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
-        from sweeps.report.failure import failed_rank, failure_reason
-
         self._open.discard(trial.trial_id)
         self._failed(trial.trial_id, failure_reason(trial, limit=480), failed_rank(trial))
 
@@ -270,8 +261,6 @@ class MLflowTracking(Callback):
 
     def _pareto(self, front: ParetoFront) -> dict[str, str]:
         """Journal the trial runs' Pareto tags and ``pareto.json``; return the parent's tags."""
-        from sweeps.report.pareto import pareto_tags
-
         trial_tags, parent_tags = pareto_tags(front)
         self.record({"op": "trial_tags", "tags": trial_tags})
         front_file = SweepLayout(self.settings.sweep_dir).pareto_json

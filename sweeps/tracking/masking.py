@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 __all__ = ["MASK", "is_secret_key", "mask_value", "mask_params", "mask_tree", "mask_text",
            "without_credentials"]
@@ -71,8 +72,6 @@ def without_credentials(uri: str) -> str:
         >>> without_credentials("https://me:pw@mlflow.team:443/"), without_credentials("sqlite:////w/m.db")
         ('https://mlflow.team:443/', 'sqlite:////w/m.db')
     """
-    from urllib.parse import urlsplit, urlunsplit
-
     parts = urlsplit(uri)
     if "@" not in parts.netloc:
         return uri

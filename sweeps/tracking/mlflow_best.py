@@ -12,8 +12,10 @@ from __future__ import annotations
 from typing import Any
 
 from sweeps import files
+from sweeps.loop.checkpoint import model_form
 from sweeps.storage.location import uri_of
 from sweeps.tracking.mlflow_model import log_pytorch_model
+from sweeps.tracking.mlflow_transformers import log_transformers_model
 
 __all__ = ["log_best_model"]
 
@@ -28,8 +30,6 @@ def log_best_model(sink: Any, best: dict[str, Any]) -> None:
             log_best_model(sink, {**best, "checkpoint": str(local),
                                   "checkpoint_uri": uri_of(best["checkpoint"])})
         return
-    from sweeps.loop.checkpoint import model_form
-
     form = best.get("model_form") or model_form(best["checkpoint"], sink.model_loader)
     run_id = sink.run_id(best["trial_id"])
     if form == "none":
@@ -42,8 +42,6 @@ def log_best_model(sink: Any, best: dict[str, Any]) -> None:
         sink._save()
         return
     if form == "transformers":
-        from sweeps.tracking.mlflow_transformers import log_transformers_model
-
         sink.state["model_logged"] = log_transformers_model(sink.uri, run_id, best,
                                                             sink.model_name)
     else:

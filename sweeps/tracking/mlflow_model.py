@@ -19,10 +19,15 @@ import io
 import logging
 import shutil
 import tempfile
+import warnings
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+# Up a layer on purpose: the model's code is packaged by the rules the driver ships code
+# to a cluster by, so what the model needs is what the trials had.
+from sweeps.driver.code_shipping import DEFAULT_EXCLUDES, package_size
+from sweeps.loop.checkpoint import build_model
 from sweeps.tracking.setup import using_tracking_uri
 
 __all__ = ["log_pytorch_model", "model_code", "model_in_runs_experiment", "quiet_model_logging",
@@ -37,8 +42,6 @@ def log_pytorch_model(uri: str, run_id: str, best: dict[str, Any], model_loader:
     ``model_name`` when set); return its model URI."""
     import mlflow
     import mlflow.pytorch
-
-    from sweeps.loop.checkpoint import build_model
 
     model, ref, metadata = build_model(best["checkpoint"], model_loader)
     extra: dict[str, Any] = {}
@@ -78,10 +81,6 @@ def model_code(ref: str) -> Iterator[str]:
         ...     print(Path(code).name, sorted(p.name for p in Path(code).iterdir())[:3])
         trainables ['__init__.py', 'contract.py', 'digits.py']
     """
-    # Up a layer on purpose: the model's code is packaged by the rules the driver ships code
-    # to a cluster by, so what the model needs is what the trials had.
-    from sweeps.driver.code_shipping import DEFAULT_EXCLUDES, package_size
-
     module_name = ref.split(":", 1)[0]
     package_name = module_name.split(".", 1)[0]
     package = importlib.import_module(package_name)
@@ -176,8 +175,6 @@ def quiet_model_logging() -> Iterator[None]:
     """MLflow's notes while logging the best model are for people calling it by hand (the
     pickle-format caution, "Successfully registered model", "Created version"): the sweep
     says where the model went in its own summary."""
-    import warnings
-
     loggers = [logging.getLogger(n) for n in ("mlflow", "mlflow.pytorch", "mlflow.transformers",
                                               "mlflow.models",
                                               "mlflow.tracking._model_registry.fluent",

@@ -26,6 +26,7 @@ from sweeps import files
 from sweeps.files import write_atomic
 from sweeps.layout import TRACKING_RUNS
 from sweeps.tracking.mlflow_best import log_best_model
+from sweeps.tracking.setup import local_store
 from sweeps.tracking.sqlite_store import open_client
 from sweeps.tracking.writer import TransientTrackingError, is_transient
 
@@ -311,7 +312,5 @@ def _beside_store(uri: str) -> str | None:
         >>> _beside_store("sqlite:////w/mlflow.db"), _beside_store("http://h:5000")
         ('file:///w/mlruns', None)
     """
-    from sweeps.tracking.setup import local_store
-
     store = local_store(uri) if uri.startswith("sqlite:") else None
     return (store.absolute().parent / "mlruns").as_uri() if store is not None else None

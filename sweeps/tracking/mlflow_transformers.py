@@ -22,6 +22,18 @@ from __future__ import annotations
 
 from typing import Any
 
+# Up a layer on purpose: the Hugging Face checkpoint format is inference's (it loads it).
+from sweeps.inference.hf import (
+    architecture,
+    load_pretrained,
+    offline,
+    processor_kind,
+    quiet_transformers,
+    task_of,
+    unsupported,
+)
+from sweeps.loop.checkpoint import hf_checkpoint_dir
+
 __all__ = ["log_transformers_model"]
 
 
@@ -30,17 +42,6 @@ def log_transformers_model(uri: str, run_id: str, best: dict[str, Any],
     """Log ``best["checkpoint"]`` (a Transformers checkpoint) as the model of run ``run_id``,
     registered as ``model_name`` when set; return its model URI. Raises ``ValueError`` for a
     head sweeps does not log (the sink then records why on the parent run)."""
-    # Up a layer on purpose: the Hugging Face checkpoint format is inference's (it loads it).
-    from sweeps.inference.hf import (
-        architecture,
-        load_pretrained,
-        offline,
-        processor_kind,
-        quiet_transformers,
-        task_of,
-        unsupported,
-    )
-    from sweeps.loop.checkpoint import hf_checkpoint_dir
     from sweeps.tracking.mlflow_model import model_in_runs_experiment, pinned, quiet_model_logging
     from sweeps.tracking.setup import using_tracking_uri
 

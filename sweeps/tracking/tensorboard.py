@@ -36,6 +36,9 @@ from ray.tune.logger import TBXLoggerCallback
 from sweeps import files
 from sweeps.layout import SweepLayout
 from sweeps.protocol import CLOCK_KEY, STEP_KEY
+from sweeps.report.exploits import exploits_of
+from sweeps.search.outcome import Objective
+from sweeps.search.schedulers import verdicts
 from sweeps.tracking.event_files import (
     Written,
     hparams_of,
@@ -66,16 +69,11 @@ class TensorBoardSettings:
 
 def _exploited(s: TensorBoardSettings, trial_id: str) -> bool:
     """Whether PBT restarted the trial on a donor's checkpoint (its clock may go back)."""
-    from sweeps.report.exploits import exploits_of
-
     return any(e.trial == trial_id for e in exploits_of(s.sweep_dir))
 
 
 def _outcome(s: TensorBoardSettings, trial: Any) -> str:
     """``completed``, ``stopped`` or ``error``: what MLflow's run status says too."""
-    from sweeps.search.outcome import Objective
-    from sweeps.search.schedulers import verdicts
-
     clock = (trial.last_result or {}).get(CLOCK_KEY, 0)
     verdict = verdicts(s.sweep_dir).get(trial.trial_id)
     (metric, mode), budget = s.objectives[0], s.max_epochs

@@ -28,6 +28,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from sweeps.files import is_remote, read_text, write_atomic
 from sweeps.protocol import CLOCK_FILE, CLOCK_KEY, FAILURE_KEY, RESTARTS_KEY, STEP_KEY, run_file
 
 __all__ = ["TrialClock", "numeric"]
@@ -90,8 +91,6 @@ class TrialClock:
         """The clock of the trial in ``run_dir``, as decided on its first report if any."""
         clock = cls(time_attr, str(run_dir), count=reports_before)
         try:
-            from sweeps.files import read_text
-
             saved = json.loads(read_text(run_file(run_dir, CLOCK_FILE)))
             clock.restarts, clock.failure = int(saved.get("restarts", 0)), saved.get("failure", "")
             if saved.get("time_attr") == time_attr:
@@ -112,8 +111,6 @@ class TrialClock:
         """How the clock reads the loop, and its restarts, in ``clock.json`` (a retried or
         resumed trial goes on from them)."""
         if self.run_dir is not None:
-            from sweeps.files import is_remote, write_atomic
-
             path = run_file(self.run_dir, CLOCK_FILE)
             if not is_remote(path):
                 path.parent.mkdir(parents=True, exist_ok=True)

@@ -19,6 +19,14 @@ import os
 from pathlib import Path
 from typing import Any
 
+from sweeps._ray.tune import THREAD_TIMEOUT_ENV
+from sweeps.loop import gpu_memory
+from sweeps.protocol import ERROR_KEY
+from sweeps.resume.train_runs import claim_run, repair_run
+from sweeps.trial import report_log
+from sweeps.trial.backends import TrialAttempt, backend_for
+from sweeps.trial.clock import TrialClock
+from sweeps.trial.exploit import judged_clock, take_exploit
 from sweeps.trial.plan import TrialPlan
 
 __all__ = ["run_trial", "unseen_reports", "end_out_of_memory"]
@@ -30,14 +38,6 @@ def run_trial(sampled: dict[str, Any], plan: TrialPlan) -> None:
     """Tune function trainable: run this trial on its backend to completion (or until
     stopped)."""
     from ray import tune
-
-    from sweeps._ray.tune import THREAD_TIMEOUT_ENV
-    from sweeps.loop import gpu_memory
-    from sweeps.resume.train_runs import claim_run, repair_run
-    from sweeps.trial import report_log
-    from sweeps.trial.backends import TrialAttempt, backend_for
-    from sweeps.trial.clock import TrialClock
-    from sweeps.trial.exploit import take_exploit
 
     trial_id = tune.get_context().get_trial_id()
     if trial_id in plan.ended:
@@ -71,9 +71,6 @@ def end_out_of_memory(plan: TrialPlan, run_dir: Path) -> None:
     (``sweeps.loop.gpu_memory`` says why)."""
     from ray import tune
 
-    from sweeps.loop import gpu_memory
-    from sweeps.protocol import ERROR_KEY
-
     found = gpu_memory.noted(run_dir) or {}
     gpu_memory.release_cached_memory()
     text = gpu_memory.reason(found, plan.worker_resources.get("GPU"))
@@ -89,7 +86,5 @@ def unseen_reports(run_dir: Path, sweep_dir: Path, trial_id: str) -> list[dict[s
     rung it would otherwise skip) and MLflow log them (``sweeps.trial.report_log``).
     """
     from sweeps.search.schedulers import decision_log
-    from sweeps.trial import report_log
-    from sweeps.trial.exploit import judged_clock
 
     return report_log.unseen(run_dir, judged_clock(decision_log(sweep_dir).records(), trial_id))

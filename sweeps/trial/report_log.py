@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from sweeps.files import append_line, read_lines
 from sweeps.protocol import CHECKPOINT_PATH_KEY, CLOCK_KEY, REPORTS_FILE, run_file
+from sweeps.resume.train_runs import latest_checkpoint
 
 if TYPE_CHECKING:
     from sweeps.trial.clock import TrialClock
@@ -61,8 +62,6 @@ def records(run_dir: str | Path) -> list[dict[str, Any]]:
 
 def _upto_restored(run_dir: str | Path) -> list[dict[str, Any]]:
     """The log up to the last line of the checkpoint Train will resume from."""
-    from sweeps.resume.train_runs import latest_checkpoint
-
     latest = latest_checkpoint(Path(run_dir))
     lines = records(run_dir)
     if latest is None:
@@ -92,8 +91,6 @@ def restored_clock(run_dir: str | Path) -> float | None:
 def reports_before(run_dir: str | Path) -> int:
     """How many reports the trial had made when it wrote the checkpoint it resumes from: the
     log's count, else Train's snapshot's (a log that does not know that checkpoint), else 0."""
-    from sweeps.resume.train_runs import latest_checkpoint
-
     restored = restored_count(run_dir)
     if restored is not None:
         return restored

@@ -42,8 +42,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from sweeps.config.usercode import import_trainable
 from sweeps.trial.backends.base import BackendRequest, Refusal, TrialAttempt, TrialBackend
-from sweeps.trial.backends.inline_run import InlineRun, ended_by
+from sweeps.trial.backends.inline_run import InlineRun, RankZeroReports, ended_by
 
 if TYPE_CHECKING:
     from sweeps.trial.backends.peers import PeerGroup
@@ -167,7 +168,6 @@ def _attempt(plan: TrialPlan, trial_id: str, run: InlineRun, config: dict[str, A
                             reported=run.reported, datasets=datasets):
             yield
         return
-    from sweeps.trial.backends.inline_run import RankZeroReports
     from sweeps.trial.backends.peers import PeerJob, attempt_prefix, peer_group
     from sweeps.trial.backends.rank_error import attempt_error, first_reason, peer_failure
     from sweeps.trial.backends.rendezvous import RETURNED, Rendezvous, ReportMismatch, joined_world
@@ -252,7 +252,6 @@ def run_inline(plan: TrialPlan, trial_id: str, run_dir: Path, config: dict[str, 
     returns, restarting it from its latest checkpoint when a rank raises or a peer dies (up to
     ``plan.max_failures``; -1: always), except after it ran out of GPU memory
     (``sweeps.loop.gpu_memory``: the same values would allocate the same again)."""
-    from sweeps.config.usercode import import_trainable
     from sweeps.loop import gpu_memory
     from sweeps.loop.worker import loop_entry
 

@@ -17,7 +17,10 @@ from pathlib import Path
 from typing import Any
 
 from sweeps import files
+from sweeps._ray.train_fn import serving
+from sweeps.config.usercode import import_trainable
 from sweeps.loop.context import TrialContext
+from sweeps.loop.worker import loop_entry
 from sweeps.trial.backends.inline_run import checkpoint_at, reported_checkpoints
 from sweeps.trial.backends.rank_error import first_reason, is_consequence
 from sweeps.trial.backends.rendezvous import (
@@ -112,10 +115,6 @@ class Peer:
     def run(self, job: PeerJob) -> str:
         """Run the loop as ``job.world.rank`` until it returns ("returned") or Tune stops the
         trial ("stopped"); raise what the loop raised, after telling the other ranks."""
-        from sweeps._ray.train_fn import serving
-        from sweeps.config.usercode import import_trainable
-        from sweeps.loop.worker import loop_entry
-
         world = job.world
         address = (world.host, world.port)
         if address not in self._stores:

@@ -24,12 +24,20 @@ collectives fail and rank 0 restarts the attempt from the latest checkpoint
 
 from __future__ import annotations
 
+import threading
 import uuid
 from typing import Any
 
 from sweeps.trial.backends.peer import Peer, PeerJob, traceback_of
 from sweeps.trial.backends.rank_error import PeerError
-from sweeps.trial.backends.rendezvous import PeerFailed, Rendezvous, ReportMismatch, WorldSpec
+from sweeps.trial.backends.rendezvous import (
+    STORE_TIMEOUT,
+    PeerFailed,
+    Rendezvous,
+    ReportMismatch,
+    WorldSpec,
+    open_store,
+)
 
 __all__ = ["PeerJob", "PeerGroup", "peer_group", "attempt_prefix", "FINISH_TIMEOUT_S",
            "STOP_GRACE_S"]
@@ -105,8 +113,6 @@ class PeerGroup:
     def start(self, jobs: list[PeerJob], meet: Rendezvous) -> None:
         """Start ranks 1..N-1 of an attempt (``jobs[i]`` for rank i + 1), and a watch that
         ends the attempt for every rank as soon as one of them fails (``_watch``)."""
-        import threading
-
         self.refs = [peer.run.remote(job) for peer, job in zip(self.peers, jobs, strict=True)]
         self.failed = self.failed_rank = None
         self.errors = {}
@@ -178,8 +184,6 @@ class PeerGroup:
         at the next attempt)."""
         import ray
 
-        from sweeps.trial.backends.rendezvous import STORE_TIMEOUT
-
         if not self.refs:
             return []
         wait_s = STORE_TIMEOUT.total_seconds() if returned else STOP_GRACE_S
@@ -208,8 +212,6 @@ class PeerGroup:
     def rank_zero_store(self) -> Any:
         """Rank 0's store (``sweeps.trial.backends.rendezvous``), opened once per process."""
         if self.store is None:
-            from sweeps.trial.backends.rendezvous import open_store
-
             self.store = open_store()
         return self.store
 

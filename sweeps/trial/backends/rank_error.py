@@ -15,11 +15,14 @@ name the rank for ``sweeps.report.failure``.
 
 from __future__ import annotations
 
+import copy
+import pickle
 import re
 from dataclasses import dataclass
 from typing import Any
 
 from sweeps.protocol import RANK_ATTR, WORLD_SIZE_ATTR
+from sweeps.trial.backends.rendezvous import PeerFailed, TrialStopped
 
 __all__ = ["PeerError", "own_error", "from_train_run", "attempt_error", "peer_failure",
            "first_reason",
@@ -52,8 +55,6 @@ def first_line(error: BaseException) -> str:
 
 def is_consequence(error: BaseException) -> bool:
     """Whether ``error`` is what a rank reads when another rank failed (not its own fault)."""
-    from sweeps.trial.backends.rendezvous import PeerFailed, TrialStopped
-
     if isinstance(error, (PeerFailed, TrialStopped)):
         return True
     name = type(error).__name__
@@ -111,9 +112,6 @@ def from_train_run(error: BaseException, world_size: int) -> BaseException:
 def _carries_marks(error: BaseException) -> bool:
     """Whether a rank and notes set on ``error`` survive the copy and the pickling Tune puts a
     trial's error through (a type with its own ``__reduce__`` may drop them)."""
-    import copy
-    import pickle
-
     try:
         probe = copy.copy(error)
         setattr(probe, RANK_ATTR, -1)
@@ -155,8 +153,6 @@ def attempt_error(exc: Exception, failed: tuple[int, str] | None, peer: PeerErro
     if its process died) and rank 0's error is only a symptom of it (a closed connection, the
     abort the peer caused), or the peer ended the attempt first (``first``, the attempt's
     first abort reason) with an error of its own."""
-    from sweeps.trial.backends.rendezvous import PeerFailed
-
     if failed is None or (not is_consequence(exc) and (
             first is None or first.startswith("rank 0 ")
             or (peer is not None and is_consequence(peer.error)))):
@@ -170,8 +166,6 @@ def peer_failure(failed: tuple[int, str], peer: PeerError | None, world_size: in
     """A failed peer's own exception, marked (``failed``: its rank and a sentence); a
     ``PeerFailed`` with that sentence when it has none to raise (its process died, or its loop
     exited: a ``SystemExit`` would read as a clean end)."""
-    from sweeps.trial.backends.rendezvous import PeerFailed
-
     if peer is None or not isinstance(peer.error, Exception):
         return own_error(PeerFailed(failed[1]), failed[0], world_size, "", symptoms)
     return own_error(peer.error, peer.rank, world_size, peer.traceback, symptoms)

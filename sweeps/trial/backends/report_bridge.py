@@ -32,6 +32,7 @@ from ray.tune.integration.ray_train import TuneReportCallback
 from sweeps._ray.train import stop_aware_report_queue
 from sweeps.files import is_remote
 from sweeps.trial import report_log
+from sweeps.trial.backends.rank_error import is_consequence
 from sweeps.trial.clock import TrialClock
 
 __all__ = ["SweepReportCallback", "RECHECK_S"]
@@ -56,8 +57,6 @@ class SweepReportCallback(TuneReportCallback):
         """Ranks raised: when Train restarts the workers from the latest checkpoint
         (``trial.max_failures`` not spent), say which rank raised what (its own error, not a
         peer's "connection closed"), in the log and on every later report."""
-        from sweeps.trial.backends.rank_error import is_consequence
-
         # Train calls this at every poll that finds errors (repeatedly while it waits out a
         # preemption): one failure counts once, until the restarted workers report again.
         seen = tuple(sorted((r, repr(e)[:300]) for r, e in worker_exceptions.items()))

@@ -27,6 +27,9 @@ import os
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
+from sweeps.config.loop_api import TUNE, loop_api
+from sweeps.config.usercode import import_trainable
+from sweeps.storage.location import uri_of
 from sweeps.trial.backends.base import BackendRequest, Refusal, TrialAttempt, TrialBackend
 
 if TYPE_CHECKING:
@@ -58,8 +61,6 @@ class TrainBackend(TrialBackend):
     def refusal(cls, request: BackendRequest) -> Refusal | None:
         """A Ray Tune function trainable: in a Train worker its ``ray.tune.report`` reports
         nothing (Ray's rule), and Tune's stop at a report has no Train counterpart."""
-        from sweeps.config.loop_api import TUNE, loop_api
-
         if request.trainable and loop_api(request.trainable) == TUNE:
             return Refusal(f"runs Ray Train loops in Train workers, but {request.trainable} is a "
                            "Ray Tune function (ray.tune.report), which runs as one process",
@@ -98,11 +99,9 @@ class TrainBackend(TrialBackend):
         from ray.train.torch import TorchConfig
 
         from sweeps._ray.train import controller_env, trainer_class, wait_for_handover
-        from sweeps.config.usercode import import_trainable
         from sweeps.loop import gpu_memory
         from sweeps.loop.worker import loop_entry
         from sweeps.placement.ledger import PlacementGroupLedger, trial_stopped
-        from sweeps.storage.location import uri_of
         from sweeps.trial import report_log
         from sweeps.trial.backends.report_bridge import SweepReportCallback
 
