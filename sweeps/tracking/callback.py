@@ -28,7 +28,6 @@ never Tune's iteration counter.
 from __future__ import annotations
 
 import contextlib
-import importlib
 import json
 import logging
 import threading
@@ -63,21 +62,18 @@ __all__ = ["TrackingSettings", "MLflowTracking", "TrackingWriter", "NOT_METRICS"
 log = logging.getLogger(__name__)
 
 
-# What logging the best model imports at the sweep's end (2.6 s of a 3-trial sweep's 3.5 s
-# tail on 2 cores), imported beside the first trial's training instead: bench.overhead's
-# tail row shows it.
-MODEL_LOGGING_MODULES = ("mlflow.pytorch",)
-
-
 def warm_model_logging() -> threading.Thread:
-    """Import ``MODEL_LOGGING_MODULES`` in a daemon thread (a failure is left for the
-    sweep's end to report, where it is used)."""
+    """Import what logging the best model imports at the sweep's end (MLflow's PyTorch
+    flavor: 2.6 s of a 3-trial sweep's 3.5 s tail on 2 cores) in a daemon thread beside the
+    first trial's training (bench.overhead's tail row shows it); a failure is left for the
+    sweep's end to report, where it is used."""
     def run() -> None:
-        for name in MODEL_LOGGING_MODULES:
-            try:
-                importlib.import_module(name)
-            except Exception as exc:
-                log.debug("pre-import of %s failed: %s", name, exc)
+        from sweeps.tracking.mlflow_model import pytorch_flavor
+
+        try:
+            pytorch_flavor()
+        except Exception as exc:
+            log.debug("pre-import of mlflow.pytorch failed: %s", exc)
 
     thread = threading.Thread(target=run, name="sweeps-warm-model-logging", daemon=True)
     thread.start()

@@ -18,6 +18,7 @@ import inspect
 import io
 import logging
 import shutil
+import sys
 import tempfile
 import warnings
 from collections.abc import Iterable, Iterator
@@ -40,17 +41,15 @@ def log_pytorch_model(uri: str, run_id: str, best: dict[str, Any], model_loader:
                       model_name: str | None) -> str:
     """Log ``best["checkpoint"]`` as the model of run ``run_id`` (registered as
     ``model_name`` when set); return its model URI."""
-    import mlflow
-    import mlflow.pytorch
-
+    flavor = pytorch_flavor()
     model, ref, metadata = build_model(best["checkpoint"], model_loader)
     extra: dict[str, Any] = {}
-    if "serialization_format" in inspect.signature(mlflow.pytorch.log_model).parameters:
+    if "serialization_format" in inspect.signature(flavor.log_model).parameters:
         # MLflow 3.17 defaults to "pt2", which needs an input example and loads back as an
         # exported program; "pickle" loads back as the nn.Module that was trained.
         extra["serialization_format"] = "pickle"
     with using_tracking_uri(uri), quiet_model_logging(), model_code(ref) as code:
-        info = mlflow.pytorch.log_model(
+        info = flavor.log_model(
             model, name="model", run_id=run_id, registered_model_name=model_name,
             model_id=model_in_runs_experiment(uri, run_id), code_paths=[code],
             pip_requirements=pinned(("torch", "mlflow", "cloudpickle", "numpy",
@@ -59,6 +58,23 @@ def log_pytorch_model(uri: str, run_id: str, best: dict[str, Any], model_loader:
             **extra,
         )
     return info.model_uri
+
+
+def pytorch_flavor() -> Any:
+    """``mlflow.pytorch``, imported without its Lightning autologging module where it is not
+    loaded yet: MLflow imports that whenever Lightning is installed, and with it Lightning,
+    torchmetrics and torch's compiler (4.5 s of CPU on 2 cores, beside the first trial), for a
+    callback the driver never uses. MLflow skips the module when it cannot be imported (its
+    ``mlflow/pytorch/__init__.py``); it imports normally afterwards (``autolog``)."""
+    if "mlflow.pytorch" not in sys.modules:
+        autolog = "mlflow.pytorch._lightning_autolog"
+        blocked = sys.modules.setdefault(autolog, None) is None  # None: ImportError
+        try:
+            importlib.import_module("mlflow.pytorch")
+        finally:
+            if blocked and sys.modules.get(autolog, 0) is None:
+                del sys.modules[autolog]
+    return sys.modules["mlflow.pytorch"]
 
 
 @contextlib.contextmanager
