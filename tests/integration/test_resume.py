@@ -155,21 +155,13 @@ def _assert_clean_end(tmp_path: Path, trial_ids: set[str]) -> None:
     assert end["held_placement_groups"] == 0
 
 
-# The Train backend and 2-worker inline trials (the suite's time): 1-worker inline trials go
-# through the same kill -9 of the driver in test_object_store[inline].
-@pytest.mark.parametrize(("workers", "executor"), [(2, "train"), (2, "inline")],
-                         ids=["train", "inline-2"])
-def test_sweep_driver_killed_at_seeded_moments_resumes_to_the_same_sweep(tmp_path, workers,
-                                                                         executor) -> None:
+# On the default backend with 2 workers (rank 1 in a peer): a killed driver resuming a Ray
+# Train run is the conformance suite's (tests/conformance/test_resume.py), per backend.
+def test_sweep_driver_killed_at_seeded_moments_resumes_to_the_same_sweep(tmp_path) -> None:
     num_samples = 6
-    # A Train run's workers go on while ASHA's stop travels back (about 0.3 s on 2 loaded
-    # cores): with 0.4 s epochs a trial stopped at rung 3 could finish epoch 4 first, which the
-    # last assertion below catches. Its epochs are longer than that latency; inline trials stop
-    # at the report itself.
-    sleep = 1.0 if executor == "train" else 0.4
     sweep = Sweep(tmp_path, _args(tmp_path, f"search.num_samples={num_samples}",
-                                  "scheduler.max_t=4", f"+experiment.params.epoch_sleep={sleep}",
-                                  f"scaling.num_workers={workers}", f"trial.executor={executor}"))
+                                  "scheduler.max_t=4", "+experiment.params.epoch_sleep=0.4",
+                                  "scaling.num_workers=2", "trial.executor=inline"))
     log = tmp_path / "sweep" / "state" / "scheduler.jsonl"
     rng = random.Random(20261122)
     kills: list[tuple[float, dict]] = []  # (time, trials ended at that time)

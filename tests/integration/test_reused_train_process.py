@@ -55,16 +55,29 @@ def test_stopped_train_runs_that_keep_reporting_do_not_wedge_a_reused_process(
         "trial.poll_interval_s=0.01", f"sweep.dir={tmp_path / 'rapid'}", "sweep.seed=0",
         "tracking.enabled=false",
     ])
+    import ray
+
     before = _actor_classes()
     result = run_sweep(cfg)
     actors = _actor_classes() - before
+    groups = ray.util.placement_group_table()
 
     table = result.summary.table
     assert len(table) == NUM_SAMPLES, table
     assert set(table["status"]) <= {"completed", "stopped"}, table  # none errored
     assert (table["status"] == "stopped").sum() >= 2, table  # the case under test happened
-    assert actors["TrainController"] == NUM_SAMPLES, actors
+    assert actors["TrainController"] == NUM_SAMPLES, actors  # a Train run per trial
+    assert actors["RayTrainWorker"] == NUM_SAMPLES, actors
     assert actors["ImplicitFunc"] < NUM_SAMPLES, actors  # a trial process served several trials
+    states = [pg["state"] for pg in groups.values()]
+    assert "CREATED" not in states and "PENDING" not in states, groups  # none left
+    # Each stopped run's workers were released by the sweep's reaper while it watched the
+    # ended trial (not by the release at sweep end), by the first of its polls that read the
+    # trial's group: no failed or repeated call in between. (The seconds go to the driver's log,
+    # "released the workers of N ended trial(s), at most S s after each ended", unasserted.)
+    stopped = set(table.query("status == 'stopped'")["trial_id"])
+    assert stopped <= set(result.released), (stopped, result.released)
+    assert {result.release_polls[t] for t in stopped} == {1}, result.release_polls
     for trial in result.results:  # a stopped run's late reports never reach the next trial
         epochs = trial.metrics_dataframe["epoch"].tolist()
         assert epochs == list(range(1, len(epochs) + 1)), (trial.metrics["trial_id"], epochs)

@@ -1,6 +1,7 @@
 """``tensorboard --logdir <sweep dir>`` after a real sweep, read by TensorBoard's own reader:
 one run per trial at the trial's epochs, HParams sessions with the sampled values and the
-final/best metric, on the inline backend and on Ray Train runs."""
+final/best metric. Written by the driver from what Tune receives, whatever backend ran the
+trial (the conformance suite shows the backends report alike), so one backend here."""
 
 from __future__ import annotations
 
@@ -17,12 +18,10 @@ pytest.importorskip("tensorboard")
 PARAMS = ("lr", "hidden", "depth", "dropout", "batch_size")  # digits' search space
 
 
-@pytest.mark.parametrize(("executor", "workers"), [("inline", 1), ("train", 2)])
 def test_each_trial_is_a_run_at_its_epochs_with_its_hparams(tmp_path, ray_cluster,
-                                                            small_config, executor,
-                                                            workers) -> None:
+                                                            small_config) -> None:
     result = run_sweep(small_config(
-        f"trial.executor={executor}", f"scaling.num_workers={workers}", "search.num_samples=3",
+        "trial.executor=inline", "scaling.num_workers=1", "search.num_samples=3",
         "search.max_concurrent_trials=1", "scheduler.max_t=3", "scheduler.grace_period=1",
         "scheduler.reduction_factor=2"))
     table = result.summary.table.set_index("trial_id")
