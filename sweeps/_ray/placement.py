@@ -7,6 +7,7 @@
     record_groups_on_creation(on_create)   # call on_create(pg) as Train creates each group
     group_of(worker_group)                 # the placement group of a started worker group
     head_node_pin()                        # {"node:__internal_head__": 0.001} on a cluster
+    alive_nodes()                          # node id -> resources, of each alive node
 
 Why private: a stopped trial's worker placement group outlives its controller (ray#54305) and
 Train V2 has no public hook where its groups are created, nor a public callback base class
@@ -33,7 +34,7 @@ from ray.util import placement_group_table, remove_placement_group
 from ray.util.placement_group import PlacementGroup
 
 __all__ = ["WorkerGroupCallback", "remove_group", "group_from_hex", "actor_state",
-           "record_groups_on_creation", "group_of", "head_node_pin",
+           "record_groups_on_creation", "group_of", "head_node_pin", "alive_nodes",
            "WORKER_GROUP_MODULE", "HEAD_NODE_RESOURCE"]
 
 WORKER_GROUP_MODULE = "ray.train.v2._internal.execution.worker_group.worker_group"
@@ -104,3 +105,8 @@ def head_node_pin() -> dict[str, float]:
         {'node:__internal_head__': 0.001}
     """
     return {HEAD_NODE_RESOURCE: 0.001} if HEAD_NODE_RESOURCE in ray.cluster_resources() else {}
+
+
+def alive_nodes() -> dict[str, dict[str, float]]:
+    """Node id -> resources (``CPU``, ``GPU``, ...) of each alive node of the connected Ray."""
+    return {n["NodeID"]: dict(n.get("Resources") or {}) for n in ray.nodes() if n.get("Alive")}

@@ -31,24 +31,18 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-import ray
 from ray.tune import Callback
 from ray.util import placement_group_table
 
 from sweeps._ray import kv
-from sweeps._ray.placement import group_from_hex
+from sweeps._ray.placement import alive_nodes, group_from_hex
 from sweeps.driver.resources import ResourcePlan
 from sweeps.placement.ledger import kv_key
 from sweeps.protocol import CLOCK_KEY
 
-__all__ = ["ClusterWatch", "alive_nodes", "describe_resources"]
+__all__ = ["ClusterWatch", "describe_resources"]
 
 log = logging.getLogger(__name__)
-
-
-def alive_nodes() -> dict[str, dict[str, float]]:
-    """Node id -> resources (``CPU``, ``GPU``, ...) of each alive node of the connected Ray."""
-    return {n["NodeID"]: dict(n.get("Resources") or {}) for n in ray.nodes() if n.get("Alive")}
 
 
 def describe_resources(resources: dict[str, float]) -> str:

@@ -141,7 +141,8 @@ def _cluster_watch(prep: Prepared, sweep_id: str,
     """On a cluster (``ray.address``, or a connected Ray with more than one node): the callback
     that says when nodes join or leave and, unless ``search.max_concurrent_trials`` is set,
     makes the trials run at once follow the cluster's size."""
-    from sweeps.driver.cluster_watch import ClusterWatch, alive_nodes
+    from sweeps._ray.placement import alive_nodes
+    from sweeps.driver.cluster_watch import ClusterWatch
 
     if prep.cfg.ray.address is None and len(alive_nodes()) < 2:
         return None

@@ -11,7 +11,7 @@ Tune's default of 1 CPU per trial: the driver only blocks on ``trainer.fit()``, 
 CPU, just 1 MiB of Ray's ``memory`` resource (a trial with no resource at all is rejected by Tune).
 Reserving a core for an idle process would halve the trials a 2-core machine runs. On a cluster that
 driver (and the Train controller Ray places beside it) runs on the head node
-(``sweeps.driver.tuner.trial_plan``), so losing a worker node costs only the trials whose workers
+(``sweeps.trial.backends.train``), so losing a worker node costs only the trials whose workers
 ran there.
 
 Elastic trials (``scaling.num_workers=[min, max]``, ``sweeps.config.workers``) run on Ray Train,

@@ -87,46 +87,17 @@ def trial_plan(cfg: SweepConfig, constants: dict[str, Any], plan: ResourcePlan,
     """The per-sweep context every trial driver receives (``ended``: trials a resumed sweep
     knows have ended, with their final metrics; ``datasets``: the built Ray Datasets)."""
     e = cfg.experiment
-    on_cluster = cfg.ray.address is not None or _alive_nodes() > 1
     return TrialPlan(
         sweep_id=sweep_id, trainable=e.trainable, params=dict(e.params), constants=constants,
         train_storage=str(SweepLayout(sweep_dir).train), worker_resources=plan.worker_resources,
         num_workers=plan.num_workers, use_gpu=plan.use_gpu, objective=objective_of(cfg),
         time_attr=e.time_attr,
         checkpoint_every=cfg.checkpoint.every, checkpoint_keep=cfg.checkpoint.keep,
-        max_failures=cfg.trial.max_failures,
-        poll_interval_s=cfg.trial.poll_interval_s,
-        start_timeout_s=cfg.trial.start_timeout_s, seed=cfg.sweep.seed, ended=ended or {},
-        preemption_watcher=on_cluster,
-        driver_pin=(_head_node_pin() if on_cluster and backend_for(plan.executor).pins_driver()
-                    else {}),
-        datasets=datasets or {},
-        datasets_to_split=None if e.datasets_to_split is None else list(e.datasets_to_split),
-        executor=plan.executor, backend=plan.backend,
-        max_workers=plan.max_workers, resize_interval_s=cfg.scaling.elastic_resize_interval_s,
+        max_failures=cfg.trial.max_failures, seed=cfg.sweep.seed, ended=ended or {},
+        datasets=datasets or {}, executor=plan.executor,
+        backend_options=backend_for(plan.executor).options(cfg, plan), backend=plan.backend,
         loop_api=plan.loop_api,
     )
-
-
-def _alive_nodes() -> int:
-    from sweeps.driver.cluster_watch import alive_nodes
-
-    return len(alive_nodes())
-
-
-def _head_node_pin() -> dict[str, float]:
-    """On a cluster, a Train trial's driver runs on the head node, and with it the trial's
-    Train controller (Ray places it beside its caller). Divergence from Tune, which places a
-    trial wherever its resources fit: a driver that reserves no CPU could land on any worker
-    node, and losing that node then restarted the trial (a Tune retry, ``trial.max_retries``)
-    even when all its workers were elsewhere; measured on a 3-node test cluster, one node's
-    loss retried all 3 running trials. On the head, a lost worker node costs only the trials
-    whose workers ran there, which Train restarts from their checkpoints
-    (``trial.max_failures``). Cost: the head holds both processes of every running trial
-    (about 0.4 GB RSS each, measured with a small torch loop)."""
-    from sweeps._ray.placement import head_node_pin
-
-    return head_node_pin()
 
 
 def reuses_process(cfg: SweepConfig, executor: str) -> bool:

@@ -6,7 +6,8 @@
 The plan travels to each Tune trial process (pickled into Ray's object store) and tells
 ``sweeps.trial.driver.run_trial`` and its backend everything besides the trial's sampled
 values: the loop to run, its fixed params, the storage, the scaling, the objective, the
-checkpoint and failure policy, and which backend runs the trial (``executor``).
+checkpoint and failure policy, which backend runs the trial (``executor``) and what that
+backend built for itself (``backend_options``: ``TrialBackend.options``).
 """
 
 from __future__ import annotations
@@ -44,43 +45,20 @@ class TrialPlan:
     checkpoint_every: int
     checkpoint_keep: int
     max_failures: int
-    poll_interval_s: float
-    start_timeout_s: float
     seed: int
     ended: dict[str, dict[str, Any]] = field(default_factory=dict)  # resumed: ended trials
-    # Ray Train's per-run actor that watches for node drains (spot preemption): on a cluster
-    # only; on one machine there is no other node to lose and it costs a process per trial.
-    preemption_watcher: bool = True
     # experiment.datasets, built and materialized once by the driver (sweeps.driver.datasets)
     datasets: dict[str, Any] = field(default_factory=dict)
-    datasets_to_split: list[str] | None = None  # None: all of them (Ray Train's default)
-    # trial.executor resolved: the trial backend that runs it (sweeps.trial.backends)
+    # trial.executor resolved: the trial backend that runs it (sweeps.trial.backends), and what
+    # it built for itself (TrialBackend.options: a Train trial's TrainOptions; None: nothing)
     executor: str = "train"
+    backend_options: Any = None
     # scaling.backend resolved (nccl on GPU, gloo on CPU, or the user's): the torch.distributed
     # backend of the trial's ranks (Ray Train's TorchConfig(backend=...)), not the trial backend
     backend: str = "gloo"
-    # What the Tune trial process reserves besides its backend's own (a Train trial's: on a
-    # cluster, a pin to the head node; sweeps.driver.tuner.trial_plan)
-    driver_pin: dict[str, float] = field(default_factory=dict)
-    # Elastic trials (scaling.num_workers=[num_workers, max_workers]; None: a fixed count) and
-    # how often Ray Train looks for room to resize one (scaling.elastic_resize_interval_s)
-    max_workers: int | None = None
-    resize_interval_s: float = 10.0
     # "tune" for a Ray Tune function trainable (ray.tune.report), else "train"
     # (sweeps.config.loop_api): which of Ray's APIs its loop is served
     loop_api: str = "train"
-
-    @property
-    def train_workers(self) -> int | tuple[int, int]:
-        """Ray Train's ``ScalingConfig(num_workers=...)``: the count, or (min, max).
-
-        Example:
-            >>> TrialPlan(**{**_EXAMPLE, "max_workers": 4}).train_workers
-            (1, 4)
-        """
-        if self.max_workers is None:
-            return self.num_workers
-        return (self.num_workers, self.max_workers)
 
     def worker_config(self, sampled: dict[str, Any]) -> dict[str, Any]:
         """The ``config`` every Train worker receives: the experiment's params, its constants
@@ -105,4 +83,4 @@ _EXAMPLE: dict[str, Any] = dict(  # a minimal plan, for the docstring examples
     sweep_id="s", trainable="m:f", params={}, constants={}, train_storage="/tmp/train",
     worker_resources={"CPU": 1.0}, num_workers=1, use_gpu=False,
     objective=Objective("val_acc", "max", 9), time_attr="epoch", checkpoint_every=1,
-    checkpoint_keep=2, max_failures=0, poll_interval_s=0.1, start_timeout_s=60.0, seed=0)
+    checkpoint_keep=2, max_failures=0, seed=0)

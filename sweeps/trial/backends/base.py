@@ -5,14 +5,14 @@
 
 A backend answers, before Ray starts (in the sweep driver, ``sweeps.driver.prepare``), what it
 refuses (``refusal``) and whether ``trial.executor=auto`` picks it (``chosen_by_auto``); while
-Tune is set up (``sweeps.driver.tuner``), what each trial reserves (``trial_resources``) and
-whether a trial process may run the next trial (``reuses_process``); and in the Tune trial
-process (``sweeps.trial.driver``), ``run``: run the trial's loop until it returns or Tune stops
-it, restoring from the run directory's latest checkpoint and restarting up to
-``trial.max_failures`` times, and raising the failing rank's own error. What a backend keeps
-between trials (an inline trial's peers) it releases itself when a failed attempt or the trial
-process ends; a Train run's workers are released by the sweep's reaper
-(``sweeps.placement``).
+Tune is set up (``sweeps.driver.tuner``), what it builds for its trials (``options``), what
+each trial reserves (``trial_resources``) and whether a trial process may run the next trial
+(``reuses_process``); and in the Tune trial process (``sweeps.trial.driver``), ``run``: run
+the trial's loop until it returns or Tune stops it, restoring from the run directory's latest
+checkpoint and restarting up to ``trial.max_failures`` times, and raising the failing rank's
+own error. What a backend keeps between trials (an inline trial's peers) it releases itself
+when a failed attempt or the trial process ends; a Train run's workers are released by the
+sweep's reaper (``sweeps.placement``).
 
 Every backend writes the same run directory (checkpoints, Train's run snapshot, the report
 log, the clock), so resume, the best checkpoint and MLflow read any backend's trials, and a
@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 if TYPE_CHECKING:
+    from sweeps.config.schema import SweepConfig
     from sweeps.trial.clock import TrialClock
     from sweeps.trial.plan import TrialPlan
 
@@ -91,6 +92,13 @@ class TrialBackend(ABC):
         """Whether ``trial.executor=auto`` runs these trials here (asked in registry order)."""
 
     @classmethod
+    def options(cls, cfg: SweepConfig, resources: Any) -> Any:
+        """``backend_for(plan.executor).options(cfg, plan)`` in ``trial_plan``: what only this
+        backend's trials read (``TrialPlan.backend_options``), built once per sweep from the
+        config and its ``ResourcePlan``; None: nothing."""
+        return None
+
+    @classmethod
     @abstractmethod
     def trial_resources(cls, plan: TrialPlan) -> Any:
         """What Tune reserves for one trial: a resource dict or a ``PlacementGroupFactory``."""
@@ -106,11 +114,6 @@ class TrialBackend(ABC):
         """Whether a trial process runs the next trial too (Tune's ``reuse_actors``), given
         ``trial.reuse_process`` and ``scheduler.name``."""
         return reuse_process
-
-    @classmethod
-    def pins_driver(cls) -> bool:
-        """Whether, on a cluster, the trial process is pinned to the head node."""
-        return False
 
     @abstractmethod
     def run(self, attempt: TrialAttempt) -> None:

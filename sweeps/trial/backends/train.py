@@ -17,13 +17,14 @@ path a restart after a failure takes (so the trial's clock and report log go on 
 
 What it costs: the Tune trial process reserves next to nothing (the run's workers reserve the
 trial's resources), and on a cluster it is pinned to the head node
-(``sweeps.driver.tuner``); per trial, a Train controller and its workers are started.
+(``TrainBackend.options``); per trial, a Train controller and its workers are started.
 """
 
 from __future__ import annotations
 
 import math
 import os
+from dataclasses import dataclass, field
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
@@ -33,10 +34,11 @@ from sweeps.storage.location import uri_of
 from sweeps.trial.backends.base import BackendRequest, Refusal, TrialAttempt, TrialBackend
 
 if TYPE_CHECKING:
+    from sweeps.config.schema import SweepConfig
     from sweeps.trial.plan import TrialPlan
 
-__all__ = ["TRIAL_DRIVER_RESOURCES", "TrainBackend", "data_config", "elastic_options",
-           "start_limits"]
+__all__ = ["TRIAL_DRIVER_RESOURCES", "TrainBackend", "TrainOptions", "data_config",
+           "elastic_options", "start_limits"]
 
 START_ATTEMPT_S = 60.0  # Ray Train's own wait per worker-group start attempt
 ELASTIC_START_ATTEMPT_S = 25.0  # an elastic trial's (start_limits says why)
@@ -44,6 +46,35 @@ ELASTIC_START_ATTEMPT_S = 25.0  # an elastic trial's (start_limits says why)
 # deliberate divergence from Tune's 1 CPU per trial; sweeps.driver.resources says why), just
 # 1 MiB of Ray's memory resource (a trial with no resource at all is rejected by Tune).
 TRIAL_DRIVER_RESOURCES = {"CPU": 0.0, "memory": float(1 << 20)}
+
+
+@dataclass(frozen=True)
+class TrainOptions:
+    """``plan.backend_options`` of a Train trial: what only this backend reads, built once per
+    sweep by ``TrainBackend.options``.
+
+    Example:
+        >>> TrainOptions(0.1, 60.0, max_workers=4).train_workers(1)
+        (1, 4)
+    """
+
+    poll_interval_s: float  # trial.poll_interval_s: how often the Train controller polls
+    start_timeout_s: float  # trial.start_timeout_s (start_limits)
+    # Ray Train's per-run actor that watches for node drains (spot preemption): on a cluster
+    # only; on one machine there is no other node to lose and it costs a process per trial.
+    preemption_watcher: bool = True
+    datasets_to_split: list[str] | None = None  # None: all of them (Ray Train's default)
+    # What the Tune trial process reserves besides TRIAL_DRIVER_RESOURCES: on a cluster, a pin
+    # to the head node (TrainBackend.options says why)
+    driver_pin: dict[str, float] = field(default_factory=dict)
+    # Elastic trials (scaling.num_workers=[num_workers, max_workers]; None: a fixed count) and
+    # how often Ray Train looks for room to resize one (scaling.elastic_resize_interval_s)
+    max_workers: int | None = None
+    resize_interval_s: float = 10.0
+
+    def train_workers(self, num_workers: int) -> int | tuple[int, int]:
+        """Ray Train's ``ScalingConfig(num_workers=...)``: the count, or (min, max)."""
+        return num_workers if self.max_workers is None else (num_workers, self.max_workers)
 
 
 class TrainBackend(TrialBackend):
@@ -73,8 +104,32 @@ class TrainBackend(TrialBackend):
         return True
 
     @classmethod
+    def options(cls, cfg: SweepConfig, resources: Any) -> TrainOptions:
+        """Every trial's ``TrainOptions``. On a cluster (``ray.address``, or a connected Ray
+        with more than one node), Train's preemption watcher, and the trial's driver pinned to
+        the head node, and with it its Train controller (Ray places it beside its caller).
+        Divergence from Tune, which places a trial wherever its resources fit: a driver that
+        reserves no CPU could land on any worker node, and losing that node then restarted the
+        trial (a Tune retry, ``trial.max_retries``) even when all its workers were elsewhere;
+        measured on a 3-node test cluster, one node's loss retried all 3 running trials. On
+        the head, a lost worker node costs only the trials whose workers ran there, which
+        Train restarts from their checkpoints (``trial.max_failures``). Cost: the head holds
+        both processes of every running trial (about 0.4 GB RSS each, measured with a small
+        torch loop)."""
+        from sweeps._ray.placement import alive_nodes, head_node_pin
+
+        split = cfg.experiment.datasets_to_split
+        on_cluster = cfg.ray.address is not None or len(alive_nodes()) > 1
+        return TrainOptions(cfg.trial.poll_interval_s, cfg.trial.start_timeout_s,
+                            preemption_watcher=on_cluster,
+                            datasets_to_split=None if split is None else list(split),
+                            driver_pin=head_node_pin() if on_cluster else {},
+                            max_workers=resources.max_workers,
+                            resize_interval_s=cfg.scaling.elastic_resize_interval_s)
+
+    @classmethod
     def trial_resources(cls, plan: TrialPlan) -> Any:
-        return {**TRIAL_DRIVER_RESOURCES, **plan.driver_pin}
+        return {**TRIAL_DRIVER_RESOURCES, **plan.backend_options.driver_pin}
 
     @classmethod
     def describe(cls, num_workers: int, ddp_backend: str, api: str = "train") -> str | None:
@@ -87,10 +142,6 @@ class TrainBackend(TrialBackend):
         old one). Otherwise a stopped trial's workers are released and its late reports
         dropped (``sweeps.trial.backends.report_bridge``), so the process may be reused."""
         return reuse_process and scheduler != "pbt"
-
-    @classmethod
-    def pins_driver(cls) -> bool:
-        return True
 
     def run(self, attempt: TrialAttempt) -> None:
         """``trainer.fit()``; then every report the bridge forwarded has reached Tune. A run
@@ -106,22 +157,23 @@ class TrainBackend(TrialBackend):
         from sweeps.trial.backends.report_bridge import SweepReportCallback
 
         plan, trial_id, run_dir = attempt.plan, attempt.trial_id, attempt.run_dir
+        opts: TrainOptions = plan.backend_options
         logged_before = len(report_log.records(run_dir))
         # Read by the Train controller this process starts (Ray propagates RAY_TRAIN_* vars).
-        attempt_s, start_failures = start_limits(plan.start_timeout_s,
-                                                 elastic=plan.max_workers is not None)
-        os.environ.update(controller_env(plan.poll_interval_s, attempt_s,
-                                         plan.preemption_watcher))
+        attempt_s, start_failures = start_limits(opts.start_timeout_s,
+                                                 elastic=opts.max_workers is not None)
+        os.environ.update(controller_env(opts.poll_interval_s, attempt_s,
+                                         opts.preemption_watcher))
         trainer = trainer_class()(
             train_loop_per_worker=loop_entry(import_trainable(plan.trainable),
                                              plan.context(trial_id)),
             train_loop_config=attempt.config,
             torch_config=TorchConfig(backend=plan.backend),
             datasets=dict(plan.datasets) or None,
-            dataset_config=data_config(plan.datasets_to_split),
-            scaling_config=ScalingConfig(num_workers=plan.train_workers, use_gpu=plan.use_gpu,
-                                         resources_per_worker=dict(plan.worker_resources),
-                                         **elastic_options(plan)),
+            dataset_config=data_config(opts.datasets_to_split),
+            scaling_config=ScalingConfig(num_workers=opts.train_workers(plan.num_workers),
+                                         use_gpu=plan.use_gpu, **elastic_options(opts),
+                                         resources_per_worker=dict(plan.worker_resources)),
             run_config=RunConfig(
                 name=trial_id,
                 storage_path=uri_of(plan.train_storage),  # the URI itself on an object store
@@ -134,7 +186,7 @@ class TrainBackend(TrialBackend):
                 callbacks=[SweepReportCallback(attempt.clock,
                                                partial(trial_stopped, plan.sweep_id, trial_id),
                                                plan.max_failures,
-                                               0 if plan.max_workers else plan.num_workers),
+                                               0 if opts.max_workers else plan.num_workers),
                            PlacementGroupLedger(plan.sweep_id, trial_id)],
             ),
         )
@@ -144,7 +196,7 @@ class TrainBackend(TrialBackend):
             if gpu_memory.noted(run_dir) is None:
                 from sweeps.trial.backends.rank_error import from_train_run
 
-                own = from_train_run(exc, plan.max_workers or plan.num_workers)
+                own = from_train_run(exc, opts.max_workers or plan.num_workers)
                 if own is exc:
                     raise
                 raise own from None  # the failing rank's error; the others' in its notes
@@ -164,21 +216,20 @@ def data_config(datasets_to_split: list[str] | None) -> Any:
                       else list(datasets_to_split))
 
 
-def elastic_options(plan: TrialPlan) -> dict[str, Any]:
+def elastic_options(opts: TrainOptions) -> dict[str, Any]:
     """``ScalingConfig`` keywords of an elastic trial (none for a fixed count): how often Train
     looks for room to resize it while it is healthy (``scaling.elastic_resize_interval_s``;
     Train's default is 60 s, ray/train/v2/api/config.py ScalingConfig).
 
     Example:
-        >>> from sweeps.trial.plan import _EXAMPLE, TrialPlan
-        >>> elastic_options(TrialPlan(**_EXAMPLE))
+        >>> elastic_options(TrainOptions(0.1, 60.0))
         {}
-        >>> elastic_options(TrialPlan(**{**_EXAMPLE, "max_workers": 2, "resize_interval_s": 5}))
+        >>> elastic_options(TrainOptions(0.1, 60.0, max_workers=2, resize_interval_s=5))
         {'elastic_resize_monitor_interval_s': 5.0}
     """
-    if plan.max_workers is None:
+    if opts.max_workers is None:
         return {}
-    return {"elastic_resize_monitor_interval_s": float(plan.resize_interval_s)}
+    return {"elastic_resize_monitor_interval_s": float(opts.resize_interval_s)}
 
 
 def start_limits(start_timeout_s: float, elastic: bool = False) -> tuple[float, int]:

@@ -144,20 +144,22 @@ def test_a_fixed_count_plans_as_before(tmp_path) -> None:
 
 
 def test_an_elastic_trial_gets_a_range_and_a_resize_interval(tmp_path, monkeypatch) -> None:
-    from sweeps.driver import tuner
+    from sweeps._ray import placement
     from sweeps.driver.tuner import trial_plan
     from sweeps.trial.backends.train import elastic_options, start_limits
 
-    monkeypatch.setattr(tuner, "_alive_nodes", lambda: 1)  # one local node; Ray stays down
+    monkeypatch.setattr(placement, "alive_nodes", lambda: {"n1": {}})  # one local node; no Ray
 
     cfg = compose("digits", [*LOCAL, "scaling.num_workers=[1,2]",
                              "scaling.elastic_resize_interval_s=3", f"sweep.dir={tmp_path}/d"])
     prep = prepare(cfg)
     plan = trial_plan(cfg, prep.constants, prep.resources, tmp_path, "s")
-    assert plan.train_workers == (1, 2)
-    assert elastic_options(plan) == {"elastic_resize_monitor_interval_s": 3.0}
-    assert start_limits(plan.start_timeout_s, elastic=True) == (25.0, 23)
+    opts = plan.backend_options
+    assert opts.train_workers(plan.num_workers) == (1, 2)
+    assert elastic_options(opts) == {"elastic_resize_monitor_interval_s": 3.0}
+    assert start_limits(opts.start_timeout_s, elastic=True) == (25.0, 23)
     fixed = prepare(compose("digits", [*LOCAL, f"sweep.dir={tmp_path}/f",
                                        "trial.executor=train"]))
     plan = trial_plan(fixed.cfg, fixed.constants, fixed.resources, tmp_path, "s")
-    assert (plan.train_workers, elastic_options(plan)) == (2, {})
+    opts = plan.backend_options
+    assert (opts.train_workers(plan.num_workers), elastic_options(opts)) == (2, {})

@@ -147,12 +147,12 @@ def test_prepare_refuses_before_ray_starts(overrides: list[str], key: str,
 
 
 def test_gloo_is_the_opt_in_and_reaches_the_trial_plan(tmp_path, monkeypatch) -> None:
-    from sweeps.driver import tuner
+    from sweeps._ray import placement
     from sweeps.driver.tuner import trial_plan
 
     # On a cluster the plan also pins the driver to the head node, which asks Ray; no Ray
     # here, and the pin is not what this test is about (tests/integration/test_cluster.py).
-    monkeypatch.setattr(tuner, "_head_node_pin", lambda: {})
+    monkeypatch.setattr(placement, "head_node_pin", lambda: {})
 
     cfg = compose("digits", ["ray.num_cpus=16", "ray.num_gpus=1", "scaling.backend=gloo",
                              "scaling.gpus_per_worker=0.5"])
@@ -182,10 +182,10 @@ def test_an_inline_trials_own_process_holds_the_gpu_share(tmp_path, monkeypatch)
     num_gpus (ray.air's PlacementGroupAcquiredResources), so Ray gives the inline trial's
     process the 0.25 share and sets its CUDA_VISIBLE_DEVICES; a Train trial's driver holds
     none (its worker does)."""
-    from sweeps.driver import tuner
+    from sweeps._ray import placement
     from sweeps.driver.tuner import _trainable, trial_plan
 
-    monkeypatch.setattr(tuner, "_head_node_pin", lambda: {})  # asks Ray; none here
+    monkeypatch.setattr(placement, "head_node_pin", lambda: {})  # asks Ray; none here
     cfg = compose("digits", ["ray.num_cpus=16", "ray.num_gpus=1", "ray.address=auto",
                              "scaling.num_workers=1", "scaling.gpus_per_worker=0.25"])
     for executor, head in (("auto", {"CPU": 1.0, "GPU": 0.25}), ("train", {"GPU": 0.0})):

@@ -11,7 +11,7 @@ from ray.tune.search.basic_variant import BasicVariantGenerator
 from ray.tune.search.optuna import OptunaSearch
 
 from sweeps import compose
-from sweeps.driver import tuner as tuner_mod
+from sweeps._ray import placement
 from sweeps.driver.resources import ResourcePlan
 from sweeps.driver.tuner import (
     build_tuner,
@@ -38,10 +38,15 @@ def _no_ray(monkeypatch: pytest.MonkeyPatch):
     """No test here may reach Ray's cluster: node counts are faked, Ray must stay down."""
     import ray
 
-    monkeypatch.setattr(tuner_mod, "_alive_nodes", lambda: 1)
-    monkeypatch.setattr(tuner_mod, "_head_node_pin", lambda: {"node:__internal_head__": 0.001})
+    monkeypatch.setattr(placement, "alive_nodes", lambda: _nodes(1))
+    monkeypatch.setattr(placement, "head_node_pin", lambda: {"node:__internal_head__": 0.001})
     yield
     assert not ray.is_initialized(), "a unit test started Ray"
+
+
+def _nodes(alive: int) -> dict[str, dict[str, float]]:
+    """What ``alive_nodes`` returns with ``alive`` nodes up."""
+    return {f"n{i}": {"CPU": 2.0} for i in range(alive)}
 
 
 def _first_draw(alg: OptunaSearch) -> float:
@@ -111,7 +116,8 @@ def test_trial_plan_takes_every_field_from_the_config(tmp_path: Path) -> None:
     assert plan.objective == Objective("val_loss", "min", 12)
     assert plan.time_attr == cfg.experiment.time_attr
     assert (plan.checkpoint_every, plan.checkpoint_keep) == (2, 4)
-    assert (plan.max_failures, plan.poll_interval_s, plan.start_timeout_s) == (3, 0.5, 120.0)
+    opts = plan.backend_options
+    assert (plan.max_failures, opts.poll_interval_s, opts.start_timeout_s) == (3, 0.5, 120.0)
     assert plan.seed == 11 and plan.ended == ended
 
 
@@ -129,10 +135,10 @@ def test_trial_plan_with_gpus_and_no_ended_trials(tmp_path: Path) -> None:
 def test_preemption_watcher_only_on_a_cluster(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
                                               address: str | None, alive: int,
                                               watcher: bool) -> None:
-    monkeypatch.setattr(tuner_mod, "_alive_nodes", lambda: alive)
+    monkeypatch.setattr(placement, "alive_nodes", lambda: _nodes(alive))
     overrides = [f"ray.address={address}"] if address else []
     plan = trial_plan(compose("digits", overrides), {}, _plan(), tmp_path, "sid")
-    assert plan.preemption_watcher is watcher
+    assert plan.backend_options.preemption_watcher is watcher
 
 
 @pytest.mark.parametrize("algorithm, tune_limit", [("tpe", 3), ("random", None)])
@@ -183,7 +189,7 @@ def test_inline_trials_reserve_the_workers_share_and_reuse_their_process(
     params, constants = parse_space(cfg.experiment.search_space)
     plan = replace(_plan(cpus=1.0), num_workers=1, executor="inline")
     trial = trial_plan(cfg, constants, plan, tmp_path / "sw", "sid")
-    assert trial.executor == "inline"
+    assert (trial.executor, trial.backend_options) == ("inline", None)  # it builds nothing
     tuner = build_tuner(cfg, params, trial, plan, tmp_path / "sw", [])
     inner = tuner._local_tuner
     assert inner._tune_config.reuse_actors is reuse
@@ -255,7 +261,7 @@ def test_on_a_cluster_a_train_trials_driver_runs_on_the_head_node(
         workers: int, pinned: bool) -> None:
     from dataclasses import replace
 
-    monkeypatch.setattr(tuner_mod, "_alive_nodes", lambda: alive)
+    monkeypatch.setattr(placement, "alive_nodes", lambda: _nodes(alive))
     overrides = ([f"ray.address={address}"] if address else []) + [
         f"scaling.num_workers={workers}"]
     cfg = compose("digits", overrides)
