@@ -65,16 +65,18 @@ def pytorch_flavor() -> Any:
     loaded yet: MLflow imports that whenever Lightning is installed, and with it Lightning,
     torchmetrics and torch's compiler (4.5 s of CPU on 2 cores, beside the first trial), for a
     callback the driver never uses. MLflow skips the module when it cannot be imported (its
-    ``mlflow/pytorch/__init__.py``); it imports normally afterwards (``autolog``)."""
-    if "mlflow.pytorch" not in sys.modules:
-        autolog = "mlflow.pytorch._lightning_autolog"
-        blocked = sys.modules.setdefault(autolog, None) is None  # None: ImportError
-        try:
-            importlib.import_module("mlflow.pytorch")
-        finally:
-            if blocked and sys.modules.get(autolog, 0) is None:
-                del sys.modules[autolog]
-    return sys.modules["mlflow.pytorch"]
+    ``mlflow/pytorch/__init__.py``); ``autolog`` imports it later as usual, but this process's
+    ``mlflow.pytorch`` has no ``MlflowModelCheckpointCallback``. A second caller waits for the
+    first's import (Python's import lock), never gets it half made."""
+    autolog = "mlflow.pytorch._lightning_autolog"
+    blocked = "mlflow.pytorch" not in sys.modules and autolog not in sys.modules
+    if blocked:
+        sys.modules[autolog] = None  # its import raises ImportError
+    try:
+        return importlib.import_module("mlflow.pytorch")
+    finally:
+        if blocked and autolog in sys.modules and sys.modules[autolog] is None:
+            del sys.modules[autolog]
 
 
 @contextlib.contextmanager

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import importlib.util
 import logging
+import subprocess
 import sys
 import textwrap
 from pathlib import Path
@@ -180,3 +182,34 @@ def test_the_logged_model_holds_the_sources_and_loads_in_a_new_process(project) 
                          text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.split()[-3:] == ["userproj.nets.tiny", "(1,", "2)"]
+
+
+def test_the_pytorch_flavor_comes_whole_to_every_thread_without_lightning() -> None:
+    """Two threads ask at once (the warm-up thread and the sweep's end): each gets the whole
+    module, Lightning is not imported, and MLflow's Lightning autologging imports afterwards."""
+    script = textwrap.dedent("""
+        import sys, threading
+        from sweeps.tracking.mlflow_model import pytorch_flavor
+        got = []
+        thread = threading.Thread(target=lambda: got.append(pytorch_flavor()))
+        thread.start()
+        while "mlflow.pytorch" not in sys.modules:  # the thread's import has begun
+            pass
+        # read before the thread's import ends (CPython marks a module being imported so)
+        whole = not getattr(pytorch_flavor().__spec__, "_initializing", False)
+        thread.join()
+        print(whole, hasattr(got[0], "log_model"),
+              "pytorch_lightning" in sys.modules)
+        try:
+            import mlflow.pytorch._lightning_autolog
+            print("autolog imports")
+        except ImportError as exc:
+            print(type(exc).__name__, exc)
+    """)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=300, cwd=Path(__file__).resolve().parents[3])
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0] == "True True False", lines
+    if importlib.util.find_spec("pytorch_lightning") is not None:
+        assert lines[1] == "autolog imports", lines
