@@ -7,17 +7,12 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from sweeps.config.budget import budget_limits
 from sweeps.driver.prepare import Prepared
 from sweeps.resume.grow import reopen_trials
 from sweeps.search.budget import BudgetLedger
 from sweeps.search.budget_reopen import budget_reopens
 from sweeps.search.decisions import decision_log
-
-if TYPE_CHECKING:
-    from sweeps.search.budget import BudgetLedger
 
 __all__ = ["start_ledger", "reopen_budget_stops"]
 

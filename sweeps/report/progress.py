@@ -83,7 +83,7 @@ class ProgressLines(Callback):
             (2, 1, (0.7, 'a'))
         """
         ended = ended_ids(records)
-        verdicts = read_verdicts(records)
+        judged = read_verdicts(records)
         clocks: dict[str, float] = {}
         for r in records:
             trial, metrics = r.get("trial"), r.get("metrics") or {}
@@ -96,7 +96,7 @@ class ProgressLines(Callback):
                 self._consider(value, trial)
         self._kept = ended
         self.done = self._done_before = len(ended)
-        self.stopped = sum(self.objective.outcome(clocks.get(t, 0.0), verdicts.get(t), False)
+        self.stopped = sum(self.objective.outcome(clocks.get(t, 0.0), judged.get(t), False)
                            == "stopped" for t in ended)
 
     def _consider(self, value: Any, trial_id: str) -> None:

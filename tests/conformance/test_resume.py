@@ -74,8 +74,8 @@ def kill_when_paused_and_rerun(runs: Path, overrides: list[str],
 
 
 # Each loop on one backend (the suite's time): Lightning on the default (inline), where it broke,
-# torch on Ray Train; tests/integration/test_resume.py kills both backends' drivers at random
-# moments with the digits loop.
+# torch on Ray Train. tests/integration/test_resume.py kills the driver of a several-trial ASHA
+# sweep at seeded moments on the default backend only; on Ray Train runs, this kill is it.
 @pytest.mark.timeout(600)
 @pytest.mark.parametrize(("name", "backend"), [("torch_ddp", "train"), ("lightning_ddp", "auto")])
 def test_a_killed_driver_resumes_the_loop_as_plain_ray_train_would(name, backend,

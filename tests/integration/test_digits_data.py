@@ -65,6 +65,7 @@ def sweep(tmp_path_factory):
         *SIZES, f"experiment.datasets.train.function={__name__}:counted_digits",
         f"experiment.datasets.val={root / 'val'}",
         f"sweep.dir={root / 'sweep'}", f"tracking.uri=sqlite:///{root / 'mlflow.db'}",
+        "checkpoint.keep=1",  # test_each_train_run_keeps_its_best_checkpoint_and_its_latest
     ])
     return run_sweep(cfg), root, x_val, y_val
 
@@ -101,3 +102,18 @@ def test_the_best_model_loads_and_predicts_the_parquet_rows(sweep) -> None:
         predicted = model(torch.from_numpy(x_val)).argmax(1).numpy()
     accuracy = float((predicted == y_val).mean())
     assert accuracy == pytest.approx(result.summary.best["value"], abs=1e-6)
+
+
+def test_each_train_run_keeps_its_best_checkpoint_and_its_latest(sweep) -> None:
+    """Its trials are Ray Train runs (datasets): ``checkpoint.keep=1`` reaches Train's
+    ``CheckpointConfig`` scored by val_acc, so of up to 3 epochs' checkpoints a best one and the
+    latest stay (Ray keeps the latest as well), none other."""
+    result, *_ = sweep
+    for trial in result.results:
+        run_dir = Path(result.sweep_dir, "train", trial.metrics["trial_id"])
+        kept = {torch.load(d / "model.pt", weights_only=False)["epoch"]
+                for d in run_dir.glob("checkpoint_*")}
+        history = trial.metrics_dataframe.set_index("epoch")["val_acc"]
+        best = set(history[history == history.max()].index)
+        latest = int(history.index.max())
+        assert latest in kept and kept & best and len(kept) <= 2, (kept, history.to_dict())

@@ -14,6 +14,10 @@ Whether a stopped run gets a second report to the controller before the sweep re
 workers is a race (in this suite's sweep it mostly does not), so the queue's behaviour is also
 tested on its own, against a real Ray queue: a report waits for room only while its trial has
 not been stopped.
+
+The sweep runs with a second Ray instance on the machine and without the dashboard (no State
+API): the two conditions under which Ray Train's own placement-group cleaner fails
+(ray#54305), so its stopped runs' workers are released by the sweep alone.
 """
 
 from __future__ import annotations
@@ -42,7 +46,7 @@ def _actor_classes() -> Counter:
 
 @pytest.mark.timeout(420)  # the wedge this guards against never ends
 def test_stopped_train_runs_that_keep_reporting_do_not_wedge_a_reused_process(
-        tmp_path, ray_cluster) -> None:
+        tmp_path, second_ray_instance, ray_cluster) -> None:
     cfg = compose("digits", [
         "experiment.trainable=tests.integration.rapid_reports:train_rapid",
         "experiment.metric=loss", "experiment.mode=min",

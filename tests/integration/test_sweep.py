@@ -5,9 +5,6 @@ conformance suite's (tests/conformance); a Train-run ASHA sweep's processes and 
 tests/integration/test_reused_train_process.py's.
 
 Tracked in MLflow on the default kind of store (SQLite, here in the test's directory).
-
-Runs with a second Ray instance on the machine and without the dashboard (no State API): the
-two conditions under which Ray Train's own placement-group cleaner fails (ray#54305).
 """
 
 from __future__ import annotations
@@ -35,7 +32,7 @@ def _actor_classes() -> Counter:
 
 
 @pytest.fixture(scope="module", params=["inline", "inline-2"])
-def sweep(request, tmp_path_factory, second_ray_instance, ray_cluster):
+def sweep(request, tmp_path_factory, ray_cluster):
     """The same sweep as inline 1-worker trials and as inline 2-worker trials."""
     import ray
 

@@ -58,8 +58,8 @@ class TrainOptions:
         (1, 4)
     """
 
-    poll_interval_s: float  # trial.poll_interval_s: how often the Train controller polls
-    start_timeout_s: float  # trial.start_timeout_s (start_limits)
+    poll_interval_s: float = 0.1  # trial.poll_interval_s: how often the Train controller polls
+    start_timeout_s: float = 600.0  # trial.start_timeout_s (start_limits)
     # Ray Train's per-run actor that watches for node drains (spot preemption): on a cluster
     # only; on one machine there is no other node to lose and it costs a process per trial.
     preemption_watcher: bool = True
@@ -129,7 +129,7 @@ class TrainBackend(TrialBackend):
 
     @classmethod
     def trial_resources(cls, plan: TrialPlan) -> Any:
-        return {**TRIAL_DRIVER_RESOURCES, **plan.backend_options.driver_pin}
+        return {**TRIAL_DRIVER_RESOURCES, **(plan.backend_options or TrainOptions()).driver_pin}
 
     @classmethod
     def describe(cls, num_workers: int, ddp_backend: str, api: str = "train") -> str | None:
@@ -157,7 +157,7 @@ class TrainBackend(TrialBackend):
         from sweeps.trial.backends.report_bridge import SweepReportCallback
 
         plan, trial_id, run_dir = attempt.plan, attempt.trial_id, attempt.run_dir
-        opts: TrainOptions = plan.backend_options
+        opts: TrainOptions = plan.backend_options or TrainOptions()
         logged_before = len(report_log.records(run_dir))
         # Read by the Train controller this process starts (Ray propagates RAY_TRAIN_* vars).
         attempt_s, start_failures = start_limits(opts.start_timeout_s,
