@@ -61,10 +61,10 @@ def plan(rng: random.Random, kills: int) -> list[str]:
     return ["store", *middle, "end"][:kills]
 
 
-def command(work: Path, trials: int, max_t: int) -> list[str]:
+def command(work: Path, trials: int, max_t: int, extra: tuple[str, ...] = ()) -> list[str]:
     return [sys.executable, "-m", "sweeps", "+experiment=digits",
             f"search.num_samples={trials}", f"scheduler.max_t={max_t}",
-            "scaling.num_workers=1", f"sweep.dir={work / 'sweep'}"]
+            "scaling.num_workers=1", f"sweep.dir={work / 'sweep'}", *extra]
 
 
 def start(work: Path, argv: list[str], run: int) -> tuple[subprocess.Popen, Path]:
@@ -137,11 +137,11 @@ def _ours() -> list[int]:
 
 
 def run_seed(seed: int, work: Path, trials: int, max_t: int, kills: int,
-             phases: list[str] | None = None) -> dict[str, Any]:
+             phases: list[str] | None = None, extra: tuple[str, ...] = ()) -> dict[str, Any]:
     """One chaos run in the empty directory ``work``: its kills (at ``phases``, else a
-    seeded ``plan``) and invariants."""
+    seeded ``plan``) and invariants; ``extra``: more overrides of the sweep's command."""
     rng = random.Random(seed)
-    argv, done, runs = command(work, trials, max_t), [], 0
+    argv, done, runs = command(work, trials, max_t, extra), [], 0
     for phase in phases or plan(rng, kills):
         runs += 1
         began = time.monotonic()
