@@ -112,7 +112,7 @@ def test_each_train_run_keeps_its_best_checkpoint_and_its_latest(sweep) -> None:
     for trial in result.results:
         run_dir = Path(result.sweep_dir, "train", trial.metrics["trial_id"])
         kept = {torch.load(d / "model.pt", weights_only=False)["epoch"]
-                for d in run_dir.glob("checkpoint_*")}
+                for d in run_dir.glob("checkpoint_*") if d.is_dir()}  # not Train's snapshot
         history = trial.metrics_dataframe.set_index("epoch")["val_acc"]
         best = set(history[history == history.max()].index)
         latest = int(history.index.max())
