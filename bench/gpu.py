@@ -135,10 +135,18 @@ def _trial_rows(results: Any) -> list[list[dict[str, Any]]]:
     return rows
 
 
-def _outcome(results: Any, epochs: int, wall: float) -> dict[str, Any]:
+def _outcome(results: Any, epochs: int, called: float) -> dict[str, Any]:
+    """What a side did; ``called`` is ``time.time()`` when it began (before Ray started).
+    ``first_report_s`` (call -> first report) and ``tail_s`` (last report -> return) come from
+    Tune's whole-second ``timestamp`` of each report, so they are +-1 s."""
+    returned = time.time()
     rows = _trial_rows(results)
     done = [r for r in rows if r and int(r[-1].get("epoch", -1)) == epochs - 1]
-    return {"wall_s": wall, "completed": len(done), "trials_started": sum(bool(r) for r in rows),
+    stamps = [float(x["timestamp"]) for r in rows for x in r if x.get("timestamp")]
+    return {"wall_s": returned - called, "completed": len(done),
+            "trials_started": sum(bool(r) for r in rows),
+            "first_report_s": min(stamps) - called if stamps else None,
+            "tail_s": returned - max(stamps) if stamps else None,
             "training_s": sum(float(x.get("epoch_time_s") or 0.0) for r in rows for x in r),
             "trial_peak_mib": max((float(x.get("gpu_peak_mib") or 0.0) for r in rows for x in r),
                                   default=0.0),
@@ -165,7 +173,7 @@ def run_plain(spec: dict[str, Any], storage: str) -> dict[str, Any]:
                                        storage_path=storage, callbacks=[TuneReportCallback()]))
         trainer.fit()
 
-    start = time.perf_counter()  # sweeps' wall includes its Ray start too
+    called = time.time()  # sweeps' wall includes its Ray start too
     ray.init()
     try:
         gpus = int(ray.cluster_resources().get("GPU", 0))
@@ -176,7 +184,7 @@ def run_plain(spec: dict[str, Any], storage: str) -> dict[str, Any]:
             time_budget_s=spec["cap_s"]),
             run_config=tune.RunConfig(storage_path=storage, name="plain"))
         results = tuner.fit()
-        return _outcome(results, spec["epochs"], time.perf_counter() - start)
+        return _outcome(results, spec["epochs"], called)
     finally:
         ray.shutdown()
 
@@ -197,9 +205,9 @@ def run_sweeps(side: str, spec: dict[str, Any], storage: str) -> dict[str, Any]:
         *{"train": ["trial.executor=train"],
           "packed": ["scaling.gpus_per_worker=0.25"]}.get(side, [])]
     cfg = compose("gpu_resnet", overrides, config_dir=ROOT / "bench" / "conf")
-    start = time.perf_counter()
+    called = time.time()
     result = run_sweep(cfg)
-    return _outcome(result.results, spec["epochs"], time.perf_counter() - start)
+    return _outcome(result.results, spec["epochs"], called)
 
 
 def _child(side: str, spec: dict[str, Any], out: str) -> None:
@@ -215,13 +223,17 @@ def run_side(side: str, spec: dict[str, Any]) -> dict[str, Any]:
         p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)}
     with tempfile.NamedTemporaryFile(suffix=".json") as out, GpuSampler() as sampler:
         began = time.time()
-        proc = subprocess.run(
-            [sys.executable, "-m", "bench.gpu", "--side", side, "--spec", json.dumps(spec),
-             "--side-out", out.name], cwd=ROOT, env=env, timeout=spec["cap_s"] + 300)
+        try:
+            rc = subprocess.run(
+                [sys.executable, "-m", "bench.gpu", "--side", side, "--spec", json.dumps(spec),
+                 "--side-out", out.name], cwd=ROOT, env=env, timeout=spec["cap_s"] + 300,
+            ).returncode
+        except subprocess.TimeoutExpired:
+            rc = "timeout"
         elapsed = time.time() - began
         text = Path(out.name).read_text()
-    got: dict[str, Any] = json.loads(text) if proc.returncode == 0 and text else {}
-    got.update(rc=proc.returncode, process_s=elapsed, **sampler.summary())
+    got: dict[str, Any] = json.loads(text) if rc == 0 and text else {}
+    got.update(rc=rc, process_s=elapsed, **sampler.summary())
     if got.get("completed"):
         got["overhead_per_trial_s"] = (None if side == "packed"
                                        else (got["wall_s"] - got["training_s"]) / got["completed"])
@@ -241,9 +253,11 @@ def _machine() -> dict[str, Any]:
 
 
 def measure(spec: dict[str, Any], sides: list[str], gpus_per_trial: list[int],
-            repeats: int) -> dict[str, Any]:
-    """Every side for every GPUs-per-trial count, alternating, ``repeats`` times; medians."""
+            repeats: int, save: Any = None) -> dict[str, Any]:
+    """Every side for every GPUs-per-trial count, alternating, ``repeats`` times; medians.
+    ``save(result)`` is called after each side, so a run cut short keeps what it measured."""
     runs: dict[str, list[dict[str, Any]]] = {}
+    result: dict[str, Any] = {}
     for _ in range(repeats):
         for per_trial in gpus_per_trial:
             for side in sides:
@@ -254,10 +268,18 @@ def measure(spec: dict[str, Any], sides: list[str], gpus_per_trial: list[int],
                 got = run_side(side, {**spec, "gpus_per_trial": per_trial})
                 print(f"bench.gpu: {key}: {json.dumps(got)}", flush=True)
                 runs.setdefault(key, []).append(got)
+                result = _medians(spec, sides, gpus_per_trial, repeats, runs)
+                if save is not None:
+                    save(result)
+    return result
+
+
+def _medians(spec: dict[str, Any], sides: list[str], gpus_per_trial: list[int], repeats: int,
+             runs: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
     median: dict[str, dict[str, Any]] = {}
     for key, rs in runs.items():
         median[key] = {}
-        for field in ("wall_s", "completed", "training_s", "overhead_per_trial_s", "gpu_busy",
+        for field in ("wall_s", "completed", "first_report_s", "tail_s", "training_s", "overhead_per_trial_s", "gpu_busy",
                       "gpu_util_mean", "gpu_mem_peak_mib", "trial_peak_mib", "best_accuracy"):
             values = [r[field] for r in rs if r.get(field) is not None]
             median[key][field] = statistics.median(values) if values else None
@@ -317,10 +339,13 @@ def main() -> None:
     spec = {"trials": args.trials, "epochs": args.epochs, "images": args.images,
             "batch_size": args.batch_size, "width": args.width, "cap_s": args.cap_s,
             "cpu": args.cpu}
-    result = {"machine": _machine(), **measure(spec, sides, per_trial, args.repeats)}
+    machine = _machine()
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=2))
-    print(format_table(result))
+
+    def save(result: dict[str, Any]) -> None:
+        args.out.write_text(json.dumps({"machine": machine, **result}, indent=2))
+
+    print(format_table(measure(spec, sides, per_trial, args.repeats, save)))
 
 
 if __name__ == "__main__":
