@@ -107,8 +107,9 @@ def summarize_samples(samples: list[tuple[list[float], list[float]]]) -> dict[st
     GPUs, and the peak memory used on one GPU.
 
     Example:
-        >>> summarize_samples([([0.0], [500.0]), ([80.0], [900.0]), ([100.0], [700.0])])
-        {'samples': 3, 'gpu_busy': 0.6666666666666666, 'gpu_util_mean': 60.0, 'gpu_mem_peak_mib': 900.0}
+        >>> got = summarize_samples([([0.0], [500.0]), ([80.0], [900.0]), ([100.0], [700.0])])
+        >>> got["gpu_busy"], got["gpu_util_mean"], got["gpu_mem_peak_mib"]
+        (0.6666666666666666, 60.0, 900.0)
     """
     if not samples:
         return {"samples": 0, "gpu_busy": None, "gpu_util_mean": None, "gpu_mem_peak_mib": None}
@@ -279,8 +280,9 @@ def _medians(spec: dict[str, Any], sides: list[str], gpus_per_trial: list[int], 
     median: dict[str, dict[str, Any]] = {}
     for key, rs in runs.items():
         median[key] = {}
-        for field in ("wall_s", "completed", "first_report_s", "tail_s", "training_s", "overhead_per_trial_s", "gpu_busy",
-                      "gpu_util_mean", "gpu_mem_peak_mib", "trial_peak_mib", "best_accuracy"):
+        for field in ("wall_s", "completed", "first_report_s", "tail_s", "training_s",
+                      "overhead_per_trial_s", "gpu_busy", "gpu_util_mean", "gpu_mem_peak_mib",
+                      "trial_peak_mib", "best_accuracy"):
             values = [r[field] for r in rs if r.get(field) is not None]
             median[key][field] = statistics.median(values) if values else None
     return {"spec": spec, "sides": sides, "gpus_per_trial": gpus_per_trial, "repeats": repeats,
