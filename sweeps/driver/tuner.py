@@ -23,7 +23,7 @@ from sweeps.layout import SweepLayout
 from sweeps.resume.removed import removed_classes_load
 from sweeps.search.outcome import Objective
 from sweeps.search.searchers import make_search_alg, tune_param_space
-from sweeps.search.space import Param, parse_space
+from sweeps.search.space import Param
 from sweeps.storage.location import storage_of, uri_of
 from sweeps.trial.backends import backend_for
 from sweeps.trial.driver import run_trial
@@ -40,13 +40,14 @@ __all__ = ["build_tuner", "restore_tuner", "make_search_alg", "make_scheduler", 
            "objective_of", "reuses_process"]
 
 
-def make_scheduler(cfg: SweepConfig, sweep_dir: Path,
+def make_scheduler(cfg: SweepConfig, sweep_dir: Path, params: list[Param],
                    ledger: BudgetLedger | None = None) -> ResumableASHA | ResumableFIFO | Any:
     """ASHA over reported epochs (MO-ASHA, ``sweeps.search.moasha``, with several
-    ``experiment.metrics``), PBT, or FIFO (every trial runs ``scheduler.max_t`` epochs); all
-    log their decisions under ``sweep_dir`` so a resumed sweep keeps them. With a ``ledger``
-    (``sweep.budget``), inside ``sweeps.search.budget_scheduler.BudgetScheduler``."""
-    scheduler = _make_scheduler(cfg, sweep_dir)
+    ``experiment.metrics``), PBT over ``params`` (the space ``prepare`` parsed), or FIFO (every
+    trial runs ``scheduler.max_t`` epochs); all log their decisions under ``sweep_dir`` so a
+    resumed sweep keeps them. With a ``ledger`` (``sweep.budget``), inside
+    ``sweeps.search.budget_scheduler.BudgetScheduler``."""
+    scheduler = _make_scheduler(cfg, sweep_dir, params)
     scheduler.max_running = cfg.search.max_concurrent_trials
     if ledger is None:
         return scheduler
@@ -55,15 +56,15 @@ def make_scheduler(cfg: SweepConfig, sweep_dir: Path,
     return BudgetScheduler(scheduler, ledger)
 
 
-def _make_scheduler(cfg: SweepConfig, sweep_dir: Path) -> ResumableASHA | ResumableFIFO | Any:
+def _make_scheduler(cfg: SweepConfig, sweep_dir: Path,
+                    params: list[Param]) -> ResumableASHA | ResumableFIFO | Any:
     from sweeps.search.schedulers import ResumableASHA, ResumableFIFO
 
     s = cfg.scheduler
     if s.name == "pbt":
         from sweeps.search.pbt import ResumablePBT
 
-        return ResumablePBT(sweep_dir, objective_of(cfg),
-                            parse_space(cfg.experiment.search_space)[0], s, cfg.sweep.seed)
+        return ResumablePBT(sweep_dir, objective_of(cfg), params, s, cfg.sweep.seed)
     if s.name == "none":
         return ResumableFIFO(sweep_dir, objective_of(cfg))
     if len(cfg.experiment.metrics) > 1:  # MO-ASHA: promotion by non-dominated sort
@@ -139,7 +140,7 @@ def build_tuner(cfg: SweepConfig, params: list[Param], trial: TrialPlan, plan: R
         tune_config=tune.TuneConfig(
             metric=cfg.experiment.metric, mode=cfg.experiment.mode,
             search_alg=search_alg,
-            scheduler=make_scheduler(cfg, sweep_dir, ledger),
+            scheduler=make_scheduler(cfg, sweep_dir, params, ledger),
             num_samples=1 if cfg.search.algorithm == "grid" else cfg.search.num_samples,
             max_concurrent_trials=limit,
             trial_dirname_creator=lambda t: t.trial_id,
@@ -172,7 +173,7 @@ def restore_tuner(cfg: SweepConfig, params: list[Param], trial: TrialPlan, sweep
         tuner = tune.Tuner.restore(uri_of(sweep_dir), _trainable(trial), resume_unfinished=True,
                                    resume_errored=True,
                                    param_space=tune_param_space(cfg, params, restoring=True))
-    replace_restored_config(tuner, make_scheduler(cfg, sweep_dir, ledger), callbacks,
+    replace_restored_config(tuner, make_scheduler(cfg, sweep_dir, params, ledger), callbacks,
                             verbose=1 if cfg.sweep.verbose else 0,
                             failure_config=tune.FailureConfig(max_failures=cfg.trial.max_retries))
     from sweeps._ray.tune_grow import grow_search

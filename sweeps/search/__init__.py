@@ -2,7 +2,7 @@
 
     params, constants = parse_space(cfg.experiment.search_space)   # sweeps.search.space
     alg = make_search_alg(cfg, limit, params, warm)                 # sweeps.search.searchers
-    scheduler = make_scheduler(cfg, sweep_dir)                     # sweeps.driver.tuner
+    scheduler = make_scheduler(cfg, sweep_dir, params)             # sweeps.driver.tuner
 
 ``space`` turns the YAML search space into params (``conditions``: entries that exist only
 under a choice of another); ``checks`` says what a search may do with them before Ray starts;

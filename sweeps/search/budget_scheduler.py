@@ -1,7 +1,7 @@
 """The compute budget inside Tune: a scheduler around the sweep's own one.
 
     python -m sweeps +experiment=digits sweep.budget.epochs=30
-    scheduler = BudgetScheduler(make_scheduler(cfg, sweep_dir), ledger)   # driver/tuner.py
+    scheduler = BudgetScheduler(make_scheduler(cfg, sweep_dir, params), ledger)  # driver/tuner.py
 
 Every result goes to the sweep's scheduler (ASHA, FIFO or PBT, ``sweeps.search.schedulers``)
 first; when it lets the trial go on but the trial's next epoch would exceed a budget

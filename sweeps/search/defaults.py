@@ -21,7 +21,6 @@ from typing import TYPE_CHECKING, Any
 
 from sweeps.config import search_path
 from sweeps.search.nested import flatten
-from sweeps.search.space import parse_space
 
 if TYPE_CHECKING:
     from sweeps.config.schema import SweepConfig
@@ -52,12 +51,13 @@ def startup_trials(num_samples: int) -> int:
     return max(2, min(4, round(num_samples / 3)))
 
 
-def tpe_arguments(cfg: SweepConfig) -> dict[str, Any]:
+def tpe_arguments(cfg: SweepConfig, conditional: bool = False) -> dict[str, Any]:
     """``TPESampler``'s arguments for ``search=tpe``: seeded by ``sweep.seed``; the start-up
     trials; ``multivariate`` (one objective) and ``constant_liar``, Optuna 5's defaults, named
     so that Optuna 4 (whose defaults were False) samples the same way; ``group`` where the
     space has conditional params (one objective), so TPE models them jointly with the params
-    they depend on (multivariate TPE alone samples a param that not every trial has at random).
+    they depend on (multivariate TPE alone samples a param that not every trial has at random):
+    ``conditional``, from the params ``prepare`` parsed.
 
     Example:
         >>> tpe_arguments(compose("digits", ["sweep.seed=7"]))
@@ -70,7 +70,7 @@ def tpe_arguments(cfg: SweepConfig) -> dict[str, Any]:
                            else startup, "constant_liar": True}
     if len(cfg.experiment.metrics) <= 1:  # several objectives: Optuna's own choice (False)
         out["multivariate"] = True
-        if any(p.when for p in parse_space(dict(cfg.experiment.search_space))[0]):
+        if conditional:
             out["group"] = True
     return out
 

@@ -53,9 +53,11 @@ def sampler_name(cfg: SweepConfig) -> str:
     return "-"
 
 
-def build_sampler(cfg: SweepConfig, warn: bool = False) -> optuna.samplers.BaseSampler:
+def build_sampler(cfg: SweepConfig, warn: bool = False,
+                  conditional: bool = False) -> optuna.samplers.BaseSampler:
     """The sampler ``cfg`` asks for (``search=tpe`` or ``search=optuna``), seeded; ``warn``:
-    whether it logs each param it samples independently (per trial; the plan says it once).
+    whether it logs each param it samples independently (per trial; the plan says it once);
+    ``conditional``: whether the space has conditional params (TPE then groups them).
 
     Example:
         >>> cfg = compose("digits", ["search=optuna",
@@ -69,7 +71,7 @@ def build_sampler(cfg: SweepConfig, warn: bool = False) -> optuna.samplers.BaseS
     if cfg.search.algorithm == "tpe":
         with warnings.catch_warnings():  # group=True is "experimental" since Optuna 2.8
             warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-            return optuna.samplers.TPESampler(**tpe_arguments(cfg))
+            return optuna.samplers.TPESampler(**tpe_arguments(cfg, conditional))
     return _instantiate(dict(cfg.search.sampler), KEY, cfg.sweep.seed, warn)
 
 
@@ -134,7 +136,8 @@ def check_sampler(cfg: SweepConfig, params: list[Param], objectives: dict[str, s
     """
     import optuna
 
-    sampler = build_sampler(cfg, warn=True)
+    conditional = any(p.when for p in params)
+    sampler = build_sampler(cfg, warn=True, conditional=conditional)
     name = type(sampler).__name__
     directions = ["minimize" if m == "min" else "maximize" for m in objectives.values()]
     notes = _Notes()
@@ -145,7 +148,8 @@ def check_sampler(cfg: SweepConfig, params: list[Param], objectives: dict[str, s
         _probe(sampler, params, directions, rounds)
     except Exception as exc:
         several = len(objectives) > 1
-        if several and _probe_ok(build_sampler(cfg), params, rounds):  # fine with one objective
+        # fine with one objective:
+        if several and _probe_ok(build_sampler(cfg, conditional=conditional), params, rounds):
             fix = (f"for {len(objectives)} objectives use one of "
                    f"{', '.join(f'{MODULE}.{n}' for n in MULTI_OBJECTIVE)}")
         else:

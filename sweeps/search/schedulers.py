@@ -1,6 +1,6 @@
 """Trial schedulers whose decisions survive a crash of the sweep driver.
 
-    scheduler = make_scheduler(cfg, sweep_dir)        # ResumableASHA or ResumableFIFO
+    scheduler = make_scheduler(cfg, sweep_dir, params)  # ResumableASHA or ResumableFIFO
     ended = ended_trials(sweep_dir)                   # trial id -> last metrics, on resume
 
 Tune does not save a scheduler's state with the experiment, so a restored ASHA starts with empty

@@ -35,7 +35,7 @@ from sweeps.search.grid import to_grid_space
 from sweeps.search.nested import unflatten
 from sweeps.search.optuna_space import DefineByRun, optuna_params
 from sweeps.search.samplers import build_sampler
-from sweeps.search.space import Param, parse_space
+from sweeps.search.space import Param
 
 if TYPE_CHECKING:
     import optuna
@@ -48,15 +48,14 @@ __all__ = ["make_search_alg", "tune_param_space", "seeded_storage", "STUDY_NAME"
 STUDY_NAME = "optuna"  # the name OptunaSearch gives its study (and loads from a storage)
 
 
-def make_search_alg(cfg: SweepConfig, max_concurrent: int = 0, params: list[Param] | None = None,
+def make_search_alg(cfg: SweepConfig, max_concurrent: int, params: list[Param],
                     warm: WarmStart | None = None) -> Searcher | SearchAlgorithm:
-    """The search algorithm ``cfg.search`` names, seeded with ``sweep.seed``.
+    """The search algorithm ``cfg.search`` names, seeded with ``sweep.seed``, over ``params``
+    (the space ``prepare`` parsed).
 
     Tune ignores ``TuneConfig.max_concurrent_trials`` for a ``BasicVariantGenerator`` (it only
     wraps ``Searcher``s), so random and grid search get the limit themselves.
     """
-    if params is None:
-        params = parse_space(cfg.experiment.search_space)[0]
     # with warm-start trials the searcher already has known points: nothing is enqueued
     first = first_point(cfg, params) if params_first(cfg) and not (warm and warm.trials) else {}
     if cfg.search.algorithm in ("random", "grid"):
@@ -73,7 +72,8 @@ def make_search_alg(cfg: SweepConfig, max_concurrent: int = 0, params: list[Para
         space=DefineByRun(params),
         metric=list(objectives) if several else cfg.experiment.metric,
         mode=list(objectives.values()) if several else cfg.experiment.mode,
-        sampler=build_sampler(cfg), study_name=STUDY_NAME,
+        sampler=build_sampler(cfg, conditional=any(p.when for p in params)),
+        study_name=STUDY_NAME,
         points_to_evaluate=[first] if first else None,  # enqueued: trial 1 runs them
         storage=seeded_storage(objectives, params, warm) if warm and warm.trials else None)
 
@@ -87,6 +87,7 @@ def tune_param_space(cfg: SweepConfig, params: list[Param],
     pickled a static one, and Ray refuses a restore whose keys differ.
 
     Example:
+        >>> from sweeps.search.space import parse_space
         >>> tune_param_space(compose("digits"), parse_space({"x": "choice(1, 2)"})[0])
         {}
     """

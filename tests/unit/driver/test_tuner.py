@@ -55,7 +55,7 @@ def _first_draw(alg: OptunaSearch) -> float:
 
 
 def test_random_search_is_a_seeded_basic_variant_generator_with_the_limit() -> None:
-    alg = make_search_alg(compose("digits", ["search=random", "sweep.seed=7"]), 3)
+    alg = make_search_alg(compose("digits", ["search=random", "sweep.seed=7"]), 3, [])
     assert isinstance(alg, BasicVariantGenerator)
     assert alg.max_concurrent == 3
     same, other = BasicVariantGenerator(random_state=7), BasicVariantGenerator(random_state=8)
@@ -65,19 +65,19 @@ def test_random_search_is_a_seeded_basic_variant_generator_with_the_limit() -> N
 
 def test_tpe_is_optuna_search_with_a_seeded_tpe_sampler() -> None:
     cfg = compose("digits", ["search=tpe", "sweep.seed=7", "search.n_startup_trials=6"])
-    alg = make_search_alg(cfg, 3)
+    alg = make_search_alg(cfg, 3, [])
     assert isinstance(alg, OptunaSearch)
     assert isinstance(alg._sampler, optuna.samplers.TPESampler)
     assert alg._sampler._n_startup_trials == 6
-    again = make_search_alg(cfg, 3)
-    reseeded = make_search_alg(compose("digits", ["search=tpe", "sweep.seed=8"]), 3)
+    again = make_search_alg(cfg, 3, [])
+    reseeded = make_search_alg(compose("digits", ["search=tpe", "sweep.seed=8"]), 3, [])
     assert _first_draw(alg) == _first_draw(again) != _first_draw(reseeded)
 
 
 def test_asha_gets_grace_period_reduction_factor_and_the_budget(tmp_path: Path) -> None:
     cfg = compose("digits", ["scheduler=asha", "scheduler.grace_period=2",
                              "scheduler.reduction_factor=4", "scheduler.max_t=16"])
-    scheduler = make_scheduler(cfg, tmp_path)
+    scheduler = make_scheduler(cfg, tmp_path, [])
     assert isinstance(scheduler, ResumableASHA)
     h = scheduler._halving
     assert (h.grace_period, h.rf, h.max_t) == (2, 4, 16)
@@ -88,7 +88,7 @@ def test_asha_gets_grace_period_reduction_factor_and_the_budget(tmp_path: Path) 
 
 def test_no_scheduler_is_resumable_fifo_with_the_budget(tmp_path: Path) -> None:
     scheduler = make_scheduler(compose("digits", ["scheduler=none", "scheduler.max_t=5"]),
-                               tmp_path)
+                               tmp_path, [])
     assert type(scheduler) is ResumableFIFO
     assert scheduler._objective == Objective("val_acc", "max", 5)
     assert scheduler.log.path == tmp_path / "state" / "scheduler.jsonl"

@@ -33,7 +33,7 @@ def _value(config: dict[str, Any]) -> float:
 
 def _tpe_configs(seed: int) -> list[dict[str, Any]]:
     cfg = settle_defaults(compose("digits", [f"sweep.seed={seed}"]))
-    alg = make_search_alg(cfg)
+    alg = make_search_alg(cfg, 0, parse_space(cfg.experiment.search_space)[0])
     out = []
     for i in range(TRIALS):
         config = flatten(alg.suggest(f"t{i}"))
@@ -77,7 +77,7 @@ def test_tpe_models_after_its_start_up_trials_from_the_results_it_was_told() -> 
     cfg = settle_defaults(compose("digits"))
     assert cfg.search.n_startup_trials == 3
     told = [_tpe_configs(0)]
-    alg = make_search_alg(cfg)
+    alg = make_search_alg(cfg, 0, parse_space(cfg.experiment.search_space)[0])
     worse = []
     for i in range(TRIALS):
         config = flatten(alg.suggest(f"t{i}"))

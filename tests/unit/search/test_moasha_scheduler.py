@@ -182,13 +182,13 @@ def test_a_result_without_an_objective_is_judged_with_its_last_reported_value(tm
 
 def test_make_scheduler_builds_moasha_for_several_objectives(tmp_path) -> None:
     cfg = compose("digits_multiobjective", ["scheduler=asha", "scheduler.max_t=9"])
-    s = make_scheduler(cfg, tmp_path / "mo")
+    s = make_scheduler(cfg, tmp_path / "mo", [])
     assert isinstance(s, ResumableMOASHA)
     assert (s.metric, s._modes) == ("val_acc", {"val_acc": "max", "n_params": "min"})
     assert [m for m, _ in s.rungs()] == [9, 3, 1]
-    assert type(make_scheduler(compose("digits"), tmp_path / "one")) is ResumableASHA
+    assert type(make_scheduler(compose("digits"), tmp_path / "one", [])) is ResumableASHA
     assert type(make_scheduler(compose("digits_multiobjective", ["scheduler=none"]),
-                               tmp_path / "fifo")) is ResumableFIFO
+                               tmp_path / "fifo", [])) is ResumableFIFO
     with pytest.raises(ValueError, match="does not hold the primary"):
         ResumableMOASHA(tmp_path, Objective("loss", "min", 9), OBJECTIVES)
 

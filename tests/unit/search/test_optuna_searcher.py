@@ -9,6 +9,9 @@ import pytest
 
 from sweeps import compose
 from sweeps.search.searchers import make_search_alg
+from sweeps.search.space import parse_space
+
+PARAMS = parse_space(compose("digits").experiment.search_space)[0]
 
 
 @pytest.mark.parametrize(("results", "told"), [
@@ -18,7 +21,7 @@ from sweeps.search.searchers import make_search_alg
     ([{"loss": 0.5}], None),  # never reported the metric: pruned, as Ray does
 ])
 def test_results_without_the_metric(results, told) -> None:
-    searcher = make_search_alg(compose("digits", ["search=tpe"]))
+    searcher = make_search_alg(compose("digits", ["search=tpe"]), 0, PARAMS)
     assert searcher.suggest("t1")
     for result in results:
         searcher.on_trial_result("t1", result)
@@ -33,7 +36,7 @@ def test_results_without_the_metric(results, told) -> None:
 def test_a_text_metric_is_passed_over_not_raised_into_the_sweep() -> None:
     """``tune.report({"val_acc": "high"})``: Optuna would raise TypeError in Tune's driver and
     end the sweep; the scheduler fails that trial instead (test_schedulers)."""
-    searcher = make_search_alg(compose("digits", ["search=tpe"]))
+    searcher = make_search_alg(compose("digits", ["search=tpe"]), 0, PARAMS)
     assert searcher.suggest("t1")
     searcher.on_trial_result("t1", {"val_acc": "high", "training_iteration": 1})
     searcher.on_trial_complete("t1", {"val_acc": "high"}, error=True)

@@ -212,10 +212,9 @@ def test_optuna_search_of_tpe_and_optuna(overrides: tuple[str, ...], metric: Any
     assert alg._study_name == STUDY_NAME and alg._storage is None  # no warm start
 
 
-def test_params_default_to_the_configs_space() -> None:
-    alg = make_search_alg(_cfg("search=tpe"))
-    assert [p.path for p in alg._space.params] == ["lr", "hidden", "depth", "dropout",
-                                                   "batch_size"]
+def test_the_searcher_searches_the_params_it_is_given_not_the_configs_space() -> None:
+    alg = make_search_alg(_cfg("search=tpe"), 0, PARAMS[:1])
+    assert alg._space.params == PARAMS[:1] != PARAMS
 
 
 WARM = WarmStart("sweep dir outputs/earlier", [
