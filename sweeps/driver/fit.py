@@ -239,10 +239,12 @@ def _finish(prep: Prepared, objective: Objective, results: ResultGrid,
             reaper: PlacementGroupReaper, unread: UnreadKeysCheck,
             tracking: MLflowTracking | None, ledger: BudgetLedger | None = None) -> SweepResult:
     """Summary, best model's form, plots and MLflow's end of a sweep whose trials all ended."""
+    from sweeps.report.history import with_history
     from sweeps.report.summary import summarize, write_summary
     from sweeps.search.schedulers import verdicts
 
-    summary = summarize(results, objective, [p.path for p in prep.params],
+    whole = with_history(results, prep.sweep_dir)  # a resumed trial's earlier reports too
+    summary = summarize(whole, objective, [p.path for p in prep.params],
                         verdicts(prep.sweep_dir), prep.cfg.experiment.metrics)
     summary.budget = budget_lines(list(logged_epochs(prep.sweep_dir).values()),
                                   verdicts(prep.sweep_dir), ledger, prep.cfg.scheduler.max_t)
@@ -251,7 +253,7 @@ def _finish(prep: Prepared, objective: Objective, results: ResultGrid,
         summary.best.update(model_form=model_form(summary.best["checkpoint"], loader),
                             model_loader=loader)
     write_summary(summary, prep.sweep_dir)
-    plots, note = _plots(prep, objective, summary, results)
+    plots, note = _plots(prep, objective, summary, whole)
     held = (0, "", "")
     if tracking:
         if plots:
@@ -263,7 +265,7 @@ def _finish(prep: Prepared, objective: Objective, results: ResultGrid,
 
 
 def _plots(prep: Prepared, objective: Objective, summary: Summary,
-           results: ResultGrid) -> tuple[list[Path] | None, str | None]:
+           results: Any) -> tuple[list[Path] | None, str | None]:
     """The end-of-sweep PNGs, or why there are none (never fails the sweep)."""
     from sweeps.report.plots import NotEnoughTrials, histories_of, plot_sweep
 

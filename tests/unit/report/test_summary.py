@@ -195,9 +195,14 @@ def test_console_says_the_best_model_is_in_mlflow_only_when_it_is(tmp_path, caps
 
     (tmp_path / "tracking").mkdir()
     summary = summarize(_multi(tmp_path), Objective("val_acc", "max", 3), ["lr"])
-    state = {"experiment_id": "1", "trials": {}, "model_trial": "another"}
-    if logged:  # the trial whose model the sink logged: the best one
-        state.update(model_logged="models:/digits/1", model_trial=summary.best["trial_id"])
+    # Not logged: the sink's model is the best trial's, but from another of its checkpoints
+    # (a grown max_t's later epoch, say): that is no longer the best model.
+    best = summary.best
+    state = {"experiment_id": "1", "trials": {}, "model_trial": best["trial_id"],
+             "model_of": [best["trial_id"], f"{best['checkpoint']}-earlier"]}
+    if logged:  # the checkpoint whose model the sink logged: the best one
+        state.update(model_logged="models:/digits/1",
+                     model_of=[best["trial_id"], best["checkpoint"]])
     (tmp_path / "tracking" / "runs.json").write_text(json.dumps(state))
     summary.best["model_form"] = "pytorch"
     target = TrackingTarget("sqlite:////w/mlflow.db", "default", "digits", "experiment.name")
@@ -223,3 +228,36 @@ def test_a_tie_for_best_goes_to_the_same_trial_whatever_order_tune_gives(tmp_pat
         assert list(summary.table["trial_id"]) == ["a", "b", "c", "d"]
     lowest = summarize(trials, Objective("val_acc", "min", 2), ["lr"])
     assert (lowest.best["trial_id"], lowest.best["epoch"]) == ("d", 1)
+
+
+def test_a_trial_continued_on_a_later_start_keeps_its_best_epoch_from_an_earlier_one(
+        tmp_path) -> None:
+    """Issue 46: grown from max_t 3 to 5, a trial's Tune history holds epochs 4-5 only (Tune
+    starts a fresh progress.csv for a trial without a Tune checkpoint); its best epoch, 3, is
+    in its report log, and so is the checkpoint that is still kept."""
+    from sweeps.protocol import CLOCK_KEY
+    from sweeps.report.history import with_history
+    from sweeps.trial import report_log
+
+    run = tmp_path / "train" / "t1"
+    ckpts = [run / f"checkpoint_epoch_{e:04d}" for e in range(1, 6)]
+    for ckpt in ckpts[2:]:  # Train kept the best (3) and the newer ones
+        ckpt.mkdir(parents=True)
+    scores = [0.80, 0.90, 0.97, 0.95, 0.94]
+    for epoch, (score, ckpt) in enumerate(zip(scores, ckpts, strict=True), 1):
+        report_log.append(run, {"score": score, CLOCK_KEY: float(epoch)}, epoch, str(ckpt))
+    listed = pd.DataFrame({"score": scores[3:], CLOCK_KEY: [4.0, 5.0], "trial_id": "t1",
+                           "checkpoint_path": [str(c) for c in ckpts[3:]]})
+    result = Finished(listed, str(tmp_path / "t1"), metrics={"trial_id": "t1"})
+    objective = Objective("score", "max", 5)
+    assert summarize([result], objective, []).best["epoch"] == 4  # what Tune alone shows
+    whole = with_history([result], tmp_path)
+    assert list(whole[0].metrics_dataframe[CLOCK_KEY]) == [1.0, 2.0, 3.0, 4.0, 5.0]
+    summary = summarize(whole, objective, [])
+    assert (summary.best["epoch"], summary.best["value"]) == (3, 0.97)
+    assert summary.best["checkpoint"] == str(ckpts[2])
+    assert summary.table.loc[0, "score"] == 0.97 and summary.table.loc[0, "epochs"] == 5
+    assert whole[0].path == result.path  # the rest is Tune's result's
+    complete = Finished(pd.DataFrame({"score": scores, CLOCK_KEY: [1.0, 2.0, 3.0, 4.0, 5.0]}),
+                        str(tmp_path / "t1"), metrics={"trial_id": "t1"})
+    assert with_history([complete], tmp_path)[0] is complete  # nothing missing: not read

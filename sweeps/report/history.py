@@ -1,0 +1,81 @@
+"""Every trial's reports from its first one, for the summary, the best model and the plots.
+
+    results = with_history(results, sweep_dir)    # sweeps.driver.fit, before summarize
+
+Tune's ``Result.metrics_dataframe`` is the trial's ``progress.csv``, which Tune brings back on
+a resume only for a trial with a Tune checkpoint of its own. A sweeps trial's checkpoints are
+Train's, so a trial that goes on after a resume or a grown ``scheduler.max_t`` starts a fresh
+file with this start's reports: its best epoch (and the checkpoint saved there) could be one
+Tune no longer lists, and the summary would call a later, worse epoch the trial's best. Every
+report is also in the trial's report log (``sweeps.trial.report_log``, in its run directory):
+the reports before the first one Tune lists come from there.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from sweeps.layout import SweepLayout
+from sweeps.protocol import CLOCK_KEY
+from sweeps.trial.report_log import records
+
+__all__ = ["with_history", "full_history"]
+
+
+class _WithHistory:
+    """A Tune ``Result`` whose ``metrics_dataframe`` is the trial's whole history."""
+
+    def __init__(self, result: Any, history: pd.DataFrame) -> None:
+        self._result, self.metrics_dataframe = result, history
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._result, name)
+
+
+def with_history(results: Any, sweep_dir: Path) -> list[Any]:
+    """``results`` (a Tune ``ResultGrid``), each trial's history completed from its report log
+    where Tune's starts after the trial's first report."""
+    layout, out = SweepLayout(sweep_dir), []
+    for result in results:
+        trial_id = (result.metrics or {}).get("trial_id") or Path(result.path).name
+        history = full_history(result.metrics_dataframe, layout.run_dir(trial_id), trial_id)
+        out.append(result if history is result.metrics_dataframe
+                   else _WithHistory(result, history))
+    return out
+
+
+def full_history(history: pd.DataFrame | None, run_dir: Path,
+                 trial_id: str) -> pd.DataFrame | None:
+    """``history`` preceded by the logged reports older than its first one (``history``
+    itself when it starts at the trial's first epoch, or nothing older was logged).
+
+    Example:
+        >>> from sweeps.trial import report_log
+        >>> run = Path(tempfile.mkdtemp())
+        >>> for n, acc in [(1, 0.9), (2, 0.8)]:
+        ...     report_log.append(run, {"acc": acc, CLOCK_KEY: float(n)}, n, None)
+        >>> tune_lists = pd.DataFrame({"acc": [0.7], CLOCK_KEY: [3.0], "trial_id": ["t1"]})
+        >>> full_history(tune_lists, run, "t1")[["acc", CLOCK_KEY, "trial_id"]]
+           acc  sweeps_epoch trial_id
+        0  0.9           1.0       t1
+        1  0.8           2.0       t1
+        2  0.7           3.0       t1
+    """
+    first = None
+    if history is not None and not history.empty:
+        if CLOCK_KEY not in history:
+            return history
+        first = pd.to_numeric(history[CLOCK_KEY], errors="coerce").min()
+        if not first > 1:  # the trial's first report is there (or no clock to go by)
+            return history
+    earlier = [r for r in records(run_dir)
+               if first is None or float(r.get(CLOCK_KEY) or "nan") < first]
+    if not earlier:
+        return history
+    before = pd.DataFrame(earlier).drop(columns=["n"], errors="ignore").assign(trial_id=trial_id)
+    if history is None or history.empty:
+        return before
+    return pd.concat([before, history], ignore_index=True)
