@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import shlex
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from sweeps import files
 from sweeps.config.schema import SweepConfig
@@ -41,9 +41,9 @@ def _search_args() -> str:
     return "".join(f"{p} " for p in parts)
 
 
-def _sink_state(runs_file: Path, key: str) -> str | None:
-    """What the tracking sink recorded under ``key`` (``experiment_id``; ``model_trial``,
-    the trial whose model it logged): None before it reached MLflow."""
+def _sink_state(runs_file: Path, key: str) -> Any:
+    """What the tracking sink recorded under ``key`` (``experiment_id``; ``model_of``, the
+    trial and checkpoint whose model it logged): None before it reached MLflow."""
     try:
         return json.loads(files.read_text(runs_file)).get(key)
     except (OSError, ValueError, AttributeError):
@@ -129,7 +129,8 @@ def print_result(result: SweepResult, cfg: SweepConfig) -> None:
             pass
         elif unsent:
             print(f"  best model: {waiting}")
-        elif _sink_state(layout.tracking_runs, "model_trial") != best["trial_id"]:
+        elif _sink_state(layout.tracking_runs, "model_of") != [best["trial_id"],
+                                                               best.get("checkpoint")]:
             print("  best model: not in MLflow: it refused the model (the warning above says "
                   "why)")
         elif form == "files":

@@ -17,7 +17,7 @@ from sweeps.storage.location import uri_of
 from sweeps.tracking.mlflow_model import log_pytorch_model
 from sweeps.tracking.mlflow_transformers import log_transformers_model
 
-__all__ = ["log_best_model"]
+__all__ = ["log_best_model", "mark_best"]
 
 
 def log_best_model(sink: Any, best: dict[str, Any]) -> None:
@@ -49,3 +49,21 @@ def log_best_model(sink: Any, best: dict[str, Any]) -> None:
                                                        sink.model_loader, sink.model_name)
     sink.state["model_trial"] = best["trial_id"]  # which trial model_logged is
     sink._save()
+
+
+def mark_best(sink: Any, trial_id: str) -> None:
+    """Tag ``trial_id``'s run as the best (named ``<trial> best``); the run an earlier start
+    of the sweep marked, if another (a grown or resumed sweep's best changed), gets its tag
+    and name back."""
+    earlier = sink.state.get("best")  # [trial, the name its run had before]
+    if earlier is None and sink.state.get("model_trial"):  # marked before "best" was kept
+        earlier = [sink.state["model_trial"]] * 2
+    if earlier and earlier[0] != trial_id and sink.run_id(earlier[0]):
+        sink.client.set_tag(sink.run_id(earlier[0]), "sweeps.best", "false")
+        sink.client.update_run(sink.run_id(earlier[0]), name=earlier[1])
+    best_run = sink.run_id(trial_id)
+    if not earlier or earlier[0] != trial_id:
+        sink.state["best"] = [trial_id, sink.client.get_run(best_run).info.run_name]
+        sink._save()
+    sink.client.set_tag(best_run, "sweeps.best", "true")
+    sink.client.update_run(best_run, name=f"{trial_id} best")

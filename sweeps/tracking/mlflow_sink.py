@@ -25,7 +25,7 @@ from typing import Any
 from sweeps import files
 from sweeps.files import write_atomic
 from sweeps.layout import TRACKING_RUNS
-from sweeps.tracking.mlflow_best import log_best_model
+from sweeps.tracking.mlflow_best import log_best_model, mark_best
 from sweeps.tracking.setup import local_store
 from sweeps.tracking.sqlite_store import open_client
 from sweeps.tracking.writer import TransientTrackingError, is_transient
@@ -285,16 +285,17 @@ class MLflowSink:
                 self.client.log_artifact(run, str(local))
         best = r.get("best")
         if best and self.run_id(best["trial_id"]):
-            best_run = self.run_id(best["trial_id"])
-            self.client.set_tag(best_run, "sweeps.best", "true")
-            self.client.update_run(best_run, name=f"{best['trial_id']} best")
+            mark_best(self, best["trial_id"])
         if best:
             self.client.log_dict(run, best, "best.json")
             self.client.log_metric(run, f"best_{best['metric']}", best["value"],
                                    timestamp=int(r["ts"]), step=best["epoch"])
-            if self.state.get("model_trial") != best["trial_id"]:  # once per best trial
+            # once per best checkpoint: a grown or resumed sweep's best can change
+            if self.state.get("model_of") != [best["trial_id"], best.get("checkpoint")]:
                 try:
                     log_best_model(self, best)
+                    self.state["model_of"] = [best["trial_id"], best.get("checkpoint")]
+                    self._save()
                 except Exception as exc:  # a model that cannot be logged must not leave the
                     if is_transient(exc):  # parent RUNNING; retry only when unreachable
                         raise

@@ -9,6 +9,7 @@ on (as the plan says), and a smaller value is refused before Ray starts.
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 from itertools import pairwise
@@ -94,3 +95,13 @@ def test_a_finished_sweep_grows_in_samples_and_epochs(tmp_path, search, schedule
         resumed = {m.value for m in client.get_metric_history(run.info.run_id, "resumed_from")}
         assert resumed == ({0, 2} if trial in continued else {0}), (trial, resumed)
         assert run.data.tags["sweeps.status"] == after[trial][1]  # the stopped ones re-tagged
+    # Each trial's value is its best over every epoch, the earlier start's too (Tune's own
+    # history of a continued trial starts at this start), and one run is tagged best: the
+    # summary's best trial's (issue 46).
+    table = pd.read_csv(sweep_dir / "summary.csv", dtype={"trial_id": str}).set_index("trial_id")
+    for trial, run in trials.items():
+        values = [m.value for m in client.get_metric_history(run.info.run_id, "val_accuracy")]
+        assert table.loc[trial, "val_accuracy"] == pytest.approx(max(values)), (trial, values)
+    best = json.loads((sweep_dir / "best.json").read_text())
+    assert [t for t, r in trials.items() if r.data.tags.get("sweeps.best") == "true"] == [
+        best["trial_id"]]

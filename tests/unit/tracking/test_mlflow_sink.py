@@ -190,3 +190,39 @@ def test_runs_start_and_end_when_their_records_were_journaled(sink) -> None:
     info = sink.client.get_run(sink.run_id("t1")).info
     assert (info.start_time, info.end_time) == (2_000, 9_500)
     assert sink.client.get_run(sink.parent_run_id).info.start_time == 1
+
+
+def test_a_later_starts_new_best_takes_the_tag_and_logs_its_checkpoint(sink, tmp_path) -> None:
+    """Issue 46: a grown sweep's best moved to another trial, then to a later checkpoint of
+    that trial: one run is tagged best at a time (the old one gets its name back), and each new
+    best checkpoint is logged."""
+    def end(trial: str, epoch: int, ts: int) -> None:
+        checkpoint = tmp_path / trial / f"checkpoint_epoch_{epoch:04d}"
+        checkpoint.mkdir(parents=True, exist_ok=True)
+        (checkpoint / "model.pt").write_bytes(f"{trial}@{epoch}".encode())
+        sink.apply({"op": "sweep_end", "status": "FINISHED", "tags": {}, "ts": ts,
+                    "best": {"trial_id": trial, "metric": "acc", "value": 0.9, "epoch": epoch,
+                             "checkpoint": str(checkpoint), "model_form": "files"}})
+
+    def bests() -> dict[str, tuple[str, str | None]]:
+        return {t: (r.info.run_name, r.data.tags.get("sweeps.best")) for t, r in (
+            (t, sink.client.get_run(sink.run_id(t))) for t in ("t1", "t2"))}
+
+    def logged(trial: str) -> str:
+        [artifact] = sink.client.list_artifacts(sink.run_id(trial), "best_checkpoint")
+        local = sink.client.download_artifacts(sink.run_id(trial), artifact.path, str(tmp_path))
+        return open(local).read()
+
+    for trial in ("t1", "t2"):
+        sink.apply({"op": "trial_start", "trial": trial, "params": {}, "ts": 2})
+    sink.apply({"op": "trial_end", "trial": "t1", "status": "KILLED", "ts": 3,
+                "run_name": "t1 stopped@2"})
+    end("t1", 2, 4)
+    assert bests() == {"t1": ("t1 best", "true"), "t2": ("t2", None)}
+    end("t2", 2, 5)  # the grown sweep's new trial is better
+    assert bests() == {"t1": ("t1 stopped@2", "false"), "t2": ("t2 best", "true")}
+    assert (logged("t1"), logged("t2")) == ("t1@2", "t2@2")
+    end("t2", 4, 6)  # a longer max_t: a later epoch of the same trial is better still
+    assert logged("t2") == "t2@4" and sink.state["model_of"][0] == "t2"
+    end("t2", 4, 6)  # the same end replayed
+    assert bests() == {"t1": ("t1 stopped@2", "false"), "t2": ("t2 best", "true")}
