@@ -22,7 +22,7 @@ from sweeps.layout import SweepLayout
 from sweeps.protocol import CLOCK_KEY
 from sweeps.trial.report_log import records
 
-__all__ = ["with_history", "full_history"]
+__all__ = ["with_history", "full_history", "own_metrics"]
 
 
 class _WithHistory:
@@ -35,12 +35,28 @@ class _WithHistory:
         return getattr(self._result, name)
 
 
+def own_metrics(result: Any) -> tuple[str, dict[str, Any]]:
+    """(the trial id of a Tune ``Result``, its last metrics). The id is its directory's name
+    (sweeps names trial directories by id). A trial the budget ended while Tune was handing it
+    the process of a trial that just ended (``reuse_actors``) carries that process's metrics,
+    the other trial's id and config among them (Tune's auto-filled defaults): not its own.
+
+    Example:
+        >>> class R: path, metrics = "/s/f98d6eb9", {"trial_id": "bb15c362", "config": {}}
+        >>> own_metrics(R())
+        ('f98d6eb9', {})
+    """
+    trial_id = Path(result.path).name
+    metrics = result.metrics or {}
+    return trial_id, metrics if metrics.get("trial_id", trial_id) == trial_id else {}
+
+
 def with_history(results: Any, sweep_dir: Path) -> list[Any]:
     """``results`` (a Tune ``ResultGrid``), each trial's history completed from its report log
     where Tune's starts after the trial's first report."""
     layout, out = SweepLayout(sweep_dir), []
     for result in results:
-        trial_id = (result.metrics or {}).get("trial_id") or Path(result.path).name
+        trial_id = own_metrics(result)[0]
         history = full_history(result.metrics_dataframe, layout.run_dir(trial_id), trial_id)
         out.append(result if history is result.metrics_dataframe
                    else _WithHistory(result, history))

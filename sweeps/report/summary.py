@@ -35,6 +35,7 @@ from sweeps.layout import SweepLayout
 from sweeps.protocol import CHECKPOINT_PATH_KEY as CHECKPOINT_KEY
 from sweeps.protocol import CLOCK_KEY, FAILURE_KEY, RESTARTS_KEY
 from sweeps.report.failure import error_line, rank_of
+from sweeps.report.history import own_metrics
 from sweeps.report.pareto import ParetoFront, front_of, pareto_records
 from sweeps.search.outcome import Objective, Verdict
 from sweeps.search.space import flatten
@@ -89,8 +90,8 @@ def _trial_row(result: Any, objective: Objective, verdicts: dict[str, Verdict],
     missing = dict.fromkeys(extra or [], math.nan)
     metric, mode = objective.metric, objective.mode
     history = result.metrics_dataframe
-    trial_id = (result.metrics or {}).get("trial_id") or Path(result.path).name
-    config = flatten(result.config or {})
+    trial_id, metrics = own_metrics(result)
+    config = flatten(result.config or {}) if metrics else {}
     row: dict[str, Any] = {"trial_id": trial_id}
     row.update({p: config.get(p) for p in param_paths})
     verdict = verdicts.get(trial_id)

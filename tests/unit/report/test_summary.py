@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from sweeps.report.summary import summarize
-from sweeps.search.outcome import Objective
+from sweeps.search.outcome import Objective, Verdict
 
 
 @dataclass
@@ -261,3 +261,24 @@ def test_a_trial_continued_on_a_later_start_keeps_its_best_epoch_from_an_earlier
     complete = Finished(pd.DataFrame({"score": scores, CLOCK_KEY: [1.0, 2.0, 3.0, 4.0, 5.0]}),
                         str(tmp_path / "t1"), metrics={"trial_id": "t1"})
     assert with_history([complete], tmp_path)[0] is complete  # nothing missing: not read
+
+
+def test_a_trial_the_budget_ended_while_tune_handed_it_a_process_is_not_another_trial(
+        tmp_path) -> None:
+    """Issue 46: with trials reusing processes, a trial the budget ended just as Tune gave it
+    the process of a trial that had ended carries that process's last metrics (the other
+    trial's id and config; Tune's defaults for a trial that never reported). The table listed
+    the other trial twice (once as "never reported val_acc": the sweep exited 1)."""
+    from sweeps.report.history import with_history
+
+    done = _trial(tmp_path, "bb15c362", [0.7, 0.8, 0.9], [1] * 3, [0.5] * 3, 0.05)
+    done.metrics["config"] = {"lr": 0.05}
+    foreign = Finished(pd.DataFrame(), str(tmp_path / "f98d6eb9"),
+                       metrics={"trial_id": "bb15c362", "config": {"lr": 0.05}})
+    verdicts = {"f98d6eb9": Verdict(0, budget="epochs")}
+    summary = summarize(with_history([done, foreign], tmp_path),
+                        Objective("val_acc", "max", 3), ["lr"], verdicts)
+    rows = summary.table.set_index("trial_id")
+    assert list(summary.table["trial_id"]) == ["bb15c362", "f98d6eb9"]
+    assert rows.loc["f98d6eb9", "status"] == "not started" and pd.isna(rows.loc["f98d6eb9", "lr"])
+    assert summary.failed == {} and summary.best["trial_id"] == "bb15c362"
