@@ -137,7 +137,7 @@ def _trial_rows(results: Any) -> list[list[dict[str, Any]]]:
 
 
 def _outcome(results: Any, epochs: int, called: float) -> dict[str, Any]:
-    """What a side did; ``called`` is ``time.time()`` when it began (before Ray started).
+    """What a side did, now that it returned; ``called``: ``time.time()`` when it began.
     ``first_report_s`` (call -> first report) and ``tail_s`` (last report -> return) come from
     Tune's whole-second ``timestamp`` of each report, so they are +-1 s."""
     returned = time.time()
@@ -155,7 +155,7 @@ def _outcome(results: Any, epochs: int, called: float) -> dict[str, Any]:
                                  default=0.0)}
 
 
-def run_plain(spec: dict[str, Any], storage: str) -> dict[str, Any]:
+def run_plain(spec: dict[str, Any], storage: str) -> Any:
     """Ray's docs: Tune over a driver function that runs a TorchTrainer per trial."""
     import ray
     from ray import train, tune
@@ -174,7 +174,6 @@ def run_plain(spec: dict[str, Any], storage: str) -> dict[str, Any]:
                                        storage_path=storage, callbacks=[TuneReportCallback()]))
         trainer.fit()
 
-    called = time.time()  # sweeps' wall includes its Ray start too
     ray.init()
     try:
         gpus = int(ray.cluster_resources().get("GPU", 0))
@@ -184,13 +183,12 @@ def run_plain(spec: dict[str, Any], storage: str) -> dict[str, Any]:
             num_samples=spec["trials"], max_concurrent_trials=max(1, gpus // per_trial),
             time_budget_s=spec["cap_s"]),
             run_config=tune.RunConfig(storage_path=storage, name="plain"))
-        results = tuner.fit()
-        return _outcome(results, spec["epochs"], called)
+        return tuner.fit()
     finally:
         ray.shutdown()
 
 
-def run_sweeps(side: str, spec: dict[str, Any], storage: str) -> dict[str, Any]:
+def run_sweeps(side: str, spec: dict[str, Any], storage: str) -> Any:
     """``python -m sweeps --config-dir bench/conf +experiment=gpu_resnet``, the side's way."""
     from sweeps import compose, run_sweep
 
@@ -206,15 +204,17 @@ def run_sweeps(side: str, spec: dict[str, Any], storage: str) -> dict[str, Any]:
         *{"train": ["trial.executor=train"],
           "packed": ["scaling.gpus_per_worker=0.25"]}.get(side, [])]
     cfg = compose("gpu_resnet", overrides, config_dir=ROOT / "bench" / "conf")
-    called = time.time()
-    result = run_sweep(cfg)
-    return _outcome(result.results, spec["epochs"], called)
+    return run_sweep(cfg).results
 
 
 def _child(side: str, spec: dict[str, Any], out: str) -> None:
+    """One side, timed alike: from before it imports Ray, Train or torch to after its Ray
+    instance shut down."""
+    called = time.time()
     with tempfile.TemporaryDirectory() as storage:
-        got = (run_plain(spec, storage) if side == "plain"
-               else run_sweeps(side, spec, storage))
+        results = (run_plain(spec, storage) if side == "plain"
+                   else run_sweeps(side, spec, storage))
+        got = _outcome(results, spec["epochs"], called)
     Path(out).write_text(json.dumps(got))
 
 

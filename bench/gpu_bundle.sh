@@ -4,7 +4,7 @@
 # pruned, plus sweeps itself (a wheel of this checkout's HEAD). About 45 MB.
 # Run from the project root: echo /.gpu/ >> .git/info/exclude; bash bench/gpu_bundle.sh [PYTHON3.12]
 # There, before anything else:
-#   mkdir -p /tmp/site && tar -xJf .gpu/bundle/site.tar.xz -C /tmp/site && export PYTHONPATH=/tmp/site
+#   mkdir -p /tmp/site && tar -xJf .gpu/bundle/site.tar.xz -C /tmp/site && export PYTHONPATH=$PWD:/tmp/site
 # The pins are the versions the suite ran on; check them against pyproject.toml before use.
 set -euo pipefail
 PY=${1:-python3.12}
@@ -44,7 +44,8 @@ rm -rf "$STAGE"
   googleapis-common-protos==1.76.0 proto-plus==1.29.0 pyasn1==0.6.5 pyasn1-modules==0.4.2 \
   fastapi==0.165.0 starlette==1.10.0 uvicorn==0.54.0 gitpython==3.2.1 gitdb==4.0.12 smmap==5.0.3 \
   importlib-metadata==9.1.0 python-dotenv==1.2.4 cryptography==50.0.2 cffi==2.1.1 pycparser==3.12 \
-  2>&1 | grep -v "is ignored" || true
+  2>&1 | { grep -v "is ignored" || true; }
+[ "${PIPESTATUS[0]}" -eq 0 ] || { echo "pip install failed: no bundle" >&2; exit 1; }
 
 # Prune what no run here imports: Ray's Java jars, the dashboard's web build, RLlib, Serve, LLM; MLflow's web UI build;
 # console scripts (their shebangs name this machine's python; the runs use python3 -m) with

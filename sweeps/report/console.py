@@ -20,6 +20,7 @@ from sweeps.config.schema import SweepConfig
 from sweeps.config.search_path import active
 from sweeps.report.exploits import exploits_of, format_exploits
 from sweeps.storage.location import display
+from sweeps.tracking.mlflow_best import model_key
 
 if TYPE_CHECKING:  # an annotation only: the report side does not import the runner
     from pathlib import Path
@@ -129,8 +130,7 @@ def print_result(result: SweepResult, cfg: SweepConfig) -> None:
             pass
         elif unsent:
             print(f"  best model: {waiting}")
-        elif _sink_state(layout.tracking_runs, "model_of") != [best["trial_id"],
-                                                               best.get("checkpoint")]:
+        elif _sink_state(layout.tracking_runs, "model_of") != model_key(best):
             print("  best model: not in MLflow: it refused the model (the warning above says "
                   "why)")
         elif form == "files":

@@ -19,6 +19,7 @@ from typing import Any
 import pandas as pd
 
 from sweeps.layout import SweepLayout
+from sweeps.protocol import CHECKPOINT_PATH_KEY as CHECKPOINT
 from sweeps.protocol import CLOCK_KEY
 from sweeps.trial.report_log import records
 
@@ -65,33 +66,51 @@ def with_history(results: Any, sweep_dir: Path) -> list[Any]:
 
 def full_history(history: pd.DataFrame | None, run_dir: Path,
                  trial_id: str) -> pd.DataFrame | None:
-    """``history`` preceded by the logged reports older than its first one (``history``
-    itself when it starts at the trial's first epoch, or nothing older was logged).
+    """``history`` preceded by the logged reports older than its first one, its rows without a
+    checkpoint given the one logged at the same clock (a trial Tune holds as ended is replayed
+    from the scheduler's record, which keeps numbers only); ``history`` itself when the log
+    adds nothing, or cannot be read.
 
     Example:
         >>> from sweeps.trial import report_log
         >>> run = Path(tempfile.mkdtemp())
-        >>> for n, acc in [(1, 0.9), (2, 0.8)]:
-        ...     report_log.append(run, {"acc": acc, CLOCK_KEY: float(n)}, n, None)
+        >>> for n, acc in [(1, 0.9), (2, 0.8), (3, 0.7)]:
+        ...     report_log.append(run, {"acc": acc, CLOCK_KEY: float(n)}, n, f"/c/{n}")
         >>> tune_lists = pd.DataFrame({"acc": [0.7], CLOCK_KEY: [3.0], "trial_id": ["t1"]})
-        >>> full_history(tune_lists, run, "t1")[["acc", CLOCK_KEY, "trial_id"]]
-           acc  sweeps_epoch trial_id
-        0  0.9           1.0       t1
-        1  0.8           2.0       t1
-        2  0.7           3.0       t1
+        >>> full_history(tune_lists, run, "t1")[["acc", CLOCK_KEY, "trial_id", CHECKPOINT]]
+           acc  sweeps_epoch trial_id checkpoint_path
+        0  0.9           1.0       t1             /c/1
+        1  0.8           2.0       t1             /c/2
+        2  0.7           3.0       t1             /c/3
     """
-    first = None
-    if history is not None and not history.empty:
-        if CLOCK_KEY not in history:
-            return history
-        first = pd.to_numeric(history[CLOCK_KEY], errors="coerce").min()
-        if not first > 1:  # the trial's first report is there (or no clock to go by)
-            return history
-    earlier = [r for r in records(run_dir)
-               if first is None or float(r.get(CLOCK_KEY) or "nan") < first]
+    listed = history is not None and not history.empty
+    if listed and CLOCK_KEY not in history:
+        return history
+    try:
+        logged = {_clock(r): r for r in records(run_dir)}  # a clock reported again: the last
+    except OSError:
+        return history
+    logged.pop(None, None)
+    if not logged:
+        return history
+    clocks = pd.to_numeric(history[CLOCK_KEY], errors="coerce") if listed else None
+    first = clocks.min() if listed else None
+    earlier = [r for c, r in sorted(logged.items()) if first is None or c < first]
+    if listed and CHECKPOINT not in history:
+        history = history.assign(**{CHECKPOINT: None})
+    if listed:  # rows without a checkpoint: the one logged at their clock, if any
+        known = [logged.get(c, {}).get(CHECKPOINT) for c in clocks]
+        missing = history[CHECKPOINT].isna() & pd.Series([k is not None for k in known],
+                                                          index=history.index)
+        if missing.any():
+            history = history.copy()
+            history.loc[missing, CHECKPOINT] = [k for k, m in zip(known, missing, strict=True) if m]
     if not earlier:
         return history
     before = pd.DataFrame(earlier).drop(columns=["n"], errors="ignore").assign(trial_id=trial_id)
-    if history is None or history.empty:
-        return before
-    return pd.concat([before, history], ignore_index=True)
+    return pd.concat([before, history], ignore_index=True) if listed else before
+
+
+def _clock(record: dict[str, Any]) -> float | None:
+    clock = pd.to_numeric(pd.Series([record.get(CLOCK_KEY)]), errors="coerce").iloc[0]
+    return None if pd.isna(clock) else float(clock)

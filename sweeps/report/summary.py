@@ -124,7 +124,7 @@ def _trial_row(result: Any, objective: Objective, verdicts: dict[str, Verdict],
     pick_clock = history.loc[pick, clock_col] if clock_col else len(history)
     no_checkpoint = {"trial_id": trial_id, "metric": metric, "value": row[metric],
                      "epoch": int(math.ceil(float(pick_clock))), "checkpoint": None,
-                     "config": result.config}
+                     "config": result.config if metrics else None}
     with_ckpt = history.dropna(subset=[CHECKPOINT_KEY]) if CHECKPOINT_KEY in history else None
     best = None
     if with_ckpt is not None:
@@ -139,7 +139,7 @@ def _trial_row(result: Any, objective: Objective, verdicts: dict[str, Verdict],
                 "value": float(with_ckpt.loc[at, metric]),
                 "epoch": int(math.ceil(float(at_clock))),
                 "checkpoint": str(with_ckpt.loc[at, CHECKPOINT_KEY]),
-                "config": result.config}
+                "config": result.config if metrics else None}
     return row, best or no_checkpoint, failure
 
 

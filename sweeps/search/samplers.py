@@ -3,8 +3,9 @@
     python -m sweeps +experiment=digits search=optuna \\
         search.sampler._target_=optuna.samplers.CmaEsSampler ++search.sampler.sigma0=0.5
 
-``search=tpe`` is ``TPESampler(**sweeps.search.defaults.tpe_arguments(cfg))``: seeded by
-``sweep.seed``, ``search.n_startup_trials`` start-up trials, multivariate and constant liar.
+``search=tpe`` is ``TPESampler(**sweeps.search.defaults.tpe_arguments(cfg, conditional))``:
+seeded by ``sweep.seed``, ``search.n_startup_trials`` start-up trials, multivariate and
+constant liar, grouped when the parsed space has conditional params.
 ``search=optuna`` instantiates ``search.sampler``: ``_target_`` must name a sampler class in
 ``optuna.samplers`` (nothing else is imported, so a config cannot run arbitrary code), the other
 keys are its arguments, checked against its signature, and a nested ``{_target_: ...}`` (e.g.

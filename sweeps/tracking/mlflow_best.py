@@ -17,7 +17,7 @@ from sweeps.storage.location import uri_of
 from sweeps.tracking.mlflow_model import log_pytorch_model
 from sweeps.tracking.mlflow_transformers import log_transformers_model
 
-__all__ = ["log_best_model", "mark_best"]
+__all__ = ["log_best_model", "mark_best", "model_key"]
 
 
 def log_best_model(sink: Any, best: dict[str, Any]) -> None:
@@ -52,18 +52,29 @@ def log_best_model(sink: Any, best: dict[str, Any]) -> None:
 
 
 def mark_best(sink: Any, trial_id: str) -> None:
-    """Tag ``trial_id``'s run as the best (named ``<trial> best``); the run an earlier start
-    of the sweep marked, if another (a grown or resumed sweep's best changed), gets its tag
-    and name back."""
-    earlier = sink.state.get("best")  # [trial, the name its run had before]
-    if earlier is None and sink.state.get("model_trial"):  # marked before "best" was kept
-        earlier = [sink.state["model_trial"]] * 2
-    if earlier and earlier[0] != trial_id and sink.run_id(earlier[0]):
-        sink.client.set_tag(sink.run_id(earlier[0]), "sweeps.best", "false")
-        sink.client.update_run(sink.run_id(earlier[0]), name=earlier[1])
+    """Tag ``trial_id``'s run as the best (named ``<trial> best``). A run an earlier start of
+    the sweep marked (a grown or resumed sweep's best moved) is unmarked: ``sweeps.best=false``,
+    no ``sweeps.best_checkpoint``, and the name its trial's end gave it back."""
+    earlier = [sink.state["best_trial"]] if sink.state.get("best_trial") else [
+        r.data.tags["sweeps.trial_id"] for r in sink.client.search_runs(  # marked by older code
+            [sink.state["experiment_id"]], "tags.`sweeps.best` = 'true' and "
+            f"tags.`mlflow.parentRunId` = '{sink.parent_run_id}'")]
+    for trial in earlier:
+        run = sink.run_id(trial)
+        if trial != trial_id and run:
+            sink.client.set_tag(run, "sweeps.best", "false")
+            if "sweeps.best_checkpoint" in sink.client.get_run(run).data.tags:
+                sink.client.delete_tag(run, "sweeps.best_checkpoint")
+            sink.client.update_run(run, name=sink.state.get("names", {}).get(trial, trial))
     best_run = sink.run_id(trial_id)
-    if not earlier or earlier[0] != trial_id:
-        sink.state["best"] = [trial_id, sink.client.get_run(best_run).info.run_name]
-        sink._save()
     sink.client.set_tag(best_run, "sweeps.best", "true")
     sink.client.update_run(best_run, name=f"{trial_id} best")
+    sink.state["best_trial"] = trial_id
+    sink._save()
+
+
+def model_key(best: dict[str, Any]) -> list[str | None]:
+    """What the logged model is of: the best trial and its checkpoint's URI (a stand-in path
+    of an object store names a local temporary directory, which differs between hosts)."""
+    checkpoint = best.get("checkpoint")
+    return [best["trial_id"], uri_of(checkpoint) if checkpoint else None]

@@ -25,7 +25,7 @@ from typing import Any
 from sweeps import files
 from sweeps.files import write_atomic
 from sweeps.layout import TRACKING_RUNS
-from sweeps.tracking.mlflow_best import log_best_model, mark_best
+from sweeps.tracking.mlflow_best import log_best_model, mark_best, model_key
 from sweeps.tracking.setup import local_store
 from sweeps.tracking.sqlite_store import open_client
 from sweeps.tracking.writer import TransientTrackingError, is_transient
@@ -165,6 +165,7 @@ class MLflowSink:
                 self.client.delete_tag(run_id, key)
             self.client.set_tag(run_id, "sweeps.status", "running")
             self.client.update_run(run_id, name=trial)
+            self.state.setdefault("names", {}).pop(trial, None)
 
     def _op_sweep_start(self, r: dict[str, Any]) -> None:
         start = int(r.get("start", 1))
@@ -251,6 +252,7 @@ class MLflowSink:
             self.client.set_tag(run, key, str(value)[:PARAM_LIMIT])
         if r.get("run_name"):
             self.client.update_run(run, name=r["run_name"])
+            self.state.setdefault("names", {})[r["trial"]] = r["run_name"]  # mark_best's
         self.client.set_terminated(run, r["status"], end_time=int(r["ts"]))
         self.state.setdefault("ended", {})[r["trial"]] = r["status"]
         self._save()
@@ -291,10 +293,11 @@ class MLflowSink:
             self.client.log_metric(run, f"best_{best['metric']}", best["value"],
                                    timestamp=int(r["ts"]), step=best["epoch"])
             # once per best checkpoint: a grown or resumed sweep's best can change
-            if self.state.get("model_of") != [best["trial_id"], best.get("checkpoint")]:
+            model_of = model_key(best)
+            if self.state.get("model_of") != model_of:
                 try:
                     log_best_model(self, best)
-                    self.state["model_of"] = [best["trial_id"], best.get("checkpoint")]
+                    self.state["model_of"] = model_of
                     self._save()
                 except Exception as exc:  # a model that cannot be logged must not leave the
                     if is_transient(exc):  # parent RUNNING; retry only when unreachable

@@ -258,7 +258,8 @@ def test_a_trial_continued_on_a_later_start_keeps_its_best_epoch_from_an_earlier
     assert summary.best["checkpoint"] == str(ckpts[2])
     assert summary.table.loc[0, "score"] == 0.97 and summary.table.loc[0, "epochs"] == 5
     assert whole[0].path == result.path  # the rest is Tune's result's
-    complete = Finished(pd.DataFrame({"score": scores, CLOCK_KEY: [1.0, 2.0, 3.0, 4.0, 5.0]}),
+    complete = Finished(pd.DataFrame({"score": scores, CLOCK_KEY: [1.0, 2.0, 3.0, 4.0, 5.0],
+                                      "checkpoint_path": [str(c) for c in ckpts]}),
                         str(tmp_path / "t1"), metrics={"trial_id": "t1"})
     assert with_history([complete], tmp_path)[0] is complete  # nothing missing: not read
 
@@ -273,7 +274,7 @@ def test_a_trial_the_budget_ended_while_tune_handed_it_a_process_is_not_another_
 
     done = _trial(tmp_path, "bb15c362", [0.7, 0.8, 0.9], [1] * 3, [0.5] * 3, 0.05)
     done.metrics["config"] = {"lr": 0.05}
-    foreign = Finished(pd.DataFrame(), str(tmp_path / "f98d6eb9"),
+    foreign = Finished(pd.DataFrame(), str(tmp_path / "f98d6eb9"), config={"lr": 0.05},
                        metrics={"trial_id": "bb15c362", "config": {"lr": 0.05}})
     verdicts = {"f98d6eb9": Verdict(0, budget="epochs")}
     summary = summarize(with_history([done, foreign], tmp_path),

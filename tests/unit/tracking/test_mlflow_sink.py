@@ -219,10 +219,15 @@ def test_a_later_starts_new_best_takes_the_tag_and_logs_its_checkpoint(sink, tmp
                 "run_name": "t1 stopped@2"})
     end("t1", 2, 4)
     assert bests() == {"t1": ("t1 best", "true"), "t2": ("t2", None)}
+    sink.state.pop("best_trial")  # as the state of a sweep written before it was kept
     end("t2", 2, 5)  # the grown sweep's new trial is better
     assert bests() == {"t1": ("t1 stopped@2", "false"), "t2": ("t2 best", "true")}
     assert (logged("t1"), logged("t2")) == ("t1@2", "t2@2")
+    tags = {t: sink.client.get_run(sink.run_id(t)).data.tags for t in ("t1", "t2")}
+    assert ("sweeps.best_checkpoint" in tags["t1"], "sweeps.best_checkpoint" in tags["t2"]) == (
+        False, True)
     end("t2", 4, 6)  # a longer max_t: a later epoch of the same trial is better still
-    assert logged("t2") == "t2@4" and sink.state["model_of"][0] == "t2"
+    assert logged("t2") == "t2@4" and sink.state["model_of"] == ["t2", str(tmp_path / "t2" /
+                                                                        "checkpoint_epoch_0004")]
     end("t2", 4, 6)  # the same end replayed
     assert bests() == {"t1": ("t1 stopped@2", "false"), "t2": ("t2 best", "true")}
