@@ -66,10 +66,11 @@ def with_history(results: Any, sweep_dir: Path) -> list[Any]:
 
 def full_history(history: pd.DataFrame | None, run_dir: Path,
                  trial_id: str) -> pd.DataFrame | None:
-    """``history`` preceded by the logged reports older than its first one, its rows without a
-    checkpoint given the one logged at the same clock (a trial Tune holds as ended is replayed
-    from the scheduler's record, which keeps numbers only); ``history`` itself when the log
-    adds nothing, or cannot be read.
+    """``history`` preceded by the logged reports older than its first one; when none of its
+    rows has a checkpoint (a trial Tune holds as ended is replayed from the scheduler's record,
+    which keeps numbers only), each given the one logged at its clock. ``history`` itself when
+    the log adds nothing, or cannot be read. (A clock reported twice, after a restart or a PBT
+    exploit, is matched only in that replayed case: elsewhere Tune's rows are the truth.)
 
     Example:
         >>> from sweeps.trial import report_log
@@ -98,7 +99,7 @@ def full_history(history: pd.DataFrame | None, run_dir: Path,
     earlier = [r for c, r in sorted(logged.items()) if first is None or c < first]
     if listed and CHECKPOINT not in history:
         history = history.assign(**{CHECKPOINT: None})
-    if listed:  # rows without a checkpoint: the one logged at their clock, if any
+    if listed and history[CHECKPOINT].isna().all():  # a replayed end: numbers only
         known = [logged.get(c, {}).get(CHECKPOINT) for c in clocks]
         missing = history[CHECKPOINT].isna() & pd.Series([k is not None for k in known],
                                                           index=history.index)
