@@ -37,8 +37,7 @@ def log_best_model(sink: Any, best: dict[str, Any]) -> None:
     if form == "files":
         sink.client.log_artifacts(run_id, best["checkpoint"], "best_checkpoint")
         sink.client.set_tag(run_id, "sweeps.best_checkpoint", "best_checkpoint/")
-        sink.state.update(model_logged=f"runs:/{run_id}/best_checkpoint",
-                          model_trial=best["trial_id"])
+        sink.state["model_logged"] = f"runs:/{run_id}/best_checkpoint"
         sink._save()
         return
     if form == "transformers":
@@ -47,8 +46,7 @@ def log_best_model(sink: Any, best: dict[str, Any]) -> None:
     else:
         sink.state["model_logged"] = log_pytorch_model(sink.uri, run_id, best,
                                                        sink.model_loader, sink.model_name)
-    sink.state["model_trial"] = best["trial_id"]  # which trial model_logged is
-    sink._save()
+    sink._save()  # which checkpoint model_logged is: the caller records it (model_of)
 
 
 def mark_best(sink: Any, trial_id: str) -> None:

@@ -198,7 +198,7 @@ def test_console_says_the_best_model_is_in_mlflow_only_when_it_is(tmp_path, caps
     # Not logged: the sink's model is the best trial's, but from another of its checkpoints
     # (a grown max_t's later epoch, say): that is no longer the best model.
     best = summary.best
-    state = {"experiment_id": "1", "trials": {}, "model_trial": best["trial_id"],
+    state = {"experiment_id": "1", "trials": {},
              "model_of": [best["trial_id"], f"{best['checkpoint']}-earlier"]}
     if logged:  # the checkpoint whose model the sink logged: the best one
         state.update(model_logged="models:/digits/1",
