@@ -16,6 +16,7 @@ returned from early (Ctrl-C, SIGTERM) raises ``SweepInterrupted``; a finished on
 from __future__ import annotations
 
 import logging
+import signal
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -24,7 +25,7 @@ from omegaconf import OmegaConf
 from sweeps._ray.tune import concurrency_limit, quiet_trial_lines
 from sweeps.driver.budget_run import reopen_budget_stops, start_ledger
 from sweeps.driver.datasets import build_datasets
-from sweeps.driver.interrupt import Interrupt
+from sweeps.driver.interrupt import PREEMPTED, Interrupt
 from sweeps.driver.prepare import Prepared
 from sweeps.driver.tracking_run import abort_tracking, finish_tracking, start_tracking
 from sweeps.driver.tuner import build_tuner, objective_of, restore_tuner, trial_plan
@@ -133,6 +134,8 @@ def fit(prep: Prepared, interrupt: Interrupt | None = None) -> SweepResult:
         _release(sweep_id, reaper, groups_before)
         if ledger is not None:
             ledger.tick(force=True)
+    if interrupt is not None:  # every trial ended: a SIGTERM lets the end be written (in grace)
+        interrupt.closing = True
     return _finish(prep, objective, results, reaper, unread, tracking, ledger)
 
 
@@ -215,7 +218,7 @@ def _interrupted(prep: Prepared, interrupt: Interrupt | None) -> SweepInterrupte
     ended = len(ended_trials(prep.sweep_dir))
     signum = interrupt.signum if interrupt else 2
     why = (interrupt.reason if interrupt and interrupt.reason
-           else f"interrupted ({'SIGTERM' if signum == 15 else 'SIGINT'})")
+           else PREEMPTED if signum == signal.SIGTERM else "interrupted (SIGINT)")
     return SweepInterrupted(
         f"sweep {cfg.sweep.name} {why}: {ended} of {prep.trials} trials ended; its state is "
         f"saved in {display(prep.sweep_dir)}; run the same command again to resume it", signum)

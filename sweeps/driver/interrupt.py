@@ -30,11 +30,13 @@ from dataclasses import dataclass, field
 from types import FrameType
 
 from sweeps.errors import SweepInterrupted
+from sweeps.lease import Lease
 from sweeps.lease.holder import stat_fields
 
-__all__ = ["Interrupt", "GraceTimer", "descendants", "hard_exit", "LOST_EXIT"]
+__all__ = ["Interrupt", "GraceTimer", "descendants", "hard_exit", "LOST_EXIT", "PREEMPTED"]
 
 LOST_EXIT = 4  # the exit status of a driver that lost its claim
+PREEMPTED = "stopped by SIGTERM (Slurm/Kubernetes preemption?)"  # console, MLflow, the claim
 
 
 @dataclass
@@ -46,7 +48,7 @@ class Interrupt:
     signum: int = signal.SIGINT  # SIGINT (Ctrl-C) unless a SIGTERM was caught
     reason: str | None = None  # set by ``stop``
     tune_running: bool = False  # set by fit around Tune's run
-    release: Callable[[], None] | None = None  # gives the sweep's claim back (sweeps.lease)
+    lease: Lease | None = None  # the sweep's claim (sweeps.lease), given back on the way out
     stopping: bool = False
     closing: bool = False  # the run is releasing its claim: a SIGTERM only starts the timer
     on_main_thread: bool = False  # set by handling_sigterm: only then may it signal Tune
@@ -61,11 +63,16 @@ class Interrupt:
         if self.stopping or self.closing:
             return
         self.stopping = True
+        if self.lease is not None:  # the next start says which driver a signal stopped
+            self.lease.me.stopped_by = "SIGTERM"
+        with contextlib.suppress(OSError):  # not print(): the main thread may be printing
+            os.write(2, f"sweeps: {PREEMPTED}: stopping the trials and saving the sweep's "
+                        "state\n".encode())
         if self.tune_running:
             os.kill(os.getpid(), signal.SIGINT)  # Tune's own stop: trials end, state saved
             return
-        raise SweepInterrupted(f"sweep {self.sweep} interrupted (SIGTERM) outside its trials' "
-                               "run; run the same command again to resume it", signum)
+        raise SweepInterrupted(f"sweep {self.sweep} {PREEMPTED} outside its trials' run; run "
+                               "the same command again to resume it", signum)
 
     def stop(self, reason: str) -> None:
         """Stop the sweep as Ctrl-C does, saying ``reason`` (once; from any thread)."""
@@ -126,7 +133,8 @@ class GraceTimer:
         hard_exit(128 + signal.SIGTERM,
                   f"sweeps: the sweep did not end within sweep.stop_grace_s={self.grace_s:g} s "
                   "of SIGTERM: ending it now; its saved state and checkpoints are kept, run "
-                  "the same command again to resume it", self.interrupt.release)
+                  "the same command again to resume it",
+                  self.interrupt.lease.release if self.interrupt.lease else None)
 
 
 def hard_exit(code: int, message: str, release: Callable[[], None] | None = None) -> None:

@@ -56,15 +56,15 @@ def run_sweep(cfg: SweepConfig, prepared: Prepared | None = None) -> SweepResult
     try:
         with interrupt.handling_sigterm(), \
                 hold(claim_store(sweep_dir), me, on_lost=interrupt.lost) as lease:
-            interrupt.release = lease.release
+            interrupt.lease = lease
             if lease.taken_over:
                 print(f"sweeps: {lease.taken_over}", flush=True)
             try:
                 prep = _current(prepared, cfg, lease.gen)
             except BaseException:
                 interrupt.closing = True
-                if made is not None:  # refused before anything ran: leave no directory
-                    lease.withdraw()
+                lease.withdraw()  # refused before anything ran: the claim as it was before
+                if made is not None:  # and no directory left
                     _remove_empty(sweep_dir, made)
                 raise
             try:

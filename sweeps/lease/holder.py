@@ -27,11 +27,12 @@ import shlex
 import socket
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, fields
 
 __all__ = ["remember_command", "stat_fields", "Holder", "ClaimVerdict", "this_driver",
-           "read_holder", "judge", "pid_alive", "process_start", "boot_id", "describe"]
+           "read_holder", "judge", "pid_alive", "process_start", "boot_id", "describe",
+           "scheduler_job"]
 
 
 _command: list[str] = []
@@ -58,6 +59,8 @@ class Holder:
     beats: int = 0
     released: bool = False
     command: str = ""
+    job: str = ""  # the batch job the driver ran in ("Slurm job 12, start 2"; scheduler_job)
+    stopped_by: str = ""  # "SIGTERM" when a signal stopped it (a preemption's notice)
 
     def to_bytes(self) -> bytes:
         return (json.dumps(asdict(self), sort_keys=True) + "\n").encode()
@@ -139,7 +142,26 @@ def this_driver(sweep: str, heartbeat_s: float, expiry_s: float) -> Holder:
     return Holder(host=socket.gethostname(), pid=pid, boot_id=boot_id(), pid_ns=pid_namespace(),
                   pid_started=process_start(pid), started=time.time(), sweep=sweep,
                   heartbeat_s=heartbeat_s, expiry_s=expiry_s,
-                  command=shlex.join(["sweeps", *(_command or sys.argv[1:])])[:2000])
+                  command=shlex.join(["sweeps", *(_command or sys.argv[1:])])[:2000],
+                  job=scheduler_job(os.environ))
+
+
+def scheduler_job(env: Mapping[str, str]) -> str:
+    """The batch job a driver runs in, from the variables Slurm and Kubernetes set ("": none).
+
+    Example:
+        >>> scheduler_job({"SLURM_JOB_ID": "12", "SLURM_RESTART_COUNT": "1"})
+        'Slurm job 12, start 2'
+        >>> scheduler_job({"KUBERNETES_SERVICE_HOST": "10.0.0.1", "HOSTNAME": "sweep-head-x"})
+        'Kubernetes pod sweep-head-x'
+    """
+    if env.get("SLURM_JOB_ID"):
+        restarts = env.get("SLURM_RESTART_COUNT", "0")
+        start = f", start {int(restarts) + 1}" if restarts.isdigit() and restarts != "0" else ""
+        return f"Slurm job {env['SLURM_JOB_ID']}{start}"
+    if env.get("KUBERNETES_SERVICE_HOST"):
+        return f"Kubernetes pod {env.get('HOSTNAME') or socket.gethostname()}"
+    return ""
 
 
 def read_holder(raw: bytes | None) -> Holder | None:
@@ -207,4 +229,5 @@ def describe(holder: Holder | None) -> str:
         return "a driver whose claim file cannot be read"
     since = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(holder.started)) \
         if holder.started else "an unknown time"
-    return f"host {holder.host}, pid {holder.pid}, since {since}"
+    job = f" ({holder.job})" if holder.job else ""
+    return f"host {holder.host}, pid {holder.pid}{job}, since {since}"

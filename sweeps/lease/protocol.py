@@ -114,16 +114,20 @@ def busy_error(store: ClaimStore, holder: Holder | None, verdict: ClaimVerdict,
 
 
 def takeover_line(claim: Claim) -> str | None:
-    """What the driver says when it took the sweep from another (None: nothing to say)."""
+    """What the driver says when it took the sweep from another, or continues one a signal
+    stopped (a preemption: Slurm's or Kubernetes' SIGTERM); None: nothing to say."""
     verdict, holder = claim.verdict, claim.previous
-    if verdict is None or verdict.kind == "released":
+    if verdict is None or (verdict.kind == "released" and not holder.stopped_by):
         return None
+    who = f"host {holder.host}, pid {holder.pid}" + (f" ({holder.job})" if holder.job else "") \
+        if holder is not None else ""
+    if verdict.kind == "released":
+        return (f"continuing the sweep from {who}, which {holder.stopped_by} stopped "
+                f"{verdict.silent_s:.0f} s ago (Slurm/Kubernetes preemption?)")
     if verdict.kind == "dead":
-        return (f"taking over the sweep from host {holder.host}, pid {holder.pid}: that "
-                "process is gone")
+        return f"taking over the sweep from {who}: that process is gone"
     if verdict.kind == "expired":
-        return (f"taking over the sweep from host {holder.host}, pid {holder.pid}, silent for "
-                f"{verdict.silent_s:.0f} s")
+        return f"taking over the sweep from {who}, silent for {verdict.silent_s:.0f} s"
     return (f"taking over the sweep: its claim file could not be read and was last written "
             f"{verdict.silent_s:.0f} s ago")
 
@@ -184,9 +188,10 @@ class Lease:
         self.on_lost(why)
 
     def withdraw(self) -> None:
-        """Stop the heartbeat and take the claim back out, as if never made: for a sweep
-        directory this driver created and then refused to run (nobody else could have seen
-        the claim free, so its generation may be created again)."""
+        """Stop the heartbeat and take the claim back out, as if never made: for a sweep this
+        driver refused to run before anything ran, so the claim before it (a driver a SIGTERM
+        stopped, say) is what the next start reads (nobody else could have seen this one
+        free, so its generation may be created again)."""
         self._stop.set()
         if self._thread.is_alive():
             self._thread.join(timeout=5)

@@ -422,15 +422,18 @@ def test_sigterm_saves_state_closes_runs_and_the_same_command_resumes(tmp_path) 
     sweep.proc.send_signal(signal.SIGTERM)
     rc, out = sweep.wait(120)
     assert rc == 143, out
-    assert "interrupted (SIGTERM)" in out and "run the same command again to resume" in out
+    assert "stopped by SIGTERM (Slurm/Kubernetes preemption?)" in out, out
+    assert "run the same command again to resume" in out
     assert "did not end within" not in out  # it ended on its own, within its grace
-    said_ended = re.search(r"interrupted \(SIGTERM\): (\d+) of 3 trials ended", out).group(1)
+    said_ended = re.search(r"preemption\?\): (\d+) of 3 trials ended", out).group(1)
     store = claim_store(tmp_path / "sweep")
-    assert read_holder(store.read(store.latest())).released
+    stopped = read_holder(store.read(store.latest()))
+    assert stopped.released and stopped.stopped_by == "SIGTERM"
     _, runs = _mlflow_runs(tmp_path)
     assert not [r for r in runs if r.info.status == "RUNNING"]
     parent = next(r for r in runs if r.data.tags.get("sweeps.role") == "parent")
     assert parent.info.status == "KILLED"
+    assert "preemption?" in parent.data.tags["sweeps.abort_reason"]
 
     # Bad inputs on the interrupted sweep: each refused in one line, nothing touched.
     for extra, message in [
@@ -446,6 +449,8 @@ def test_sigterm_saves_state_closes_runs_and_the_same_command_resumes(tmp_path) 
     rc, out = sweep.wait()
     assert rc == 0, out
     assert f"resuming: {said_ended} of 3 trials had ended" in out, out  # counted alike
+    assert (f"continuing the sweep from host {stopped.host}, pid {stopped.pid}, which SIGTERM "
+            "stopped") in out, out
     summary = pd.read_csv(tmp_path / "sweep" / "summary.csv", dtype={"trial_id": str})
     assert len(summary) == 3
     _assert_clean_end(tmp_path, set(summary["trial_id"]))

@@ -9,7 +9,7 @@ import pytest
 
 from sweeps import compose, run_sweep
 from sweeps.errors import SweepError
-from sweeps.lease import claim_store, hold, this_driver
+from sweeps.lease import claim_store, hold, read_holder, this_driver
 
 
 def test_a_refused_fresh_sweep_leaves_no_directory_and_spares_its_siblings(tmp_path) -> None:
@@ -41,7 +41,18 @@ def test_a_refused_resume_of_an_existing_sweep_keeps_its_directory(tmp_path) -> 
         run_sweep(cfg)
     assert (sweep_dir / "notes").is_dir()
     store = claim_store(sweep_dir)
-    assert store.generations() == [1]  # claimed and released: the next command takes 2
+    assert store.generations() == []  # withdrawn: the claim reads as it did before
+
+
+def test_a_refused_driver_leaves_the_claim_a_sigterm_stopped_for_the_next_start(tmp_path) -> None:
+    sweep_dir = tmp_path / "s"
+    store = claim_store(sweep_dir)
+    with hold(store, this_driver("s", 5, 45)) as lease:
+        lease.me.stopped_by = "SIGTERM"  # what Interrupt.on_sigterm writes
+    with pytest.raises(SweepError):
+        run_sweep(compose("digits", [f"sweep.dir={sweep_dir}", "sweep.resume=must"]))
+    assert store.generations() == [1]
+    assert read_holder(store.read(1)).stopped_by == "SIGTERM"
 
 
 def test_a_plan_made_while_another_driver_held_the_sweep_is_never_reused(tmp_path,

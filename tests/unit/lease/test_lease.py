@@ -123,6 +123,25 @@ def test_a_dead_drivers_claim_is_taken_at_once(sweep_dir: Path) -> None:
                                     f"pid {int(done.stdout)}: that process is gone")
 
 
+def test_a_claim_a_sigterm_stopped_says_so_to_the_next_start(sweep_dir: Path,
+                                                             monkeypatch) -> None:
+    store = claim_store(sweep_dir)
+    monkeypatch.setenv("SLURM_JOB_ID", "77")
+    monkeypatch.setenv("SLURM_RESTART_COUNT", "1")
+    with hold(store, this_driver("digits", 5, 45)) as first:
+        first.me.stopped_by = "SIGTERM"
+    monkeypatch.setenv("SLURM_RESTART_COUNT", "2")
+    with hold(store, this_driver("digits", 5, 45)) as lease:
+        assert lease.taken_over.startswith(
+            f"continuing the sweep from host {socket.gethostname()}, pid {os.getpid()} "
+            "(Slurm job 77, start 2), which SIGTERM stopped ")
+        assert lease.taken_over.endswith(" s ago (Slurm/Kubernetes preemption?)")
+        with pytest.raises(SweepBusy, match=r"pid \d+ \(Slurm job 77, start 3\), since"):
+            acquire(store, this_driver("digits", 5, 45))
+    with hold(store, this_driver("digits", 5, 45)) as third:
+        assert third.taken_over is None  # released by a driver no signal stopped
+
+
 def test_another_hosts_claim_holds_until_it_is_silent_past_its_expiry(sweep_dir: Path) -> None:
     store = claim_store(sweep_dir)
     skewed = time.time() + 3600  # that host's clock is an hour ahead: never compared
