@@ -37,6 +37,7 @@ __all__ = ["Lease", "acquire", "hold", "inspect", "takeover_line", "busy_error"]
 
 log = logging.getLogger(__name__)
 RACE_TRIES = 8
+Found = tuple[int, Holder | None, "ClaimVerdict | None"]  # (newest generation, holder, verdict)
 
 
 @dataclass
@@ -48,8 +49,7 @@ class Claim:
     verdict: ClaimVerdict | None  # how the previous claim was judged (None: never claimed)
 
 
-def inspect(store: ClaimStore, here: Holder,
-            tries: int = 3) -> tuple[int, Holder | None, ClaimVerdict | None]:
+def inspect(store: ClaimStore, here: Holder, tries: int = 3) -> Found:
     """(newest generation, its holder, its verdict): the claim as ``here`` would judge it."""
     gen = store.latest()
     if gen == 0:
@@ -82,7 +82,7 @@ def acquire(store: ClaimStore, me: Holder) -> Claim:
         Traceback (most recent call last):
         sweeps.errors.SweepBusy: sweep.dir ... is held by a running driver (host ..., pid ...
     """
-    gen, holder, verdict = inspect(store, me)
+    gen, holder, verdict = _wait_out_silence(store, me, inspect(store, me))
     for _ in range(RACE_TRIES):
         if verdict is not None and verdict.live:
             raise busy_error(store, holder, verdict, me.expiry_s)
@@ -95,6 +95,31 @@ def acquire(store: ClaimStore, me: Holder) -> Claim:
             time.sleep(store.settle_s + random.uniform(0.2, 1.5))
     raise SweepBusy(f"could not take {store.where()}: other drivers kept starting at the same "
                     "time; run the command again")
+
+
+def _wait_out_silence(store: ClaimStore, me: Holder, found: Found) -> Found:
+    """A live claim whose holder missed two heartbeats (a driver killed on another host: a
+    Kubernetes retry's new cluster, a Slurm job requeued onto other nodes) is waited on until
+    it expires, instead of refused; one that beats again meanwhile is live, and refused."""
+    gen, holder, verdict = found
+    if verdict is None or verdict.kind != "live" or holder is None:
+        return found
+    beat = holder.heartbeat_s if isinstance(holder.heartbeat_s, int | float) and \
+        0 < holder.heartbeat_s < verdict.silent_s else None
+    if beat is None or verdict.silent_s <= 2 * beat + 1:
+        return found
+    log.warning("the claim on %s (%s) has been silent for %.0f s: waiting for it to expire "
+                "(the lease_expiry_s it promised) before taking the sweep over", store.where(),
+                describe(holder), verdict.silent_s)
+    expiry = holder.expiry_s if isinstance(holder.expiry_s, int | float) else me.expiry_s
+    deadline = time.monotonic() + max(expiry - verdict.silent_s, 0) + 2 * beat + 5
+    while verdict is not None and verdict.kind == "live" and time.monotonic() < deadline:
+        silent = verdict.silent_s
+        time.sleep(min(beat, 1.0))
+        gen, holder, verdict = found = inspect(store, me)
+        if verdict is not None and verdict.live and verdict.silent_s < silent:
+            break  # written again: its driver is alive
+    return found
 
 
 def busy_error(store: ClaimStore, holder: Holder | None, verdict: ClaimVerdict,

@@ -155,6 +155,28 @@ def test_another_hosts_claim_holds_until_it_is_silent_past_its_expiry(sweep_dir:
                                            "4242, silent for ")
 
 
+def test_a_claim_silent_for_two_heartbeats_is_waited_out_not_refused(sweep_dir: Path,
+                                                                    caplog) -> None:
+    """A driver killed on another host (a Kubernetes retry's new cluster): the next start waits
+    for its claim to expire; a claim that beats again meanwhile is a live driver's: refused."""
+    store = claim_store(sweep_dir)
+    store.create(1, _holder(heartbeat_s=0.2, expiry_s=4).to_bytes())
+    time.sleep(2.2)  # silent past two heartbeats (S3 stamps whole seconds)
+    started = time.monotonic()
+    with hold(store, this_driver("digits", 0.2, 4)) as lease:
+        assert lease.gen == 2 and "silent for " in lease.taken_over
+    assert time.monotonic() - started > 0.8  # it waited for the expiry, it did not refuse
+    assert "has been silent for" in caplog.text and "waiting for it to expire" in caplog.text
+
+    store.create(3, _holder(heartbeat_s=0.3, expiry_s=30).to_bytes())
+    time.sleep(2.2)
+    beating = threading.Timer(1.0, store.rewrite, (3, _holder(heartbeat_s=0.3).to_bytes()))
+    beating.start()
+    with pytest.raises(SweepBusy, match="held by a running driver"):
+        acquire(store, this_driver("digits", 0.2, 4))
+    beating.join()
+
+
 def test_a_corrupt_claim_is_a_claim_until_it_expires_never_a_crash(sweep_dir: Path) -> None:
     store = claim_store(sweep_dir)
     store.create(1, b'{"host": "h", "pid')  # truncated (test_unreadable_claims: other kinds)
