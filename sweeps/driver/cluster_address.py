@@ -82,4 +82,8 @@ def check_reachable(address: str, timeout_s: float = CONNECT_TIMEOUT_S) -> None:
 def join_error(address: str, exc: BaseException) -> ConfigError:
     """The one line for a ``ray.init(address=...)`` that raised ``exc``."""
     text = " ".join(str(exc).split()) or type(exc).__name__
+    token = os.environ.get("RAY_AUTH_TOKEN_PATH") or os.path.expanduser("~/.ray/auth_token")
+    if address != "auto" and "RAY_AUTH_MODE" not in os.environ and os.path.exists(token):
+        text += (f"; if that cluster uses token authentication (a head started where {token} "
+                 "exists does), set RAY_AUTH_MODE=token: Ray uses the token for 'auto' only")
     return ConfigError("ray.address", address, f"could not be joined ({text})", FIX)

@@ -58,3 +58,19 @@ def test_what_ray_raises_while_joining_becomes_one_line() -> None:
                                                "Please specify the one to connect to."))
     assert str(error).count("\n") == 0
     assert str(error).startswith("ray.address: 'auto' could not be joined (Could not find")
+
+
+def test_a_refused_join_where_a_ray_token_exists_names_ray_auth_mode(tmp_path,
+                                                                     monkeypatch) -> None:
+    """Ray 2.60 turns token authentication on for a head started where a token exists, but a
+    driver given the head's address does not send it (only ``auto`` does)."""
+    token = tmp_path / "auth_token"
+    monkeypatch.setenv("RAY_AUTH_TOKEN_PATH", str(token))
+    monkeypatch.delenv("RAY_AUTH_MODE", raising=False)
+    refused = ConnectionError("Failed to connect to Ray cluster at 10.0.0.1:6379")
+    assert "RAY_AUTH_MODE" not in str(join_error("10.0.0.1:6379", refused))  # no token here
+    token.write_text("t" * 64)
+    assert "set RAY_AUTH_MODE=token" in str(join_error("10.0.0.1:6379", refused))
+    assert "RAY_AUTH_MODE" not in str(join_error("auto", refused))
+    monkeypatch.setenv("RAY_AUTH_MODE", "token")  # said already: the refusal is something else
+    assert "RAY_AUTH_MODE" not in str(join_error("10.0.0.1:6379", refused))
