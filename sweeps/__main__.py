@@ -2,6 +2,7 @@
 
     sweeps --config-dir ./conf +experiment=mine sweep.dry_run=true   # the same, installed
     sweeps predict outputs/mine --input data.parquet --output preds/  # the best model, batch
+    sweeps template slurm > sweep.sbatch                             # a cluster job to copy
 
 Composes ``conf/sweep.yaml`` with the experiment and overrides, checks everything (exit code 2
 with a one-line error naming key, value and fix; Ray is not started), then runs the sweep and
