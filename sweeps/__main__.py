@@ -114,12 +114,18 @@ def run() -> None:
     ``sweeps.report.status`` and ``sweeps template ...`` to ``sweeps.templates``, before Hydra
     reads the command line (a Hydra override is never one bare word).
     """
-    commands = {"predict": "sweeps.inference.cli", "status": "sweeps.report.status",
-                "template": "sweeps.templates"}
-    if sys.argv[1:2] and sys.argv[1] in commands:
-        import importlib
+    if sys.argv[1:2] == ["predict"]:
+        from sweeps.inference.cli import main as predict_main
 
-        sys.exit(importlib.import_module(commands[sys.argv[1]]).main(sys.argv[2:]))
+        sys.exit(predict_main(sys.argv[2:]))
+    if sys.argv[1:2] == ["status"]:
+        from sweeps.report.status import main as status_main
+
+        sys.exit(status_main(sys.argv[2:]))
+    if sys.argv[1:2] == ["template"]:
+        from sweeps.templates import main as template_main
+
+        sys.exit(template_main(sys.argv[2:]))
     remember_command(sys.argv[1:])
     sys.argv[1:] = prepare_argv(sys.argv[1:])
     register_primary(active())  # --help then lists the groups of every search-path entry
