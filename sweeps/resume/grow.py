@@ -20,9 +20,8 @@
   promotes the top ``1/reduction_factor`` in the order they arrived and stops the rest. Under
   ``scheduler=none`` every such trial continues. A PBT sweep does not grow (it ranks the
   trials that run together: ended or new trials would form a population of their own;
-  refused with the fix). Each continued trial gets
-  a ``reopen`` record in the decision log, which the log's readers
-  (``sweeps.search.decisions``) take as "not ended".
+  refused with the fix). Each continued trial gets a ``reopen`` record in the decision log,
+  which the log's readers (``sweeps.search.decisions``) take as "not ended".
 * **Refused** (one line, naming the key and the fix): a smaller value of either, and a change
   of anything else in the sweep's identity (space, metric, searcher, seed, ...).
 

@@ -26,8 +26,7 @@ from sweeps.protocol import RANK_ATTR, WORLD_SIZE_ATTR
 from sweeps.trial.backends.rendezvous import PeerFailed, TrialStopped
 
 __all__ = ["PeerError", "own_error", "from_train_run", "attempt_error", "peer_failure",
-           "first_reason",
-           "is_consequence", "first_line"]
+           "first_reason", "is_consequence", "first_line"]
 
 # What a rank reads when another rank of its run failed (a symptom, never the cause): gloo's and
 # NCCL's closed, reset or aborted connections, and the inline executor's own "another rank
