@@ -14,11 +14,9 @@ import re
 from pathlib import Path
 
 __all__ = ["CLOCK_KEY", "STEP_KEY", "CHECKPOINT_PATH_KEY", "RANK_ATTR", "WORLD_SIZE_ATTR",
-           "ERROR_KEY", "RESTARTS_KEY", "FAILURE_KEY", "NOT_METRICS",
-           "REPORTS_FILE",
+           "ERROR_KEY", "RESTARTS_KEY", "FAILURE_KEY", "NOT_METRICS", "REPORTS_FILE",
            "CONFIG_READS_FILE", "CLOCK_FILE", "TRIAL_FILE", "OUT_OF_MEMORY_FILE", "SCHEDULER_LOG",
-           "TUNE_STOP",
-           "run_file", "checkpoint_dir_name", "checkpoint_dir_epoch"]
+           "TUNE_STOP", "run_file", "checkpoint_dir_name", "checkpoint_dir_epoch"]
 
 # Added to every result by the trial's report bridge (sweeps.trial.backends.report_bridge): the
 # trial's progress in epochs, 1-based and monotone (from the loop's own time attribute, shifted by

@@ -15,10 +15,9 @@ Train controller's worker-group hook), ``train`` (Train's trainer callbacks, the
 session's result hand-over, env vars it reads), ``tune`` (restoring a Tuner with a new
 scheduler, Tune's env vars, reading its experiment state), ``tune_state`` and
 ``tune_state_file`` (saving Tune's experiment state), ``train_fn`` (Train's per-worker API,
-served inline), ``train_snapshot`` (Train's run
-snapshot), ``shipping`` (runtime-env packaging: ignore rules, size limit, job config),
-``logs`` (Ray's logger names), ``compat`` (the check of all of the above, with
-``compat_probes``).
+served inline), ``train_snapshot`` (Train's run snapshot), ``shipping`` (runtime-env
+packaging: ignore rules, size limit, job config), ``logs`` (Ray's logger names), ``compat``
+(the check of all of the above, with ``compat_probes``).
 """
 
 from __future__ import annotations

@@ -34,14 +34,10 @@ import warnings
 from collections.abc import Iterator
 from typing import Any
 
-from sweeps._ray.train import SESSION_MODULE
+from sweeps._ray.train import SESSION_MODULE, tune_session
 from sweeps._ray.train_fn import TRAIN_FN_UTILS_MODULE
 
 __all__ = ["report_to_tune", "tune_api"]
-
-
-def _module() -> Any:
-    return importlib.import_module(SESSION_MODULE)
 
 
 class _View:
@@ -86,14 +82,14 @@ def _as_in_a_train_worker(name: str) -> None:
 
 def report_to_tune(metrics: dict[str, Any]) -> None:
     """``ray.tune.report(metrics)`` to the trial's real Tune session, under a view too."""
-    session = _module().get_session()
+    session = tune_session()
     getattr(session, "_real", session).report(metrics, checkpoint=None)
 
 
 @contextlib.contextmanager
 def tune_api(api: str) -> Iterator[None]:
     """Serve Tune's function API as ``api`` ("tune" or "train") says, while the block runs."""
-    module = _module()
+    module = importlib.import_module(SESSION_MODULE)
     real = module.get_session()
     if real is None:  # a Train worker: already what Ray Train gives
         yield

@@ -43,11 +43,7 @@ log = logging.getLogger(__name__)
 def save_experiment_state(tune_controller: Any) -> None:
     """Save Tune's experiment state (trials, searcher, callbacks) to storage now, and wait for
     it: ``tune_controller`` is what Tune passes a scheduler (the controller in a wrapper).
-
-    Uploads the staging directory's files that changed since this sweep's last save (the trials'
-    result files first, the state files last), each written beside and moved into place; the
-    folder of a trial that ended before an earlier save is not looked at again. From the first
-    call on, Tune's own saves go through here too (``_take_over_saves``)."""
+    What is uploaded, in which order: the module docstring."""
     controller = getattr(tune_controller, "_tune_controller", tune_controller)
     _take_over_saves(controller)
     started = time.monotonic()
@@ -91,14 +87,12 @@ def save_experiment_state(tune_controller: Any) -> None:
 
 def _take_over_saves(controller: Any) -> None:
     """Route Tune's own saves (every ``TUNE_GLOBAL_CHECKPOINT_S``, when trial checkpoints force
-    one, and the last one) through ``save_experiment_state``, on the controller's
-    ``_checkpoint_manager``: its ``sync_up_experiment_state`` writes the whole state and then
-    copies the whole staging directory to storage in a thread, every ended trial's files
-    again, once a second: 0.1 s of the driver's 2 cores a second at 200 trials, growing with
-    every trial. The same throttle decides (the period, a save forced after trial
-    checkpoints, ``force``); the upload is this module's, of what changed, and waited for.
-    Nothing is done on a Ray whose manager lacks the throttle's fields (Tune's saves stay
-    Tune's). The manager is not part of the saved state. Public route: none."""
+    one, and the last one) through ``save_experiment_state``: the controller's
+    ``_checkpoint_manager.sync_up_experiment_state`` (whose copy of the whole staging directory
+    the module docstring prices) is replaced. The same throttle decides (the period, a save
+    forced after trial checkpoints, ``force``); the upload is this module's, of what changed,
+    and waited for. Nothing is done on a Ray whose manager lacks the throttle's fields (Tune's
+    saves stay Tune's). The manager is not part of the saved state. Public route: none."""
     manager = getattr(controller, "_checkpoint_manager", None)
     if manager is None or "sync_up_experiment_state" in vars(manager):
         return
@@ -197,12 +191,9 @@ def _ended_trial_dirs(controller: Any) -> set[str]:
     """Staging folder names of the trials that have ended (``TERMINATED``/``ERROR``): once
     uploaded after their end, their files no longer change, so later saves skip them (the
     walk over every trial's files grew with the sweep: 7 ms a save at 200 trials)."""
-    names = set()
-    for trial in controller.get_trials():
-        name = getattr(getattr(trial, "storage", None), "trial_dir_name", None)
-        if name and trial.status in ("TERMINATED", "ERROR"):
-            names.add(name)
-    return names
+    return {name for trial in controller.get_trials()
+            if (name := getattr(getattr(trial, "storage", None), "trial_dir_name", None))
+            and trial.status in ("TERMINATED", "ERROR")}
 
 
 # staging dir -> file -> (mtime_ns, size) last uploaded by save_experiment_state

@@ -23,12 +23,10 @@ __all__ = ["save_to_dir"]
 
 def save_to_dir(controller: Any) -> None:
     """``controller.save_to_dir()``, its state file written by ``_CachedTrialsJson``: Tune's
-    ``json.dump`` to a file runs Python's pure-Python encoder over the 3 MB of 200 trials'
-    state (Tune keeps every numeric metric's last-5/last-10 windows per trial) on every save,
-    and Tune's loop waits for it: 11-15 ms at 200 trials, where reusing each unchanged trial's
-    encoded text costs 0.4 ms. The module's ``json`` is swapped for the call only; Tune's
-    loop, the one thread that runs that module's code, is the one making this call. Public
-    route: none."""
+    ``json.dump`` runs the pure-Python encoder over the 3 MB of 200 trials' state (Tune keeps
+    each numeric metric's last-5/last-10 windows) on every save, at the cost the module
+    docstring gives. The module's ``json`` is swapped for the call only; Tune's loop, the one
+    thread that runs that module's code, is the one making this call."""
     import ray.tune.execution.tune_controller as module
 
     with _datasets_by_plan():

@@ -11,6 +11,7 @@ a budget means while the sweep runs is ``sweeps.search.budget``'s.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import re
 
@@ -35,10 +36,8 @@ def parse_duration(value: str | float | int, key: str = "sweep.budget.wall") -> 
     if isinstance(value, int | float) and not isinstance(value, bool):
         return float(value)
     text = str(value).strip().lower().replace(" ", "")
-    try:
+    with contextlib.suppress(ValueError):
         return float(text)
-    except ValueError:
-        pass
     match = _DURATION.match(text)
     if not text or match is None or not any(match.groups()):
         raise ConfigError(key, value, "is not a duration",
@@ -56,14 +55,9 @@ def budget_limits(budget: BudgetSection) -> dict[str, float]:
         >>> budget_limits(BudgetSection(epochs=30, wall="2m"))
         {'epochs': 30.0, 'wall': 120.0}
     """
-    out: dict[str, float] = {}
-    if budget.epochs is not None:
-        out["epochs"] = float(budget.epochs)
-    if budget.worker_hours is not None:
-        out["worker_hours"] = float(budget.worker_hours)
-    if budget.wall is not None:
-        out["wall"] = parse_duration(budget.wall)
-    return out
+    read = {"epochs": float, "worker_hours": float, "wall": parse_duration}
+    return {name: read[name](getattr(budget, name)) for name in read
+            if getattr(budget, name) is not None}
 
 
 _FIXES = {"epochs": "sweep.budget.epochs=30 (trial-epochs over all trials), or null",

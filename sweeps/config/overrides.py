@@ -155,12 +155,6 @@ def _chunk_start(argv: list[str], overrides: list[str]) -> int:
     return 0
 
 
-def _parse(args: list[str]) -> list[Any]:
-    from hydra.core.override_parser.overrides_parser import OverridesParser
-
-    return OverridesParser.create().parse_overrides(args)
-
-
 def check_overrides(args: list[str], search_path: SearchPath | None = None) -> None:
     """Raise ``ConfigError`` for an unknown experiment or an unknown plain key in ``args``.
 
@@ -181,7 +175,9 @@ def check_overrides(args: list[str], search_path: SearchPath | None = None) -> N
     if not overrides:
         return
     try:
-        parsed = _parse(overrides)
+        from hydra.core.override_parser.overrides_parser import OverridesParser
+
+        parsed = OverridesParser.create().parse_overrides(overrides)
     except Exception:
         return  # let Hydra report the syntax error with its own pointer into the text
     known, flags = schema_keys(), set(bool_keys())

@@ -21,7 +21,7 @@ from sweeps.config.schema import (
     ExperimentSection,
     SweepConfig,
 )
-from sweeps.config.usercode import import_trainable, takes_config
+from sweeps.config.usercode import _require, import_trainable, takes_config
 from sweeps.config.workers import check as check_workers
 from sweeps.errors import ConfigError
 
@@ -31,11 +31,6 @@ from sweeps.search.space import flatten, flatten_space
 from sweeps.storage.location import is_object_store
 
 __all__ = ["validate"]
-
-
-def _require(ok: bool, key: str, value: object, rule: str, fix: str) -> None:
-    if not ok:
-        raise ConfigError(key, value, rule, fix)
 
 
 def validate(cfg: SweepConfig) -> None:

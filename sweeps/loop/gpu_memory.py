@@ -31,6 +31,7 @@ resumed sweep does not run the trial again (it ended); a new trial with other va
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import json
 import sys
@@ -100,10 +101,8 @@ def noted(run_dir: str | Path) -> dict[str, Any] | None:
         1
     """
     for path in _files(run_dir):
-        try:
+        with contextlib.suppress(OSError, ValueError):  # written atomically: a hand edit only
             return json.loads(files.read_text(path))
-        except (OSError, ValueError):  # written atomically: only a hand edit gets here
-            continue
     return None
 
 

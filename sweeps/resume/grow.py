@@ -20,9 +20,8 @@
   promotes the top ``1/reduction_factor`` in the order they arrived and stops the rest. Under
   ``scheduler=none`` every such trial continues. A PBT sweep does not grow (it ranks the
   trials that run together: ended or new trials would form a population of their own;
-  refused with the fix). Each continued trial gets
-  a ``reopen`` record in the decision log, which the log's readers
-  (``sweeps.search.decisions``) take as "not ended".
+  refused with the fix). Each continued trial gets a ``reopen`` record in the decision log,
+  which the log's readers (``sweeps.search.decisions``) take as "not ended".
 * **Refused** (one line, naming the key and the fix): a smaller value of either, and a change
   of anything else in the sweep's identity (space, metric, searcher, seed, ...).
 
@@ -170,13 +169,9 @@ def _ended_at_budget(records: list[dict[str, Any]], budget: int) -> list[str]:
     """Trials that ended by training ``budget`` epochs (not stopped early, not failed), in the
     order the log first judged them there."""
     ended, failed = ended_ids(records), read_verdicts(records)
-    out: list[str] = []
-    for r in records:
-        trial = r.get("trial")
-        if (trial in ended and trial not in out and (r.get("epoch") or 0) >= budget
-                and not (failed.get(trial) and failed[trial].error)):
-            out.append(trial)
-    return out
+    return list(dict.fromkeys(r["trial"] for r in records if r.get("trial") in ended
+                              and (r.get("epoch") or 0) >= budget
+                              and not (failed.get(r["trial"]) and failed[r["trial"]].error)))
 
 
 def _reopened_for(records: list[dict[str, Any]], old: int, new: int) -> list[str]:
@@ -201,11 +196,8 @@ def _rung_stops(cfg: SweepConfig, records: list[dict[str, Any]], old: int,
         halving: AsyncHalving = MOHalving(s.grace_period, new, s.reduction_factor)
     else:
         halving = AsyncHalving(s.grace_period, new, s.reduction_factor)
-    stopped: set[str] = set()
-    for r in records:
-        if replay_record(halving, r, logged_point(r, modes)) and (r.get("epoch") or 0) >= old:
-            stopped.add(r["trial"])
-    return stopped
+    return {r["trial"] for r in records  # every record replayed, in order, as the scheduler does
+            if replay_record(halving, r, logged_point(r, modes)) and (r.get("epoch") or 0) >= old}
 
 
 def apply_growth(sweep_dir: Path, growth: Growth, record: Any, resuming: bool) -> list[str]:

@@ -123,7 +123,7 @@ def new_record(cfg: SweepConfig, params: list[Param],
                tracking: TrackingTarget | None) -> SweepRecord:
     return SweepRecord(sweep_uid=f"{cfg.sweep.name}-{uuid.uuid4().hex[:8]}", name=cfg.sweep.name,
                        identity=identity_of(cfg, params),
-                       tracking_uri=_stored(tracking.uri) if tracking else None,
+                       tracking_uri=without_credentials(tracking.uri) if tracking else None,
                        tracking_experiment=tracking.experiment if tracking else None,
                        optuna_version=_optuna_version() if cfg.search.algorithm in OPTUNA_SEARCHES
                        else "")
@@ -135,18 +135,14 @@ def _optuna_version() -> str:
     return importlib.metadata.version("optuna")
 
 
-def _stored(uri: str) -> str:
-    """A tracking URI as the record keeps it: without credentials (they come from the
-    environment, and the record may sit in a shared bucket)."""
-    return without_credentials(uri)
-
-
 def save_record(sweep_dir: Path, record: SweepRecord) -> None:
     """Write ``state/sweep.json`` atomically (fsync'ed temp file, then rename)."""
     import importlib.metadata
 
     record.ray_version = importlib.metadata.version("ray")
-    record.tracking_uri = _stored(record.tracking_uri) if record.tracking_uri else None
+    # without credentials: they come from the environment (the record may sit in a bucket)
+    record.tracking_uri = without_credentials(record.tracking_uri) if record.tracking_uri \
+        else None
     layout = SweepLayout(sweep_dir)
     layout.state.mkdir(parents=True, exist_ok=True)
     write_atomic(layout.record, json.dumps(asdict(record), indent=2))

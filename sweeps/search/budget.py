@@ -33,6 +33,7 @@ are in, so a sweep overshoots by at most one epoch per trial running at once.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import time
@@ -135,23 +136,19 @@ def logged_count(sweep_dir: str | Path) -> EpochCount:
     for record in decision_log(sweep_dir).records():
         if "trial" not in record:
             continue
+        count.observe(record["trial"], record.get("epoch"))  # (an exploit's: its run up to it)
         donor = donor_epoch_of(record)
         if donor is not None:
-            count.observe(record["trial"], record.get("epoch"))  # its run up to the exploit
             count.exploit(record["trial"], donor)
             generations[record["trial"]] = int(record["exploit"].get("generation") or 0)
-        else:
-            count.observe(record["trial"], record.get("epoch"))
     if files.is_dir(layout.train):
         for trial in files.listdir(layout.train):
             run_dir = layout.run_dir(trial)
             if applied_generation(Path(run_dir)) < generations.get(trial, 0):
                 continue  # the run before its exploit (counted above): not restarted yet
             for line in files.read_lines(run_file(run_dir, REPORTS_FILE)):
-                try:  # a reseeded run directory starts a new report log
+                with contextlib.suppress(ValueError, AttributeError):  # a torn last line
                     count.observe(trial, json.loads(line).get(CLOCK_KEY))
-                except (ValueError, AttributeError):  # a torn last line
-                    continue
     return count
 
 
@@ -201,11 +198,9 @@ class BudgetLedger:
         """One result of ``trial_id``: its clock, and the seconds since its previous report."""
         self.epochs.observe(trial_id, clock)
         if isinstance(seconds, int | float) and math.isfinite(seconds) and seconds >= 0:
-            self.ws += self.workers * float(seconds)
-            if trial_id in self.first_ws:
-                self.epoch_ws[trial_id] = self.workers * float(seconds)
-            else:
-                self.first_ws[trial_id] = self.workers * float(seconds)
+            ws = self.workers * float(seconds)
+            self.ws += ws
+            (self.epoch_ws if trial_id in self.first_ws else self.first_ws)[trial_id] = ws
         self.tick()
 
     def spent(self) -> dict[str, float]:

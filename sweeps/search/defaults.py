@@ -127,12 +127,9 @@ def first_point(cfg: SweepConfig, params: list[Param]) -> dict[str, Any]:
     from sweeps.search.warm_start import OUTSIDE, in_space
 
     fixed = flatten(dict(cfg.experiment.params))
-    point: dict[str, Any] = {}
-    for p in params:  # a conditional one is asked only where its condition holds
-        value = in_space(p, fixed[p.path]) if p.path in fixed else OUTSIDE
-        if value is not OUTSIDE:
-            point[optuna_name(p.path)] = value
-    return point
+    # a conditional one is asked only where its condition holds
+    values = {p.path: in_space(p, fixed[p.path]) for p in params if p.path in fixed}
+    return {optuna_name(path): value for path, value in values.items() if value is not OUTSIDE}
 
 
 def search_story(cfg: SweepConfig, params: list[Param], warm: int = 0,

@@ -66,12 +66,9 @@ def optuna_params(values: dict[str, Any], params: list[Param]) -> tuple[dict, di
         >>> optuna_params({"lr": 0.1, "x": 1}, [Param("lr", "float", low=0.01, high=1.0)])[0]
         {'lr': 0.1}
     """
-    names, dists = {}, {}
-    for p in params:
-        if p.applies(values) and p.path in values:
-            names[optuna_name(p.path)] = values[p.path]
-            dists[optuna_name(p.path)] = distribution(p)
-    return names, dists
+    used = [p for p in params if p.applies(values) and p.path in values]
+    return ({optuna_name(p.path): values[p.path] for p in used},
+            {optuna_name(p.path): distribution(p) for p in used})
 
 
 class DefineByRun:

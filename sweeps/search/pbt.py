@@ -117,9 +117,7 @@ def quantiles(scores: dict[str, float], fraction: float) -> tuple[list[str], lis
     ranked = sorted(scores, key=lambda t: (scores[t], t))
     if len(ranked) <= 1:
         return [], []
-    n = math.ceil(len(ranked) * fraction)
-    if n > len(ranked) / 2:
-        n = len(ranked) // 2
+    n = min(math.ceil(len(ranked) * fraction), len(ranked) // 2)
     return ranked[:n], ranked[len(ranked) - n:]
 
 
@@ -207,7 +205,7 @@ class ResumablePBT(_Logged, FIFOScheduler):
         self._record(tid, result, **fields, action=TrialScheduler.PAUSE, perturb=True,
                      exploit=exploit)  # fsync'ed before Tune hears of it
         self._apply(tid, exploit)
-        self._set_config(trial, exploit["config"])
+        set_trial_config(trial, deep_merge(trial.config or {}, unflatten(exploit["config"])))
         log.info("pbt: trial %s (epoch %g) continues from %s's epoch %g checkpoint with %s",
                  tid, clock, exploit["donor"], exploit["donor_epoch"], exploit["changed"])
         return TrialScheduler.PAUSE
@@ -282,6 +280,3 @@ class ResumablePBT(_Logged, FIFOScheduler):
                 "donor_value": source.value, "checkpoint": source.checkpoint, "frozen": frozen,
                 "config": config, "ops": ops,
                 "changed": {k: [old.get(k), v] for k, v in config.items() if old.get(k) != v}}
-
-    def _set_config(self, trial: Any, flat: dict[str, Any]) -> None:
-        set_trial_config(trial, deep_merge(trial.config or {}, unflatten(flat)))

@@ -45,12 +45,8 @@ def _reported(key: str) -> bool:
 
 def _metrics(result: dict[str, Any] | None) -> dict[str, Any]:
     """The trainable's own numbers from a Tune result (Tune's bookkeeping left out)."""
-    out = {}
-    for key, value in (result or {}).items():
-        if key in _AUTO or isinstance(value, bool) or not isinstance(value, int | float):
-            continue
-        out[key] = value if math.isfinite(value) else None
-    return out
+    return {key: value if math.isfinite(value) else None for key, value in (result or {}).items()
+            if key not in _AUTO and not isinstance(value, bool) and isinstance(value, int | float)}
 
 
 class _Logged:

@@ -141,10 +141,6 @@ def flatten_space(search_space: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
-
-
 def _parse_one(path: str, expr: Any) -> Param | Scalar | list | dict:
     """Parse one search-space value; constants come back unchanged."""
     from hydra.core.override_parser.overrides_parser import OverridesParser

@@ -30,6 +30,7 @@ store once and then keeps what it appends in memory.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import threading
@@ -72,10 +73,8 @@ class Journal:
             return _read_local(self.path)
         out = []
         for line in files.read_lines(self.path):
-            try:
+            with contextlib.suppress(ValueError):  # a torn line from a crash
                 out.append(json.loads(line))
-            except ValueError:
-                continue
         return out
 
     def applied(self) -> int:
@@ -155,10 +154,8 @@ def _read_local(path: Path) -> list[dict[str, Any]]:
         lines = tail[:complete].split(b"\n")[:-1]
         done = list(done)
         for line in lines:
-            try:
+            with contextlib.suppress(ValueError):  # a torn line from a crash
                 done.append(json.loads(line))
-            except ValueError:
-                continue  # a torn line from a crash
         if lines:
             last = lines[-1] + b"\n"
         _READ[key] = (ident, offset + complete, last, done)

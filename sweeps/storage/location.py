@@ -26,8 +26,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 __all__ = ["MARKER", "is_uri", "is_object_store", "sweep_root", "stand_in", "remote_of",
-           "uri_of", "filesystem", "display",
-           "storage_of"]
+           "uri_of", "filesystem", "display", "storage_of"]
 
 MARKER = "sweeps-storage"  # the path component a stand-in root sits under
 

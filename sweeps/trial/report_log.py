@@ -17,6 +17,7 @@ and ``checkpoint_path`` (or null). A torn last line (a crash mid-write) is skipp
 
 from __future__ import annotations
 
+import contextlib
 import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -53,10 +54,8 @@ def records(run_dir: str | Path) -> list[dict[str, Any]]:
     """Every complete line, in order."""
     out = []
     for line in read_lines(run_file(run_dir, REPORTS_FILE)):
-        try:
+        with contextlib.suppress(ValueError):  # torn last line
             out.append(json.loads(line))
-        except ValueError:  # torn last line
-            continue
     return out
 
 

@@ -15,6 +15,7 @@ name the rank for ``sweeps.report.failure``.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import pickle
 import re
@@ -25,8 +26,7 @@ from sweeps.protocol import RANK_ATTR, WORLD_SIZE_ATTR
 from sweeps.trial.backends.rendezvous import PeerFailed, TrialStopped
 
 __all__ = ["PeerError", "own_error", "from_train_run", "attempt_error", "peer_failure",
-           "first_reason",
-           "is_consequence", "first_line"]
+           "first_reason", "is_consequence", "first_line"]
 
 # What a rank reads when another rank of its run failed (a symptom, never the cause): gloo's and
 # NCCL's closed, reset or aborted connections, and the inline executor's own "another rank
@@ -69,11 +69,9 @@ def own_error(cause: BaseException, rank: int, world_size: int, traceback_text: 
     printed after its message (once: an error marked already is returned as it is)."""
     if getattr(cause, RANK_ATTR, None) is not None:
         return cause
-    try:
+    with contextlib.suppress(AttributeError):  # a type with __slots__: the notes still say it
         setattr(cause, RANK_ATTR, rank)
         setattr(cause, WORLD_SIZE_ATTR, world_size)
-    except AttributeError:  # an exception type with __slots__: the notes still say it
-        pass
     if world_size > 1:
         cause.add_note(f"(raised by rank {rank} of {world_size})")
     if also:
