@@ -192,9 +192,8 @@ class ProgressLines(Callback):
         self.done += not counted
         self.running.pop(trial.trial_id, None)
         clock = (trial.last_result or {}).get(CLOCK_KEY, 0)
-        verdict = None
-        if self.sweep_dir is not None:
-            verdict = verdicts(self.sweep_dir).get(trial.trial_id)
+        verdict = (verdicts(self.sweep_dir).get(trial.trial_id) if self.sweep_dir is not None
+                   else None)
         outcome = self.objective.outcome(clock, verdict, False)
         if outcome == "stopped":
             self.stopped += not counted
