@@ -76,8 +76,7 @@ def _outcome(s: TensorBoardSettings, trial: Any) -> str:
     """``completed``, ``stopped`` or ``error``: what MLflow's run status says too."""
     clock = (trial.last_result or {}).get(CLOCK_KEY, 0)
     verdict = verdicts(s.sweep_dir).get(trial.trial_id)
-    (metric, mode), budget = s.objectives[0], s.max_epochs
-    return Objective(metric, mode, budget).outcome(clock, verdict, False)
+    return Objective(*s.objectives[0], s.max_epochs).outcome(clock, verdict, False)
 
 
 @dataclass
