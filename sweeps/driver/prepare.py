@@ -206,7 +206,6 @@ def prepare(cfg: SweepConfig) -> Prepared:
         if record is not None:
             check_same_tracking(record, target)
         check_tracking(cfg, target)
-    uri = target.uri if target else None
     if resume and resume.has_tune_state:
         check_tune_state(sweep_dir)
     warm = None
@@ -214,7 +213,7 @@ def prepare(cfg: SweepConfig) -> Prepared:
         from sweeps.search.warm_start import load_warm_start
 
         # MLflow's store even with tracking off: the earlier sweep's runs may be there
-        store = uri or tracking_target(cfg).uri
+        store = target.uri if target else tracking_target(cfg).uri
         warm = load_warm_start(cfg.search.warm_start, params, objectives_of(cfg), store)
     joined = not _ray_connected() and bool(cfg.ray.address)
     try:

@@ -57,7 +57,6 @@ def ray_session(cfg: SweepConfig, prepared: Prepared, interrupt: Interrupt) -> I
         started = _start_ray(cfg, prepared.resources)
         attach_ray_log()
         try:
-            # After ray.init, which installs its own SIGTERM handler (it aborts the process).
             interrupt.reinstall()  # ray.init installs its own SIGTERM handler (it aborts)
             with repeated_steps_quiet():
                 yield
