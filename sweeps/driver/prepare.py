@@ -141,12 +141,11 @@ def _cluster_totals(cfg: SweepConfig) -> tuple[float, float]:
         import ray
 
         if not ray.is_initialized():
-            address = cfg.ray.address
             try:
-                ray.init(address=address, log_to_driver=cfg.sweep.verbose,
+                ray.init(address=cfg.ray.address, log_to_driver=cfg.sweep.verbose,
                          runtime_env=runtime_env(cfg))
             except ConnectionError as exc:
-                raise join_error(address, exc) from exc
+                raise join_error(cfg.ray.address, exc) from exc
         totals = ray.cluster_resources()
         return float(totals.get("CPU", 0)), float(totals.get("GPU", 0))
     return local_cluster_totals(cfg.ray)

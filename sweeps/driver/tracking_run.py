@@ -35,8 +35,7 @@ def start_tracking(prep: Prepared, sweep_id: str, start: int = 1) -> MLflowTrack
 
     from sweeps.tracking.callback import MLflowTracking, TrackingSettings
 
-    cfg, t = prep.cfg, prep.cfg.tracking
-    layout = prep.layout
+    cfg, t, layout = prep.cfg, prep.cfg.tracking, prep.layout
     state_dir = layout.tracking
     if not is_remote(state_dir):
         state_dir.mkdir(exist_ok=True)
