@@ -108,8 +108,7 @@ class ClusterWatch(Callback):
             for node in sorted(nodes.keys() - known.keys()):
                 self.say(f"node {node[:8]} joined the cluster "
                          f"({describe_resources(nodes[node])})")
-        changed = known is None or known.keys() != nodes.keys()
-        if changed:
+        if known is None or known.keys() != nodes.keys():
             cpus = sum(r.get("CPU", 0.0) for r in nodes.values())
             gpus = sum(r.get("GPU", 0.0) for r in nodes.values())
             before = self.at_once

@@ -172,12 +172,6 @@ def _sweep_excludes(cfg: SweepConfig, root: Path) -> list[str]:
     return [f"/{rel.as_posix()}/"] if rel.parts else []
 
 
-def _submitted_job_keys() -> set[str]:
-    """Keys of the runtime env a ``ray job submit`` gave this driver (Ray refuses to merge
-    ``ray.init``'s runtime env with it when a key repeats)."""
-    return set(submitted_job_env())
-
-
 def runtime_env(cfg: SweepConfig) -> dict[str, Any] | None:
     """The runtime env ``ray.init`` gets to ship the user's code, or ``None`` for none.
 
@@ -198,7 +192,8 @@ def runtime_env(cfg: SweepConfig) -> dict[str, Any] | None:
     if cfg.ray.py_modules:
         env["py_modules"] = [m if _is_uri(m) else str(Path(m).expanduser().absolute())
                              for m in cfg.ray.py_modules]
-    for key in sorted(_submitted_job_keys() & {"working_dir", "py_modules"}):
+    # Ray refuses to merge ray.init's runtime env with a ray job submit's when a key repeats
+    for key in sorted(set(submitted_job_env()) & {"working_dir", "py_modules"}):
         if env.pop(key, None) is not None:
             log.info("ray.%s: left to the submitted job's runtime env", key)
     local_wd = env.get("working_dir")

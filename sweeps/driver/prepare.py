@@ -141,12 +141,11 @@ def _cluster_totals(cfg: SweepConfig) -> tuple[float, float]:
         import ray
 
         if not ray.is_initialized():
-            address = cfg.ray.address
             try:
-                ray.init(address=address, log_to_driver=cfg.sweep.verbose,
+                ray.init(address=cfg.ray.address, log_to_driver=cfg.sweep.verbose,
                          runtime_env=runtime_env(cfg))
             except ConnectionError as exc:
-                raise join_error(address, exc) from exc
+                raise join_error(cfg.ray.address, exc) from exc
         totals = ray.cluster_resources()
         return float(totals.get("CPU", 0)), float(totals.get("GPU", 0))
     return local_cluster_totals(cfg.ray)
@@ -206,7 +205,6 @@ def prepare(cfg: SweepConfig) -> Prepared:
         if record is not None:
             check_same_tracking(record, target)
         check_tracking(cfg, target)
-    uri = target.uri if target else None
     if resume and resume.has_tune_state:
         check_tune_state(sweep_dir)
     warm = None
@@ -214,7 +212,7 @@ def prepare(cfg: SweepConfig) -> Prepared:
         from sweeps.search.warm_start import load_warm_start
 
         # MLflow's store even with tracking off: the earlier sweep's runs may be there
-        store = uri or tracking_target(cfg).uri
+        store = target.uri if target else tracking_target(cfg).uri
         warm = load_warm_start(cfg.search.warm_start, params, objectives_of(cfg), store)
     joined = not _ray_connected() and bool(cfg.ray.address)
     try:

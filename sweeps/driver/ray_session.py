@@ -57,7 +57,6 @@ def ray_session(cfg: SweepConfig, prepared: Prepared, interrupt: Interrupt) -> I
         started = _start_ray(cfg, prepared.resources)
         attach_ray_log()
         try:
-            # After ray.init, which installs its own SIGTERM handler (it aborts the process).
             interrupt.reinstall()  # ray.init installs its own SIGTERM handler (it aborts)
             with repeated_steps_quiet():
                 yield
@@ -172,10 +171,8 @@ def repeated_steps_quiet() -> Iterator[None]:
 
 
 def _record_release(layout: SweepLayout, whole_instance: bool) -> None:
-    """At the sweep's end the sweep checks that no placement group is still held and writes
-    the count to ``state/end.json`` (a warning if not 0): every group of a Ray instance it
-    started (before shutting it down), or on a cluster it joined the groups of its own job
-    (other jobs' groups are theirs)."""
+    """The placement groups still held at the sweep's end, counted into ``state/end.json`` (a
+    warning if not 0): all of a Ray instance it started, its own job's on a joined cluster."""
     from sweeps.placement.reaper import held_groups, held_job_groups
 
     try:

@@ -35,8 +35,7 @@ def start_tracking(prep: Prepared, sweep_id: str, start: int = 1) -> MLflowTrack
 
     from sweeps.tracking.callback import MLflowTracking, TrackingSettings
 
-    cfg, t = prep.cfg, prep.cfg.tracking
-    layout = prep.layout
+    cfg, t, layout = prep.cfg, prep.cfg.tracking, prep.layout
     state_dir = layout.tracking
     if not is_remote(state_dir):
         state_dir.mkdir(exist_ok=True)
@@ -55,8 +54,7 @@ def start_tracking(prep: Prepared, sweep_id: str, start: int = 1) -> MLflowTrack
     if prep.warm_start is not None:  # where the searcher's earlier trials came from
         tags["sweeps.warm_start.source"] = prep.warm_start.source
         tags["sweeps.warm_start.trials"] = str(len(prep.warm_start.trials))
-    commit = _git_commit()
-    if commit:
+    if commit := _git_commit():
         tags["mlflow.source.git.commit"] = commit
     tracking.start_sweep(cfg.sweep.name, sweep_id, config,
                          {p.path: p.describe() for p in prep.params}, tags, start)

@@ -57,9 +57,8 @@ class UnreadKeysCheck(Callback):
             read = []
         self.unread = unread_keys(self.searched, read)
         if self.unread:
-            keys = ", ".join(self.unread)
             log.warning("the training loop never read the searched key(s) %s (trial %s, after "
                         "its first report): every trial trains with the loop's own value, so "
                         "the search changes nothing for them. Read them from the loop's config "
-                        "(config[%r]), or remove them from experiment.search_space", keys,
-                        trial.trial_id, self.unread[0])
+                        "(config[%r]), or remove them from experiment.search_space",
+                        ", ".join(self.unread), trial.trial_id, self.unread[0])

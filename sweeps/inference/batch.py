@@ -84,6 +84,8 @@ def predict(source: str | Path, data: Any, *, output: str | Path | None = None,
         input_files(data)  # missing or unknown files: one line, before Ray starts
     out = _check_output(output)
     started = _connect(ray_address)
+    import ray  # imported by _connect already
+
     try:
         result = _run(resolved, data, column, batch_size, concurrency, use_gpu, num_cpus,
                       reads=not _is_dataset(data))
@@ -91,13 +93,9 @@ def predict(source: str | Path, data: Any, *, output: str | Path | None = None,
             _write(result, out)
     except BaseException:
         if started:
-            import ray
-
             ray.shutdown()
         raise
     if started:
-        import ray
-
         atexit.register(ray.shutdown)
     return result
 
@@ -209,10 +207,8 @@ def _run(resolved: ModelSource, data: Any, column: str | None, batch_size: int,
 def _root_cause(exc: BaseException) -> str:
     """``Type: first line`` of the innermost exception (Ray wraps the actor's in two)."""
     seen = exc
-    while True:
-        inner = getattr(seen, "cause", None) or seen.__cause__
-        if inner is None or inner is seen:
-            break
+    while ((inner := getattr(seen, "cause", None) or seen.__cause__) is not None
+           and inner is not seen):
         seen = inner
     text = str(seen).strip().splitlines()
     return f"{type(seen).__name__}: {text[0] if text else ''}"[:400]

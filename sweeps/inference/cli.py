@@ -122,8 +122,6 @@ def _quiet_ray_data() -> None:
 
 def _shutdown() -> None:
     """The command's Ray goes down with it (a cluster it joined keeps running)."""
-    if "ray" in sys.modules:
-        import ray
-
-        if ray.is_initialized():
-            ray.shutdown()
+    ray = sys.modules.get("ray")
+    if ray is not None and ray.is_initialized():
+        ray.shutdown()

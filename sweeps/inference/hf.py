@@ -145,13 +145,10 @@ def load_pretrained(directory: str | Path) -> Pretrained:
 
         model_cls = getattr(transformers, arch, None) if arch else None
         model = (model_cls or transformers.AutoModel).from_pretrained(root, local_files_only=True)
-        kind = processor_kind(root)
-        processor: Any = None
-        if kind == "tokenizer":
-            processor = transformers.AutoTokenizer.from_pretrained(root, local_files_only=True)
-        elif kind == "image_processor":
-            processor = transformers.AutoImageProcessor.from_pretrained(root,
-                                                                        local_files_only=True)
+        auto = {"tokenizer": "AutoTokenizer",
+                "image_processor": "AutoImageProcessor"}.get(processor_kind(root))
+        processor = (getattr(transformers, auto).from_pretrained(root, local_files_only=True)
+                     if auto else None)
     return Pretrained(model.eval(), processor)
 
 

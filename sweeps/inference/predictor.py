@@ -80,12 +80,8 @@ class Predictor:
         import numpy as np
 
         channels = getattr(self.model.config, "num_channels", 3)
-        images = []
-        for value in values:
-            image = np.asarray(value)
-            if image.ndim == 2:  # HxW: one channel, repeated for an RGB model
-                image = np.repeat(image[..., None], channels, axis=2)
-            images.append(image)
+        arrays = [np.asarray(value) for value in values]  # HxW: one channel, repeated for RGB
+        images = [np.repeat(a[..., None], channels, axis=2) if a.ndim == 2 else a for a in arrays]
         enc = self.processor(images=images, return_tensors="pt",
                              input_data_format="channels_last")
         return _logits(self.model(**enc.to(self.device)))

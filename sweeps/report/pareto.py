@@ -142,13 +142,9 @@ def pareto_records(table: pd.DataFrame, front: ParetoFront) -> list[dict[str, An
         {'trial_id': 'b', 'values': {'acc': 0.9, 'size': 10}, 'params': {'lr': 0.2}}
     """
     by_id = {str(r["trial_id"]): r for r in table.to_dict("records")}
-    out = []
-    for trial_id in front.members:
-        row = by_id[trial_id]
-        out.append({"trial_id": trial_id,
-                    "values": {m: _plain(row.get(m)) for m in front.objectives},
-                    "params": {p: _plain(row.get(p)) for p in front.params}})
-    return out
+    return [{"trial_id": t, "values": {m: _plain(by_id[t].get(m)) for m in front.objectives},
+             "params": {p: _plain(by_id[t].get(p)) for p in front.params}}
+            for t in front.members]
 
 
 def pareto_tags(front: ParetoFront) -> tuple[dict[str, dict[str, str]], dict[str, str]]:

@@ -40,12 +40,9 @@ class NotEnoughTrials(SweepError):
 
 def histories_of(results: Any) -> dict[str, pd.DataFrame]:
     """Per-trial metric histories from a Tune ``ResultGrid``, keyed by trial id."""
-    out = {}
-    for result in results:
-        df = result.metrics_dataframe
-        if df is not None and not df.empty and "trial_id" in df:
-            out[str(df["trial_id"].iloc[0])] = df
-    return out
+    frames = (result.metrics_dataframe for result in results)
+    return {str(df["trial_id"].iloc[0]): df for df in frames
+            if df is not None and not df.empty and "trial_id" in df}
 
 
 def _figure(width: float, height: float, left: float = 0.85, bottom: float = 0.65,
@@ -74,9 +71,7 @@ def _axis_values(series: pd.Series, param: Param) -> tuple[np.ndarray, list, lis
     if param.log:
         values, low, high = np.log10(values), math.log10(low), math.log10(high)
     span = (high - low) or 1.0
-    ticks = [0.0, 1.0]
-    labels = [f"{param.low:g}", f"{param.high:g}"]
-    return (values - low) / span, ticks, labels
+    return (values - low) / span, [0.0, 1.0], [f"{param.low:g}", f"{param.high:g}"]
 
 
 def learning_curves(table: pd.DataFrame, histories: dict[str, pd.DataFrame], metric: str,

@@ -32,11 +32,6 @@ from sweeps.trial.clock import numeric  # up a layer on purpose: the clock's rul
 __all__ = ["ProgressLines", "failure_reason"]  # failure_reason: sweeps.report.failure
 
 
-def _up_and_clear(lines: int) -> str:
-    """Escape codes: cursor to the start of the line ``lines`` up, clear to the screen's end."""
-    return f"\x1b[{lines}F\x1b[J" if lines else ""
-
-
 def _clock(seconds: float) -> str:
     minutes, secs = divmod(int(seconds), 60)
     return f"{minutes}:{secs:02d}"
@@ -143,7 +138,8 @@ class ProgressLines(Callback):
         if not self._is_tty():
             print(self._line(text), file=self._out, flush=True)
             return
-        out = [_up_and_clear(self._drawn)]
+        # escape codes: cursor to the start of the block's first line, clear to the screen's end
+        out = [f"\x1b[{self._drawn}F\x1b[J" if self._drawn else ""]
         if permanent:
             out.append(self._line(text) + "\n")
         block = [f"  running {tid}: {what}" for tid, what in sorted(self.running.items())]
@@ -192,9 +188,8 @@ class ProgressLines(Callback):
         self.done += not counted
         self.running.pop(trial.trial_id, None)
         clock = (trial.last_result or {}).get(CLOCK_KEY, 0)
-        verdict = None
-        if self.sweep_dir is not None:
-            verdict = verdicts(self.sweep_dir).get(trial.trial_id)
+        verdict = (verdicts(self.sweep_dir).get(trial.trial_id) if self.sweep_dir is not None
+                   else None)
         outcome = self.objective.outcome(clock, verdict, False)
         if outcome == "stopped":
             self.stopped += not counted

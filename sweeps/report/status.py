@@ -138,8 +138,7 @@ def status_lines(root: Path) -> list[str]:
     objective = Objective(metric or "", mode, float(ident.get("scheduler.max_t") or
                                                     sched.get("max_t") or math.inf))
     log = decision_log(root).records()
-    verdicts, tune = read_verdicts(log), newest_trial_statuses(root)
-    ended = ended_ids(log)
+    verdicts, tune, ended = read_verdicts(log), newest_trial_statuses(root), ended_ids(log)
     runs = {p.name for p in unended_runs(layout, ended)}
     counts = dict.fromkeys(("completed", "stopped early", "failed", "running"), 0)
     moving: list[str] = []

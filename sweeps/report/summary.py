@@ -121,26 +121,23 @@ def _trial_row(result: Any, objective: Objective, verdicts: dict[str, Verdict],
     row.update({metric: float(history.loc[pick, metric]),
                 **{m: _value_at(history, pick, m) for m in missing},
                 "epochs": epochs, "status": status})
-    pick_clock = history.loc[pick, clock_col] if clock_col else len(history)
-    no_checkpoint = {"trial_id": trial_id, "metric": metric, "value": row[metric],
-                     "epoch": int(math.ceil(float(pick_clock))), "checkpoint": None,
-                     "config": result.config if metrics else None}
+
+    def record(reports: pd.DataFrame, at: Any, checkpoint: str | None) -> dict[str, Any]:
+        clock = reports.loc[at, clock_col] if clock_col else len(reports)
+        return {"trial_id": trial_id, "metric": metric, "value": float(reports.loc[at, metric]),
+                "epoch": int(math.ceil(float(clock))), "checkpoint": checkpoint,
+                "config": result.config if metrics else None}
+
     with_ckpt = history.dropna(subset=[CHECKPOINT_KEY]) if CHECKPOINT_KEY in history else None
-    best = None
     if with_ckpt is not None:
         with_ckpt = with_ckpt[[_kept(p) for p in with_ckpt[CHECKPOINT_KEY]]]
-    if with_ckpt is not None and not with_ckpt.empty:
-        # Ties go to the latest epoch, as in Train's own ranking (equal scores: the newer
-        # checkpoint is kept, the older deleted).
-        latest_first = with_ckpt.iloc[::-1]
-        at = latest_first[metric].idxmax() if mode == "max" else latest_first[metric].idxmin()
-        at_clock = with_ckpt.loc[at, clock_col] if clock_col else len(with_ckpt)
-        best = {"trial_id": trial_id, "metric": metric,
-                "value": float(with_ckpt.loc[at, metric]),
-                "epoch": int(math.ceil(float(at_clock))),
-                "checkpoint": str(with_ckpt.loc[at, CHECKPOINT_KEY]),
-                "config": result.config if metrics else None}
-    return row, best or no_checkpoint, failure
+    if with_ckpt is None or with_ckpt.empty:
+        return row, record(history, pick, None), failure
+    # Ties go to the latest epoch, as in Train's own ranking (equal scores: the newer
+    # checkpoint is kept, the older deleted).
+    latest_first = with_ckpt.iloc[::-1]
+    at = latest_first[metric].idxmax() if mode == "max" else latest_first[metric].idxmin()
+    return row, record(with_ckpt, at, str(with_ckpt.loc[at, CHECKPOINT_KEY])), failure
 
 
 def _kept(path: Any) -> bool:
@@ -175,8 +172,7 @@ def summarize(results: Any, objective: Objective, param_paths: list[str],
     for result in results:
         row, best, failure = _trial_row(result, objective, verdicts or {}, param_paths, extra)
         rows.append(row)
-        restarted = _restarts(result.metrics_dataframe)
-        if restarted:
+        if restarted := _restarts(result.metrics_dataframe):
             restarts[row["trial_id"]] = restarted
         if best is not None:
             bests.append(best)
@@ -194,12 +190,11 @@ def summarize(results: Any, objective: Objective, param_paths: list[str],
         front = front_of(table, objectives, param_paths)
         if not table.empty:
             table["pareto"] = table["trial_id"].astype(str).isin(front.members)
-    best = None
     # The best checkpointed epoch; a sweep whose loop saves no checkpoint still has a best trial.
     candidates = [b for b in bests if b["checkpoint"]] or bests
-    if candidates:  # a tie goes to the earliest epoch, then the trial id: the same trial
-        sign = -1.0 if objective.mode == "max" else 1.0  # however Tune ordered its results
-        best = min(candidates, key=lambda b: (sign * b["value"], b["epoch"], b["trial_id"]))
+    sign = -1.0 if objective.mode == "max" else 1.0  # a tie: the earliest epoch, then trial id,
+    best = min(candidates, key=lambda b: (sign * b["value"], b["epoch"], b["trial_id"]),
+               default=None)  # so the same trial however Tune ordered its results
     return Summary(table=table, best=best, failed=failed, pareto=front, restarts=restarts)
 
 

@@ -169,7 +169,8 @@ class MLflowTracking(Callback):
     def on_trial_start(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
         self._open.add(trial.trial_id)
         params = mask_params(flatten(trial.config or {}))
-        tags = self._exploit_tags(trial.trial_id) if self.settings.scheduler == "pbt" else {}
+        tags = (exploit_tags(exploits_of(self.settings.sweep_dir), trial.trial_id)
+                if self.settings.scheduler == "pbt" else {})
         if tags:  # restarted by a PBT exploit: MLflow keeps each param's first value, so the
             # new values and the history go into tags; its clock may now be behind MLflow's
             # steps, so the sink puts its next steps after the logged ones ("rebase")
@@ -178,9 +179,6 @@ class MLflowTracking(Callback):
                      **({"rebase": True} if tags else {})})
         if tags:
             self.record({"op": "trial_tags", "tags": {trial.trial_id: tags}})
-
-    def _exploit_tags(self, trial_id: str) -> dict[str, str]:
-        return exploit_tags(exploits_of(self.settings.sweep_dir), trial_id)
 
     def on_trial_result(self, iteration: int, trials: list, trial: Any, result: dict,
                         **info: Any) -> None:

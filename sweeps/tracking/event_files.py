@@ -163,18 +163,9 @@ def hparams_of(config: dict[str, Any] | None, params: tuple[str, ...]) -> dict[s
         {'lr': 0.1, 'model.hidden': 64.0, 'model.act': 'relu'}
     """
     flat = flatten(config or {})
-    out: dict[str, Any] = {}
-    for path in params or tuple(flat):
-        value = flat.get(path)
-        if value is None:
-            continue
-        if isinstance(value, bool | str):
-            out[path] = value
-        elif isinstance(value, numbers.Real):
-            out[path] = float(value)
-        else:
-            out[path] = json.dumps(value, default=str)
-    return out
+    given = {path: flat[path] for path in params or flat if flat.get(path) is not None}
+    return {path: v if isinstance(v, bool | str) else float(v) if isinstance(v, numbers.Real)
+            else json.dumps(v, default=str) for path, v in given.items()}
 
 
 def session_end(failed: bool) -> Any:

@@ -38,9 +38,7 @@ def log_best_model(sink: Any, best: dict[str, Any]) -> None:
         sink.client.log_artifacts(run_id, best["checkpoint"], "best_checkpoint")
         sink.client.set_tag(run_id, "sweeps.best_checkpoint", "best_checkpoint/")
         sink.state["model_logged"] = f"runs:/{run_id}/best_checkpoint"
-        sink._save()
-        return
-    if form == "transformers":
+    elif form == "transformers":
         sink.state["model_logged"] = log_transformers_model(sink.uri, run_id, best,
                                                             sink.model_name)
     else:

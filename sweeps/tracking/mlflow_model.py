@@ -83,16 +83,14 @@ def pytorch_flavor() -> Any:
 def model_code(ref: str) -> Iterator[str]:
     """The path ``log_model(code_paths=[...])`` gets for the model whose factory is ``ref``
     (``pkg.module:fn``): a top-level module's file as it is, or a temporary copy of the
-    top-level package named as it is imported, holding what code shipping would send a
-    cluster (``sweeps.driver.code_shipping``: its ``DEFAULT_EXCLUDES`` and ``.rayignore``
-    files) less hidden entries, virtual environments (a folder holding ``pyvenv.cfg``),
-    ``site-packages``, ``node_modules`` and ``*.pyc``. Everything else is kept (data files a
-    module reads at import, compiled extensions): MLflow puts ``code/`` first on ``sys.path``
-    when it loads the model, so a package missing a file there breaks the load even where the
-    package is installed. MLflow copies a code path's whole tree twice per logged model, so a
-    venv inside the package cost seconds at every sweep's end (a 37 MB one inside ``bench/``:
-    5,106 files, 4.7 s) and filled the artifact store; a package over ``LARGE_CODE_MB`` is
-    logged with a warning that names it.
+    top-level package named as it is imported, holding what code shipping would send a cluster
+    (``sweeps.driver.code_shipping``) less ``NOT_MODEL_CODE`` and virtual environments.
+    Everything else is kept (data files a module reads at import, compiled extensions): MLflow
+    puts ``code/`` first on ``sys.path`` when it loads the model, so a package missing a file
+    there breaks the load even where the package is installed. MLflow copies a code path's whole
+    tree twice per logged model, so a venv inside the package cost seconds at every sweep's end
+    (a 37 MB one inside ``bench/``: 5,106 files, 4.7 s) and filled the artifact store; a package
+    over ``LARGE_CODE_MB`` is logged with a warning that names it.
 
     Example:
         >>> with model_code("trainables.digits_data:build_model") as code:
@@ -134,10 +132,7 @@ def _package_dir(package: Any, module: Any) -> Path:
         return Path(package.__file__).parent
     portions = [Path(p) for p in package.__path__]
     where = Path(getattr(module, "__file__", None) or "").resolve()
-    for portion in portions:
-        if where.is_relative_to(portion.resolve()):
-            return portion
-    return portions[0]
+    return next((p for p in portions if where.is_relative_to(p.resolve())), portions[0])
 
 
 def model_in_runs_experiment(uri: str, run_id: str, name: str = "model") -> str:

@@ -90,9 +90,7 @@ class MLflowSink:
         """Apply one record; raise ``TransientTrackingError`` when the server is unreachable."""
         try:
             getattr(self, f"_op_{record['op']}")(record)
-        except TransientTrackingError:
-            raise
-        except Exception as exc:
+        except Exception as exc:  # a TransientTrackingError itself is not is_transient
             if is_transient(exc):
                 raise TransientTrackingError(str(exc).splitlines()[0][:300]) from exc
             raise

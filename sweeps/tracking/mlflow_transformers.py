@@ -33,6 +33,8 @@ from sweeps.inference.hf import (
     unsupported,
 )
 from sweeps.loop.checkpoint import hf_checkpoint_dir
+from sweeps.tracking.mlflow_model import model_in_runs_experiment, pinned, quiet_model_logging
+from sweeps.tracking.setup import using_tracking_uri
 
 __all__ = ["log_transformers_model"]
 
@@ -42,9 +44,6 @@ def log_transformers_model(uri: str, run_id: str, best: dict[str, Any],
     """Log ``best["checkpoint"]`` (a Transformers checkpoint) as the model of run ``run_id``,
     registered as ``model_name`` when set; return its model URI. Raises ``ValueError`` for a
     head sweeps does not log (the sink then records why on the parent run)."""
-    from sweeps.tracking.mlflow_model import model_in_runs_experiment, pinned, quiet_model_logging
-    from sweeps.tracking.setup import using_tracking_uri
-
     directory = hf_checkpoint_dir(best["checkpoint"])
     if directory is None:
         raise ValueError(f"{best['checkpoint']} holds no Transformers config.json")

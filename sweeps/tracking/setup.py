@@ -23,9 +23,7 @@ from sweeps.tracking.target import URI_ENV, TrackingTarget, absolute_uri
 log = logging.getLogger(__name__)
 
 __all__ = ["check_tracking", "quiet_http_retries", "absolute_uri", "local_store",
-           "using_tracking_uri", "TRACKING_URI_ENV"]
-
-TRACKING_URI_ENV = URI_ENV
+           "using_tracking_uri"]
 
 
 def quiet_http_retries() -> None:
@@ -68,7 +66,7 @@ def using_tracking_uri(uri: str | None) -> Iterator[None]:
     if not uri:
         yield
         return
-    env = os.environ.get(TRACKING_URI_ENV)
+    env = os.environ.get(URI_ENV)
     try:
         try:
             from mlflow.tracking._tracking_service.utils import _use_tracking_uri
@@ -84,9 +82,9 @@ def using_tracking_uri(uri: str | None) -> Iterator[None]:
                 yield
     finally:
         if env is None:
-            os.environ.pop(TRACKING_URI_ENV, None)
+            os.environ.pop(URI_ENV, None)
         else:
-            os.environ[TRACKING_URI_ENV] = env
+            os.environ[URI_ENV] = env
 
 
 def check_tracking(cfg: SweepConfig, target: TrackingTarget) -> None:

@@ -67,17 +67,11 @@ class TensorBoardSettings:
     max_epochs: float = 0.0  # scheduler.max_t: a trial's epoch budget (completed vs stopped)
 
 
-def _exploited(s: TensorBoardSettings, trial_id: str) -> bool:
-    """Whether PBT restarted the trial on a donor's checkpoint (its clock may go back)."""
-    return any(e.trial == trial_id for e in exploits_of(s.sweep_dir))
-
-
 def _outcome(s: TensorBoardSettings, trial: Any) -> str:
     """``completed``, ``stopped`` or ``error``: what MLflow's run status says too."""
     clock = (trial.last_result or {}).get(CLOCK_KEY, 0)
     verdict = verdicts(s.sweep_dir).get(trial.trial_id)
-    (metric, mode), budget = s.objectives[0], s.max_epochs
-    return Objective(metric, mode, budget).outcome(clock, verdict, False)
+    return Objective(*s.objectives[0], s.max_epochs).outcome(clock, verdict, False)
 
 
 @dataclass
@@ -199,8 +193,9 @@ class TensorBoardEvents(TBXLoggerCallback):
             from tensorboardX.summary import hparams
 
             run = self._run(s, trial.trial_id)
-            if s.scheduler == "pbt" and _exploited(s, trial.trial_id):
-                run.rebase = True
+            if s.scheduler == "pbt" and any(e.trial == trial.trial_id
+                                            for e in exploits_of(s.sweep_dir)):
+                run.rebase = True  # restarted on a donor's checkpoint: its clock may go back
             _, start, _ = hparams(hparams_of(trial.config, s.params), {})
             run.once(start, run.step)
             run.sync()

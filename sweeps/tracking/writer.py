@@ -66,9 +66,7 @@ class TrackingWriter:
         self.journal, self.max_backoff_s = journal, max_backoff_s
         self._sink, self._make_sink = (None, sink) if callable(sink) else (self._adopt(sink),
                                                                             None)
-        self._wake = threading.Event()
-        self._stop = threading.Event()
-        self._idle = threading.Event()
+        self._wake, self._stop, self._idle = (threading.Event() for _ in range(3))
         self.failures = 0
         self.why, self.fix = "", ""  # what holds the records back (empty: nothing), its fix
         self.unusable = False  # the store cannot be used as it is: no more retries
