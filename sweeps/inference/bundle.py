@@ -142,10 +142,10 @@ def _resolve_store(uri: str, who: str, loader: str | None) -> ModelSource:
     else:
         raise SweepError(f"{who}: {uri} holds no best.json (not a finished sweep) and no "
                          f"checkpoint; {FIX}")
-    local = Path(tempfile.mkdtemp(prefix="sweeps-best-")) / Path(checkpoint.partition("?")[0]).name
-    if not files.exists(checkpoint):
+    if not files.exists(checkpoint):  # before a temporary directory is made for it
         raise SweepError(f"{who}: the best checkpoint {checkpoint} is gone; it was deleted "
                          "after the sweep")
+    local = Path(tempfile.mkdtemp(prefix="sweeps-best-")) / Path(checkpoint.partition("?")[0]).name
     return _checkpoint_source(files.download(checkpoint, local), loader, who, uri)
 
 

@@ -141,6 +141,10 @@ def test_a_released_sweep_says_what_a_resume_continues_and_how(tmp_path) -> None
         pass
     lines = status_lines(root)
     assert lines[1] == f"  not running (released by host {socket.gethostname()}, pid {os.getpid()})"
+    with hold(claim_store(root), _me()) as lease:  # a Slurm job its warning stopped
+        lease.me.stopped_by, lease.me.job = "SIGTERM", "Slurm job 12"
+    assert status_lines(root)[1] == (f"  not running (SIGTERM stopped host {socket.gethostname()},"
+                                     f" pid {os.getpid()} (Slurm job 12): a preemption?)")
     assert lines[2:] == [
         "  trials: 1 completed, 1 stopped early, 0 failed, 1 interrupted, 1 not started (of 4)",
         "  a resume continues: c after epoch 2",
