@@ -68,7 +68,9 @@ def run_sweep(cfg: SweepConfig, prepared: Prepared | None = None) -> SweepResult
                     _remove_empty(sweep_dir, made)
                 raise
             try:
-                return _run(cfg, prep, interrupt, fit)
+                result = _run(cfg, prep, interrupt, fit)
+                lease.me.stopped_by = ""  # a SIGTERM it outlived stopped nothing
+                return result
             finally:
                 interrupt.closing = True  # a SIGTERM from here on lets the release finish
     except (SweepError, KeyboardInterrupt):

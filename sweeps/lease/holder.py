@@ -32,7 +32,7 @@ from dataclasses import asdict, dataclass, fields
 
 __all__ = ["remember_command", "stat_fields", "Holder", "ClaimVerdict", "this_driver",
            "read_holder", "judge", "pid_alive", "process_start", "boot_id", "describe",
-           "scheduler_job"]
+           "scheduler_job", "same_host", "expiry_of"]
 
 
 _command: list[str] = []
@@ -184,7 +184,7 @@ def read_holder(raw: bytes | None) -> Holder | None:
     return holder
 
 
-def _same_host(a: Holder, b: Holder) -> bool:
+def same_host(a: Holder, b: Holder) -> bool:
     """Whether ``a``'s pid can be looked up here: same host name, boot and pid namespace."""
     return (a.host == b.host and bool(a.boot_id) and a.boot_id == b.boot_id
             and a.pid_ns == b.pid_ns)
@@ -209,13 +209,17 @@ def judge(holder: Holder | None, age_s: float, here: Holder,
         return ClaimVerdict(True, "unreadable-live", age_s)
     if holder.released:
         return ClaimVerdict(False, "released", age_s)
-    if _same_host(holder, here) and not alive(holder.pid, holder.pid_started):
+    if same_host(holder, here) and not alive(holder.pid, holder.pid_started):
         return ClaimVerdict(False, "dead", age_s)
-    expiry = holder.expiry_s if isinstance(holder.expiry_s, (int, float)) and \
-        holder.expiry_s > 0 else here.expiry_s
-    if age_s > expiry:
+    if age_s > expiry_of(holder, here):
         return ClaimVerdict(False, "expired", age_s)
     return ClaimVerdict(True, "live", age_s)
+
+
+def expiry_of(holder: Holder, here: Holder) -> float:
+    """The expiry ``holder`` promised, or ``here``'s when it promised none that makes sense."""
+    good = isinstance(holder.expiry_s, int | float) and holder.expiry_s > 0
+    return holder.expiry_s if good else here.expiry_s
 
 
 def describe(holder: Holder | None) -> str:

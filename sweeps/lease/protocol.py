@@ -30,7 +30,15 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 
 from sweeps.errors import SweepBusy
-from sweeps.lease.holder import ClaimVerdict, Holder, describe, judge, read_holder
+from sweeps.lease.holder import (
+    ClaimVerdict,
+    Holder,
+    describe,
+    expiry_of,
+    judge,
+    read_holder,
+    same_host,
+)
 from sweeps.lease.stores import ClaimStore
 
 __all__ = ["Lease", "acquire", "hold", "inspect", "takeover_line", "busy_error"]
@@ -102,8 +110,8 @@ def _wait_out_silence(store: ClaimStore, me: Holder, found: Found) -> Found:
     Kubernetes retry's new cluster, a Slurm job requeued onto other nodes) is waited on until
     it expires, instead of refused; one that beats again meanwhile is live, and refused."""
     gen, holder, verdict = found
-    if verdict is None or verdict.kind != "live" or holder is None:
-        return found
+    if verdict is None or verdict.kind != "live" or holder is None or same_host(holder, me):
+        return found  # on this host a live claim's process runs (stopped, say): refused
     beat = holder.heartbeat_s if isinstance(holder.heartbeat_s, int | float) and \
         0 < holder.heartbeat_s < verdict.silent_s else None
     if beat is None or verdict.silent_s <= 2 * beat + 1:
@@ -111,7 +119,7 @@ def _wait_out_silence(store: ClaimStore, me: Holder, found: Found) -> Found:
     log.warning("the claim on %s (%s) has been silent for %.0f s: waiting for it to expire "
                 "(the lease_expiry_s it promised) before taking the sweep over", store.where(),
                 describe(holder), verdict.silent_s)
-    expiry = holder.expiry_s if isinstance(holder.expiry_s, int | float) else me.expiry_s
+    expiry = expiry_of(holder, me)
     deadline = time.monotonic() + max(expiry - verdict.silent_s, 0) + 2 * beat + 5
     while verdict is not None and verdict.kind == "live" and time.monotonic() < deadline:
         silent = verdict.silent_s

@@ -152,9 +152,9 @@ def _starts(log: Path) -> list[str]:
     return re.split(r"(?m)^(?=sweep\.sbatch: job \d+, start )", log.read_text())[1:]
 
 
-def test_the_sbatch_script_survives_a_warning_and_a_requeue_and_finishes_the_sweep(
-        slurm: Slurm, tmp_path: Path) -> None:
-    # A user's project (its loop written as Ray Train's docs write one), outside the checkout.
+def _submit(slurm: Slurm, tmp_path: Path) -> tuple[str, Path, Path]:
+    """The shipped script submitted from a user's project (its loop written as Ray Train's
+    docs write one), outside the checkout: (job id, the project, the job's log)."""
     project = _project(tmp_path, "mine", "train_func", {"lr": 0.1, "hidden": 16,
                                                        "epochs": MAX_T},
                        {"lr": "tag(log, interval(0.01, 0.3))", "hidden": "choice(8, 32)"})
@@ -162,15 +162,27 @@ def test_the_sbatch_script_survives_a_warning_and_a_requeue_and_finishes_the_swe
     script.write_text(subprocess.run([sys.executable, "-m", "sweeps", "template", "slurm"],
                                      capture_output=True, text=True, check=True).stdout)
     assert script.read_text() == text("slurm")
-    sweep_dir, log = project / "sweeps" / "mine", project / "job.out"
+    log = project / "job.out"
     env = {**_env(SLOW_EPOCH_S="1.5", SWEEPS_PYTHON=sys.executable,
                   SWEEPS_RAY_PORT=str(_free_port())), "SLURM_CONF": str(slurm.conf)}
     job = subprocess.run(
         ["sbatch", "--parsable", f"--chdir={project}", f"--output={log}", str(script),
          "--config-dir", "conf", "+experiment=mine", f"search.num_samples={NUM_SAMPLES}",
          "search.n_startup_trials=3", "scheduler=none", f"scheduler.max_t={MAX_T}",
-         "scaling.num_workers=1", f"sweep.dir={sweep_dir}"],
+         "scaling.num_workers=1", f"sweep.dir={project / 'sweeps' / 'mine'}"],
         env=env, capture_output=True, text=True, check=True).stdout.strip()
+    return job, project, log
+
+
+def _no_ray_left() -> None:
+    left = subprocess.run(["pgrep", "-f", "ray/core/src/ray/(raylet|gcs)"], capture_output=True)
+    assert left.stdout == b"", "the job left Ray running"
+
+
+def test_the_sbatch_script_survives_a_warning_and_a_requeue_and_finishes_the_sweep(
+        slurm: Slurm, tmp_path: Path) -> None:
+    job, project, log = _submit(slurm, tmp_path)
+    sweep_dir = project / "sweeps" / "mine"
 
     def reported(start: int) -> int:  # epochs reported during the given start
         parts = _starts(log) if log.exists() else []
@@ -213,5 +225,19 @@ def test_the_sbatch_script_survives_a_warning_and_a_requeue_and_finishes_the_swe
     assert sorted(trials) == sorted(summary["trial_id"])  # one run per trial, once
     parent = next(r for r in runs if r.data.tags.get("sweeps.role") == "parent")
     assert parent.data.tags["sweeps.starts"] == "3"
-    left = subprocess.run(["pgrep", "-f", "ray/core/src/ray/(raylet|gcs)"], capture_output=True)
-    assert left.stdout == b"", "the job left Ray running"
+    _no_ray_left()
+
+
+def test_a_cancelled_job_saves_the_sweep_and_is_not_requeued(slurm: Slurm,
+                                                            tmp_path: Path) -> None:
+    job, _, log = _submit(slurm, tmp_path)
+    _wait("the first epoch", lambda: log.exists() and "epoch 1/" in log.read_text(), log)
+    slurm.run("scancel", job)  # every process of the job gets SIGTERM; the job is CANCELLED
+    _wait("the script's end", lambda: "the sweep's driver exited" in log.read_text(), log)
+    out = log.read_text()
+    assert "sweep.sbatch: the sweep's driver exited 143" in out, out
+    assert re.search(r"preemption\?\): \d of 3 trials ended", out), out
+    assert "requeueing" not in out, out
+    assert (slurm.job(job)["JobState"], slurm.job(job)["Restarts"]) == ("CANCELLED", "0")
+    _wait("Ray's end", lambda: subprocess.run(["pgrep", "-f", "ray/core/src/ray/raylet"],
+                                               capture_output=True).stdout == b"", log, 30)

@@ -176,6 +176,15 @@ def test_a_claim_silent_for_two_heartbeats_is_waited_out_not_refused(sweep_dir: 
         acquire(store, this_driver("digits", 0.2, 4))
     beating.join()
 
+    store.create(4, _holder(heartbeat_s=0.2, expiry_s=30, host=socket.gethostname(),  # stopped
+                            boot_id=boot_id(), pid_ns=pid_namespace(), pid=os.getpid(),  # here,
+                            pid_started=process_start(os.getpid())).to_bytes())  # Ctrl-Z'd
+    time.sleep(2.2)
+    started = time.monotonic()
+    with pytest.raises(SweepBusy, match="held by a running driver"):
+        acquire(store, this_driver("digits", 0.2, 4))
+    assert time.monotonic() - started < 1.0  # its process runs on this host: not waited on
+
 
 def test_a_corrupt_claim_is_a_claim_until_it_expires_never_a_crash(sweep_dir: Path) -> None:
     store = claim_store(sweep_dir)
