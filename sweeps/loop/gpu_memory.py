@@ -75,8 +75,8 @@ def is_out_of_memory(exc: BaseException) -> bool:
 def _files(run_dir: str | Path) -> list[Path]:
     """The notes in ``run_dir``, on disk or on an object store (``sweeps.files``)."""
     prefix, _, suffix = OUT_OF_MEMORY_FILE.partition("{rank}")
-    return [Path(run_dir) / name for name in files.listdir(run_dir)
-            if name.startswith(prefix) and name.endswith(suffix)]
+    names = [n for n in files.listdir(run_dir) if n.startswith(prefix) and n.endswith(suffix)]
+    return [Path(run_dir) / n for n in sorted(names, key=len)]  # by rank: 2 before 10
 
 
 def note(run_dir: str | Path, rank: int, exc: BaseException) -> None:

@@ -164,3 +164,9 @@ def test_the_scheduler_fails_the_trial_with_that_reason(tmp_path: Path, kind: st
     assert verdict.error == reason
     assert objective.outcome(1, verdict, errored=False) == "error"
     assert "t1" in ended_trials(tmp_path)  # a resumed sweep does not run it again
+
+
+def test_the_lowest_rank_that_ran_out_is_named_rank_2_before_rank_10(tmp_path: Path) -> None:
+    for rank in (10, 2, 11):
+        gpu_memory.note(tmp_path, rank, RuntimeError(f"CUDA out of memory on rank {rank}"))
+    assert gpu_memory.noted(tmp_path) == {"rank": 2, "error": "CUDA out of memory on rank 2"}
