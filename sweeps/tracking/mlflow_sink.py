@@ -153,11 +153,13 @@ class MLflowSink:
             log.warning(message)
 
     def _reopen(self, run_id: str, trial: str | None = None) -> None:
-        """A closed run goes back to RUNNING when its trial trains again; a trial's run that
-        ended stopped or failed (a grown ``max_t``, a raised budget) loses those labels."""
+        """A closed run goes back to RUNNING: a trial's that ended stopped or failed (a grown
+        ``max_t``, a raised budget) loses those labels, a parent its ``sweeps.abort_reason``."""
         run = self.client.get_run(run_id)
         if run.info.status != "RUNNING":
             self.client.update_run(run_id, status="RUNNING")
+        if trial is None and "sweeps.abort_reason" in run.data.tags:
+            self.client.delete_tag(run_id, "sweeps.abort_reason")
         if trial is not None and run.data.tags.get("sweeps.status") in ("stopped", "error"):
             for key in {"sweeps.stop_reason", "sweeps.error"} & set(run.data.tags):
                 self.client.delete_tag(run_id, key)

@@ -457,3 +457,4 @@ def test_sigterm_saves_state_closes_runs_and_the_same_command_resumes(tmp_path) 
     _, runs = _mlflow_runs(tmp_path)
     parent = next(r for r in runs if r.data.tags.get("sweeps.role") == "parent")
     assert (parent.info.status, parent.data.tags["sweeps.starts"]) == ("FINISHED", "2")
+    assert "sweeps.abort_reason" not in parent.data.tags  # the first start's, gone with it

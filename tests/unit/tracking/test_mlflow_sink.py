@@ -120,7 +120,8 @@ def test_sweep_end_closes_trial_runs_left_open(sink) -> None:
 
 def test_resumed_sweep_reopens_the_same_parent_run(sink, tmp_path) -> None:
     sink.apply({"op": "sweep_end", "status": "KILLED", "summary_csv": None, "best": None,
-                "tags": {}, "ts": 4})
+                "tags": {"sweeps.abort_reason": "stopped by SIGTERM"}, "ts": 4})
+    assert "sweeps.abort_reason" in sink.client.get_run(sink.parent_run_id).data.tags
     again = MLflowSink(sink.uri, "unit", tmp_path, model_name=None)  # next start, same dir
     again.apply({"op": "sweep_start", "sweep_name": "sw", "sweep_uid": "uid1", "start": 2,
                  "params": {"a": 2}, "config_yaml": "a: 2\n", "search_space": {}, "tags": {},
@@ -129,6 +130,7 @@ def test_resumed_sweep_reopens_the_same_parent_run(sink, tmp_path) -> None:
     assert parent.info.status == "RUNNING"
     assert parent.data.tags["sweeps.starts"] == "2"
     assert parent.data.params == {"a": "1"}  # params are the first start's; no conflict
+    assert "sweeps.abort_reason" not in parent.data.tags  # the first start's, gone with it
     assert len(again.client.search_runs([sink.state["experiment_id"]])) == 1
 
 
