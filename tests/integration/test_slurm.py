@@ -225,6 +225,7 @@ def test_the_sbatch_script_survives_a_warning_and_a_requeue_and_finishes_the_swe
     assert sorted(trials) == sorted(summary["trial_id"])  # one run per trial, once
     parent = next(r for r in runs if r.data.tags.get("sweeps.role") == "parent")
     assert parent.data.tags["sweeps.starts"] == "3"
+    assert "sweeps.abort_reason" not in parent.data.tags  # the stopped starts', gone at the end
     _no_ray_left()
 
 
