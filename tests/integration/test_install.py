@@ -83,6 +83,10 @@ def test_installed_copy_is_imported_and_has_its_configs(venv: Path, tmp_path: Pa
     assert (conf_dir / "sweep.yaml").is_file()
     assert sorted(p.name for p in (conf_dir / "experiment").glob("*.yaml")) == sorted(
         p.name for p in (ROOT / "conf" / "experiment").glob("*.yaml"))
+    for name, shipped in [("slurm", "sweep.sbatch"), ("rayjob", "rayjob.yaml")]:  # package data
+        printed = _run([venv / "bin" / "sweeps", "template", name], tmp_path)
+        assert printed.returncode == 0, printed.stderr
+        assert printed.stdout == (ROOT / "sweeps" / "templates" / shipped).read_text()
 
 
 @pytest.mark.parametrize("command", [["sweeps"], ["python", "-m", "sweeps"]])
