@@ -19,10 +19,12 @@ from typing import Any
 from sweeps.config.loop_api import check_trainable_class
 from sweeps.errors import ConfigError
 
-__all__ = ["EXTRAS", "import_function", "import_trainable", "required_args", "takes_config"]
+__all__ = ["EXTRAS", "import_function", "import_trainable", "required_args", "takes_config",
+           "require"]
 
 
-def _require(ok: bool, key: str, value: object, rule: str, fix: str) -> None:
+def require(ok: bool, key: str, value: object, rule: str, fix: str) -> None:
+    """Raise ``ConfigError(key, value, rule, fix)`` unless ``ok`` (validate's checks)."""
     if not ok:
         raise ConfigError(key, value, rule, fix)
 
@@ -65,7 +67,7 @@ def import_function(ref: str, key: str, example: str) -> Any:
     """
     fix = f"write it as 'package.module:function', e.g. {example}"
     module_name, sep, attr = ref.partition(":")
-    _require(bool(sep and module_name and attr), key, ref, "is not 'module:function'", fix)
+    require(bool(sep and module_name and attr), key, ref, "is not 'module:function'", fix)
     try:
         module = importlib.import_module(module_name)
     except ImportError as exc:
@@ -89,7 +91,7 @@ def import_function(ref: str, key: str, example: str) -> Any:
         raise ConfigError(key, ref, f"names nothing in {module_name}",
                           f"{hint}functions there: {', '.join(public[:8]) or 'none'}")
     fn = getattr(module, attr)
-    _require(callable(fn), key, ref, f"is a {type(fn).__name__}, not a function",
+    require(callable(fn), key, ref, f"is a {type(fn).__name__}, not a function",
              f"point it at a function, e.g. `def {attr}(config): ...`")
     return fn
 

@@ -21,7 +21,7 @@ from sweeps.config.schema import (
     ExperimentSection,
     SweepConfig,
 )
-from sweeps.config.usercode import _require, import_trainable, takes_config
+from sweeps.config.usercode import import_trainable, require, takes_config
 from sweeps.config.workers import check as check_workers
 from sweeps.errors import ConfigError
 
@@ -47,91 +47,91 @@ def validate(cfg: SweepConfig) -> None:
         sweeps.errors.ConfigError: experiment.mode: 'maximize' must be 'min' or 'max'; ...
     """
     e, s, sc, sk = cfg.experiment, cfg.search, cfg.scheduler, cfg.scaling
-    _require(bool(cfg.sweep.name) and "/" not in cfg.sweep.name, "sweep.name", cfg.sweep.name,
+    require(bool(cfg.sweep.name) and "/" not in cfg.sweep.name, "sweep.name", cfg.sweep.name,
              "must be a non-empty name without '/'", "set sweep.name=my_sweep")
-    _require(e.mode in MODES, "experiment.mode", e.mode, "must be 'min' or 'max'",
+    require(e.mode in MODES, "experiment.mode", e.mode, "must be 'min' or 'max'",
              f"set experiment.mode=max to maximize {e.metric}, min to minimize it")
-    _require(bool(e.metric), "experiment.metric", e.metric, "must name a reported metric",
+    require(bool(e.metric), "experiment.metric", e.metric, "must name a reported metric",
              "set experiment.metric=val_acc")
-    _require(s.algorithm in SEARCH_ALGORITHMS, "search.algorithm", s.algorithm,
+    require(s.algorithm in SEARCH_ALGORITHMS, "search.algorithm", s.algorithm,
              f"must be one of {', '.join(SEARCH_ALGORITHMS)}",
              "pick search=tpe, search=random, search=grid or search=optuna")
-    _require(s.algorithm == "optuna" or not s.sampler, "search.sampler", dict(s.sampler),
+    require(s.algorithm == "optuna" or not s.sampler, "search.sampler", dict(s.sampler),
              f"is set, but search={s.algorithm} does not use it",
              "add search=optuna to run that sampler, or drop search.sampler")
-    _require(sc.name != "pbt" or not is_object_store(cfg.sweep.dir), "scheduler", "pbt",
+    require(sc.name != "pbt" or not is_object_store(cfg.sweep.dir), "scheduler", "pbt",
              f"needs a filesystem sweep.dir, and {cfg.sweep.dir} is an object store (PBT copies "
              "a donor's checkpoint into the exploiting trial's run directory on disk)",
              "use scheduler=asha, or a local or shared-filesystem sweep.dir for PBT")
-    _require(s.num_samples >= 1, "search.num_samples", s.num_samples, "must be >= 1",
+    require(s.num_samples >= 1, "search.num_samples", s.num_samples, "must be >= 1",
              "set search.num_samples=8")
-    _require(s.max_concurrent_trials is None or s.max_concurrent_trials >= 1,
+    require(s.max_concurrent_trials is None or s.max_concurrent_trials >= 1,
              "search.max_concurrent_trials", s.max_concurrent_trials, "must be >= 1 or null",
              "leave it null to run as many trials as fit, or set a positive number")
-    _require(s.n_startup_trials is None or s.n_startup_trials >= 0, "search.n_startup_trials",
+    require(s.n_startup_trials is None or s.n_startup_trials >= 0, "search.n_startup_trials",
              s.n_startup_trials, "must be >= 0 or null", "leave it null (a third of "
              "search.num_samples, 2 to 4), or set search.n_startup_trials=4")
-    _require(not (s.params_first and s.algorithm == "grid"), "search.params_first",
+    require(not (s.params_first and s.algorithm == "grid"), "search.params_first",
              s.params_first, "is set, but search=grid runs every point of its grid once",
              "drop search.params_first, or use search=tpe")
-    _require(sc.name in SCHEDULERS, "scheduler.name", sc.name,
+    require(sc.name in SCHEDULERS, "scheduler.name", sc.name,
              f"must be one of {', '.join(SCHEDULERS)}",
              "pick scheduler=asha, scheduler=none or scheduler=pbt")
-    _require(sc.max_t >= 1, "scheduler.max_t", sc.max_t, "must be >= 1 (epochs per trial)",
+    require(sc.max_t >= 1, "scheduler.max_t", sc.max_t, "must be >= 1 (epochs per trial)",
              "set scheduler.max_t=9")
     if sc.name == "asha":
-        _require(1 <= sc.grace_period <= sc.max_t, "scheduler.grace_period", sc.grace_period,
+        require(1 <= sc.grace_period <= sc.max_t, "scheduler.grace_period", sc.grace_period,
                  f"must be between 1 and scheduler.max_t={sc.max_t}",
                  "set scheduler.grace_period=1")
-        _require(sc.reduction_factor >= 2, "scheduler.reduction_factor", sc.reduction_factor,
+        require(sc.reduction_factor >= 2, "scheduler.reduction_factor", sc.reduction_factor,
                  "must be >= 2", "set scheduler.reduction_factor=3")
     if sc.name == "pbt":
-        _require(1 <= sc.perturbation_interval <= sc.max_t, "scheduler.perturbation_interval",
+        require(1 <= sc.perturbation_interval <= sc.max_t, "scheduler.perturbation_interval",
                  sc.perturbation_interval, f"must be between 1 and scheduler.max_t={sc.max_t}",
                  "set scheduler.perturbation_interval=2")
-        _require(0 < sc.quantile_fraction <= 0.5, "scheduler.quantile_fraction",
+        require(0 < sc.quantile_fraction <= 0.5, "scheduler.quantile_fraction",
                  sc.quantile_fraction, "must be in (0, 0.5]",
                  "set scheduler.quantile_fraction=0.25")
-        _require(0 <= sc.resample_probability <= 1, "scheduler.resample_probability",
+        require(0 <= sc.resample_probability <= 1, "scheduler.resample_probability",
                  sc.resample_probability, "must be in [0, 1]",
                  "set scheduler.resample_probability=0.25")
     _check_objectives(cfg)
     check_workers(sk.num_workers)
-    _require(sk.elastic_resize_interval_s > 0, "scaling.elastic_resize_interval_s",
+    require(sk.elastic_resize_interval_s > 0, "scaling.elastic_resize_interval_s",
              sk.elastic_resize_interval_s, "must be > 0 (seconds)",
              "set scaling.elastic_resize_interval_s=10")
-    _require(sk.cpus_per_worker is None or sk.cpus_per_worker > 0, "scaling.cpus_per_worker",
+    require(sk.cpus_per_worker is None or sk.cpus_per_worker > 0, "scaling.cpus_per_worker",
              sk.cpus_per_worker, "must be > 0 or null", "leave it null for 1 CPU per worker")
-    _require(sk.gpus_per_worker > 0, "scaling.gpus_per_worker", sk.gpus_per_worker,
+    require(sk.gpus_per_worker > 0, "scaling.gpus_per_worker", sk.gpus_per_worker,
              "must be > 0", "set scaling.gpus_per_worker=1")
     _check_backend(sk.backend)
-    _require(cfg.checkpoint.every >= 1, "checkpoint.every", cfg.checkpoint.every, "must be >= 1",
+    require(cfg.checkpoint.every >= 1, "checkpoint.every", cfg.checkpoint.every, "must be >= 1",
              "set checkpoint.every=1 to save each epoch")
-    _require(cfg.checkpoint.keep >= 1, "checkpoint.keep", cfg.checkpoint.keep, "must be >= 1",
+    require(cfg.checkpoint.keep >= 1, "checkpoint.keep", cfg.checkpoint.keep, "must be >= 1",
              "set checkpoint.keep=2")
-    _require(cfg.trial.poll_interval_s > 0, "trial.poll_interval_s", cfg.trial.poll_interval_s,
+    require(cfg.trial.poll_interval_s > 0, "trial.poll_interval_s", cfg.trial.poll_interval_s,
              "must be > 0", "set trial.poll_interval_s=0.1")
-    _require(cfg.trial.max_failures >= -1, "trial.max_failures", cfg.trial.max_failures,
+    require(cfg.trial.max_failures >= -1, "trial.max_failures", cfg.trial.max_failures,
              "must be >= 0, or -1 for unlimited", "set trial.max_failures=0")
-    _require(cfg.trial.start_timeout_s > 0 or cfg.trial.start_timeout_s == -1,
+    require(cfg.trial.start_timeout_s > 0 or cfg.trial.start_timeout_s == -1,
              "trial.start_timeout_s", cfg.trial.start_timeout_s,
              "must be > 0 (seconds), or -1 to wait forever", "set trial.start_timeout_s=600")
-    _require(cfg.trial.max_retries >= -1, "trial.max_retries", cfg.trial.max_retries,
+    require(cfg.trial.max_retries >= -1, "trial.max_retries", cfg.trial.max_retries,
              "must be >= 0, or -1 for unlimited", "set trial.max_retries=1")
-    _require(cfg.sweep.resume in RESUME_MODES, "sweep.resume", cfg.sweep.resume,
+    require(cfg.sweep.resume in RESUME_MODES, "sweep.resume", cfg.sweep.resume,
              f"must be one of {', '.join(RESUME_MODES)}",
              "set sweep.resume=auto (continue a sweep of that name if there is one)")
-    _require(cfg.sweep.lease_heartbeat_s > 0, "sweep.lease_heartbeat_s",
+    require(cfg.sweep.lease_heartbeat_s > 0, "sweep.lease_heartbeat_s",
              cfg.sweep.lease_heartbeat_s, "must be > 0 (seconds)", "set sweep.lease_heartbeat_s=5")
-    _require(cfg.sweep.lease_expiry_s >= 3 * cfg.sweep.lease_heartbeat_s,
+    require(cfg.sweep.lease_expiry_s >= 3 * cfg.sweep.lease_heartbeat_s,
              "sweep.lease_expiry_s", cfg.sweep.lease_expiry_s,
              f"must be at least 3 heartbeats (sweep.lease_heartbeat_s="
              f"{cfg.sweep.lease_heartbeat_s:g}), or a busy driver's claim could expire",
              f"set sweep.lease_expiry_s={max(45, 9 * cfg.sweep.lease_heartbeat_s):g}")
-    _require(cfg.sweep.stop_grace_s > 0, "sweep.stop_grace_s", cfg.sweep.stop_grace_s,
+    require(cfg.sweep.stop_grace_s > 0, "sweep.stop_grace_s", cfg.sweep.stop_grace_s,
              "must be > 0 (seconds)", "set sweep.stop_grace_s=20")
     check_budget(cfg.sweep.budget)
-    _require(cfg.tracking.flush_timeout_s >= 0, "tracking.flush_timeout_s",
+    require(cfg.tracking.flush_timeout_s >= 0, "tracking.flush_timeout_s",
              cfg.tracking.flush_timeout_s, "must be >= 0", "set tracking.flush_timeout_s=60")
     _check_space_keys(e)
     fn = import_trainable(e.trainable)
@@ -144,7 +144,7 @@ def validate(cfg: SweepConfig) -> None:
 
         check_datasets(dict(e.datasets))
     for name in e.datasets_to_split or []:
-        _require(name in e.datasets, "experiment.datasets_to_split", name,
+        require(name in e.datasets, "experiment.datasets_to_split", name,
                  f"is not one of experiment.datasets ({', '.join(e.datasets) or 'none'})",
                  "name datasets declared under experiment.datasets, or leave it null (all)")
     if e.model_loader:
@@ -157,19 +157,19 @@ def _check_objectives(cfg: SweepConfig) -> None:
     scheduler that judges a single metric (PBT; ASHA ranks several, see MO-ASHA)."""
     e, sc = cfg.experiment, cfg.scheduler
     for name, direction in e.metrics.items():
-        _require(direction in MODES, f"experiment.metrics.{name}", direction,
+        require(direction in MODES, f"experiment.metrics.{name}", direction,
                  "must be 'min' or 'max'", f"write {name}: max (or min)")
     if not e.metrics:
         return
-    _require(e.metric in e.metrics, "experiment.metric", e.metric,
+    require(e.metric in e.metrics, "experiment.metric", e.metric,
              f"is not one of experiment.metrics ({', '.join(e.metrics)})",
              "leave experiment.metric unset (the first of experiment.metrics is the primary) or "
              "name one of them")
-    _require(e.metrics[e.metric] == e.mode, "experiment.mode", e.mode,
+    require(e.metrics[e.metric] == e.mode, "experiment.mode", e.mode,
              f"contradicts experiment.metrics.{e.metric}={e.metrics[e.metric]}",
              "leave experiment.mode unset, or make the two agree")
     if len(e.metrics) > 1:  # asha becomes MO-ASHA (sweeps.search.moasha); PBT has no such rule
-        _require(sc.name != "pbt", "scheduler.name", sc.name,
+        require(sc.name != "pbt", "scheduler.name", sc.name,
                  f"judges trials by one metric, but experiment.metrics has {len(e.metrics)} "
                  "objectives", "use scheduler=asha (MO-ASHA: promotion by non-dominated sort) "
                  "or scheduler=none with several objectives, or keep one metric")
@@ -201,7 +201,7 @@ def _check_space_keys(e: ExperimentSection) -> None:
     prefixes = {k.rsplit(".", i)[0] for k in known for i in range(1, k.count(".") + 1)}
     searched = flatten_space(dict(e.search_space))
     for key in e.loop_defaults:
-        _require(key in searched, "experiment.loop_defaults", key,
+        require(key in searched, "experiment.loop_defaults", key,
                  "is not a key of experiment.search_space",
                  f"remove it, or add experiment.search_space.{key}")
     for key in searched:
