@@ -32,7 +32,7 @@ from dataclasses import asdict, dataclass, fields
 
 __all__ = ["remember_command", "stat_fields", "Holder", "ClaimVerdict", "this_driver",
            "read_holder", "judge", "pid_alive", "process_start", "boot_id", "describe",
-           "scheduler_job", "same_host", "expiry_of"]
+           "scheduler_job", "same_host", "expiry_of", "who"]
 
 
 _command: list[str] = []
@@ -233,5 +233,9 @@ def describe(holder: Holder | None) -> str:
         return "a driver whose claim file cannot be read"
     since = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(holder.started)) \
         if holder.started else "an unknown time"
-    job = f" ({holder.job})" if holder.job else ""
-    return f"host {holder.host}, pid {holder.pid}{job}, since {since}"
+    return f"{who(holder)}, since {since}"
+
+
+def who(holder: Holder) -> str:
+    """``host H, pid P`` and the job it ran in, if any: ``host h1, pid 7 (Slurm job 12)``."""
+    return f"host {holder.host}, pid {holder.pid}" + (f" ({holder.job})" if holder.job else "")

@@ -38,6 +38,7 @@ from sweeps.lease.holder import (
     judge,
     read_holder,
     same_host,
+    who,
 )
 from sweeps.lease.stores import ClaimStore
 
@@ -152,15 +153,13 @@ def takeover_line(claim: Claim) -> str | None:
     verdict, holder = claim.verdict, claim.previous
     if verdict is None or (verdict.kind == "released" and not holder.stopped_by):
         return None
-    who = f"host {holder.host}, pid {holder.pid}" + (f" ({holder.job})" if holder.job else "") \
-        if holder is not None else ""
     if verdict.kind == "released":
-        return (f"continuing the sweep from {who}, which {holder.stopped_by} stopped "
+        return (f"continuing the sweep from {who(holder)}, which {holder.stopped_by} stopped "
                 f"{verdict.silent_s:.0f} s ago (Slurm/Kubernetes preemption?)")
     if verdict.kind == "dead":
-        return f"taking over the sweep from {who}: that process is gone"
+        return f"taking over the sweep from {who(holder)}: that process is gone"
     if verdict.kind == "expired":
-        return f"taking over the sweep from {who}, silent for {verdict.silent_s:.0f} s"
+        return f"taking over the sweep from {who(holder)}, silent for {verdict.silent_s:.0f} s"
     return (f"taking over the sweep: its claim file could not be read and was last written "
             f"{verdict.silent_s:.0f} s ago")
 

@@ -37,6 +37,7 @@ from sweeps._ray.tune import experiment_state_files, newest_trial_statuses
 from sweeps.errors import StateError
 from sweeps.layout import SweepLayout
 from sweeps.lease import Holder, claim_store, describe, inspect, this_driver
+from sweeps.lease.holder import who
 from sweeps.protocol import CLOCK_KEY
 from sweeps.resume.notes import continues_from, unended_runs
 from sweeps.search.decisions import decision_log, ended_ids
@@ -76,18 +77,17 @@ def claim_line(root: Path, name: str, sweep: dict[str, Any]) -> tuple[str, bool,
     if verdict is None:
         return "never claimed (a sweep from before claims, or none ran)", False, None
     silent = f"{verdict.silent_s:.0f} s"
-    who = f"host {holder.host}, pid {holder.pid}" + (f" ({holder.job})" if holder.job else "") \
-        if holder else ""
+    by = who(holder) if holder else ""
     expiry = holder.expiry_s if holder else here.expiry_s
     return {
         "live": f"live: held by {describe(holder)} (last heartbeat {silent} ago)",
         "unreadable-live": f"live: a driver may be starting (its claim cannot be read yet, "
                            f"written {silent} ago)",
-        "released": f"not running ({holder.stopped_by} stopped {who}: a preemption?)"
-        if holder and holder.stopped_by else f"not running (released by {who})",
-        "dead": f"not running (its driver, {who}, is gone: the next command takes over at once)",
+        "released": f"not running ({holder.stopped_by} stopped {by}: a preemption?)"
+        if holder and holder.stopped_by else f"not running (released by {by})",
+        "dead": f"not running (its driver, {by}, is gone: the next command takes over at once)",
         "expired": f"not running (silent for {silent}, past its {expiry:.0f} s expiry; last held "
-                   f"by {who})",
+                   f"by {by})",
         "unreadable": f"not running (its claim cannot be read; last written {silent} ago)",
     }[verdict.kind], verdict.live, holder
 
