@@ -239,6 +239,8 @@ def test_a_cancelled_job_saves_the_sweep_and_is_not_requeued(slurm: Slurm,
     assert "sweep.sbatch: the sweep's driver exited 143" in out, out
     assert re.search(r"preemption\?\): \d of 3 trials ended", out), out
     assert "requeueing" not in out, out
+    # The script's last line comes before Slurm is done with the job (COMPLETING, then this).
+    _wait("the job's end", lambda: slurm.job(job)["JobState"] != "COMPLETING", log, 60)
     assert (slurm.job(job)["JobState"], slurm.job(job)["Restarts"]) == ("CANCELLED", "0")
     _wait("Ray's end", lambda: subprocess.run(["pgrep", "-f", "ray/core/src/ray/raylet"],
                                                capture_output=True).stdout == b"", log, 30)
