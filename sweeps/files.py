@@ -23,23 +23,35 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
-import tempfile
-from collections.abc import Callable, Iterator
-from pathlib import Path
+from collections.abc import Callable
+from pathlib import Path, PurePosixPath
 from typing import Any, BinaryIO
 
 from sweeps.storage import objects
-from sweeps.storage.location import filesystem
+from sweeps.storage.location import filesystem, uri_of
 
 __all__ = ["write_atomic", "append_line", "read_lines", "read_text", "read_bytes", "exists",
-           "is_file", "is_dir", "listdir", "move", "remove_tree", "put_tree", "open_binary",
-           "local_copy", "is_remote", "publish", "remove_file", "download"]
+           "is_file", "is_dir", "listdir", "remove_file", "open_binary", "make_dirs", "shown",
+           "named_in"]
 
 
-def is_remote(path: str | Path) -> bool:
-    """Whether ``path`` lives on an object store (a URI or a stand-in path)."""
-    return filesystem(path) is not None
+def make_dirs(path: str | Path) -> None:
+    """Make the directory ``path`` and its parents (an object store has no directories: nothing)."""
+    if filesystem(path) is None:
+        Path(path).mkdir(parents=True, exist_ok=True)
+
+
+def named_in(directory: str | Path, ray_path: str) -> Path:
+    """The sweep's name of what Ray names ``ray_path`` in ``directory``: the path itself on a
+    local path; on an object store, where Ray names it by the bucket's object path, the
+    stand-in ``directory / <its name>``, as every other file of the sweep is named."""
+    name = PurePosixPath(ray_path).name
+    return Path(ray_path) if filesystem(directory) is None else Path(directory) / name
+
+
+def shown(path: str | Path) -> Path | str:
+    """``path`` as a user is handed it: a local ``Path``, or an object store's URI (a ``str``)."""
+    return Path(path) if filesystem(path) is None else uri_of(path)
 
 
 def write_atomic(path: str | Path, data: str | bytes | Callable[[BinaryIO], object]) -> Path:
@@ -151,58 +163,6 @@ def listdir(path: str | Path) -> list[str]:
     return sorted(p.name for p in Path(path).iterdir()) if Path(path).is_dir() else []
 
 
-def move(src: str | Path, dst: str | Path) -> None:
-    """Rename a file or directory (on an object store: copy, then delete the source)."""
-    remote = filesystem(src)
-    if remote is None:
-        Path(src).rename(dst)
-        return
-    fs, source = remote
-    target = filesystem(dst)[1]  # type: ignore[index]
-    if objects.is_dir(fs, source):
-        objects.copy_tree(fs, source, target)
-        objects.delete_dir(fs, source)
-    else:
-        fs.move(source, target)
-
-
-def remove_tree(path: str | Path) -> None:
-    """Delete a directory and everything in it (nothing when it is missing)."""
-    remote = filesystem(path)
-    if remote is not None:
-        objects.delete_dir(*remote)
-    else:
-        shutil.rmtree(path, ignore_errors=True)
-
-
-def put_tree(source: str | Path, target: str | Path) -> None:
-    """Make ``target`` a copy of the local directory ``source``, replacing what was there:
-    locally through a staging directory renamed into place; on an object store by uploading
-    (a reader could see a partial copy meanwhile, as Ray Train's own uploads can)."""
-    remote = filesystem(target)
-    if remote is not None:
-        objects.delete_dir(*remote)
-        objects.upload_tree(str(source), *remote)
-        return
-    target = Path(target)
-    staging = target.with_name(f".{target.name}.partial-{os.getpid()}")
-    shutil.rmtree(staging, ignore_errors=True)
-    shutil.copytree(source, staging)
-    if target.exists():
-        shutil.rmtree(target)
-    os.replace(staging, target)
-
-
-def add_tree(source: str | Path, target: str | Path) -> None:
-    """Copy the local directory ``source``'s files into ``target``, keeping the files already
-    there (the files of another rank's part of the same checkpoint, as Ray Train merges them)."""
-    remote = filesystem(target)
-    if remote is not None:
-        objects.upload_tree(str(source), *remote)
-        return
-    shutil.copytree(source, target, dirs_exist_ok=True)
-
-
 def remove_file(path: str | Path) -> None:
     """Delete a file (nothing when it is missing)."""
     remote = filesystem(path)
@@ -212,50 +172,9 @@ def remove_file(path: str | Path) -> None:
         Path(path).unlink(missing_ok=True)
 
 
-def publish(path: str | Path) -> None:
-    """Copy what a library wrote to the local file or directory ``path`` (plots, a parquet
-    file, Ray's log) to the object store its stand-in names; nothing for a local path."""
-    remote = filesystem(path)
-    if remote is not None and Path(path).exists():
-        objects.upload_tree(str(path), *remote)
-
-
 def open_binary(path: str | Path) -> Any:
     """A seekable binary file of ``path`` (on an object store, only the ranges read are
     fetched: a zip's directory without the whole archive)."""
     remote = filesystem(path)
     return objects.open_input(*remote) if remote is not None else open(path, "rb")
 
-
-def download(path: str | Path, local: str | Path) -> Path:
-    """Copy the file or directory ``path`` (on the object store, or local) to ``local``."""
-    remote = filesystem(path)
-    local = Path(local)
-    if remote is None:
-        if Path(path).is_dir():
-            shutil.copytree(path, local, dirs_exist_ok=True)
-        else:
-            shutil.copy2(path, local)
-        return local
-    fs, source = remote
-    if objects.is_dir(fs, source):
-        local.mkdir(parents=True, exist_ok=True)
-    objects.download_tree(fs, source, str(local))
-    return local
-
-
-@contextlib.contextmanager
-def local_copy(path: str | Path) -> Iterator[Path]:
-    """``path`` as a local file or directory: itself, or a temporary download removed after.
-
-    Example:
-        >>> with local_copy("/etc") as here:
-        ...     here == Path("/etc")
-        True
-    """
-    remote = filesystem(path)
-    if remote is None:
-        yield Path(path)
-        return
-    with tempfile.TemporaryDirectory(prefix="sweeps-download-") as tmp:
-        yield download(path, Path(tmp) / Path(str(path).partition("?")[0]).name)

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 from sweeps._ray.shipping import path_spec, submitted_job_env, upload_limit
 from sweeps.errors import ConfigError
-from sweeps.storage.location import is_object_store
+from sweeps.storage.location import store_env
 
 if TYPE_CHECKING:
     from sweeps.config.schema import SweepConfig
@@ -201,23 +201,12 @@ def runtime_env(cfg: SweepConfig) -> dict[str, Any] | None:
         env["excludes"] = [*DEFAULT_EXCLUDES, *cfg.ray.excludes,
                            *(_sweep_excludes(cfg, Path(local_wd))
                              if local_wd and not _is_uri(local_wd) else [])]
-    store = _store_env(cfg)
+    store = store_env(cfg.sweep.dir) if cfg.ray.address else {}  # for a joined cluster
     if store:
         env["env_vars"] = store
     return env or None
 
 
-# Where an object-store sweep.dir is (not who may read it): sent to a joined cluster's workers.
-# Credentials are not: each node takes its own from the standard chain (an instance role, its
-# own ~/.aws), so no key travels in Ray's job config.
-STORE_ENV = ("AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3", "AWS_REGION", "AWS_DEFAULT_REGION")
-
-
-def _store_env(cfg: SweepConfig) -> dict[str, str]:
-    """The endpoint and region of an object-store ``sweep.dir``, for a joined cluster."""
-    if not cfg.ray.address or not is_object_store(cfg.sweep.dir):
-        return {}
-    return {k: os.environ[k] for k in STORE_ENV if os.environ.get(k)}
 
 
 def _human(nbytes: float) -> str:

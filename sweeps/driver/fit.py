@@ -30,7 +30,7 @@ from sweeps.driver.prepare import Prepared
 from sweeps.driver.tracking_run import abort_tracking, finish_tracking, start_tracking
 from sweeps.driver.tuner import build_tuner, objective_of, restore_tuner, trial_plan
 from sweeps.errors import SweepInterrupted
-from sweeps.files import publish, write_atomic
+from sweeps.files import write_atomic
 from sweeps.loop.checkpoint import model_form
 from sweeps.report.budget import budget_lines
 from sweeps.report.result import SweepResult
@@ -41,6 +41,7 @@ from sweeps.search.budget import logged_epochs
 from sweeps.search.decisions import decision_log, ended_trials
 from sweeps.search.outcome import Objective
 from sweeps.storage.location import display
+from sweeps.storage.trees import publish
 
 if TYPE_CHECKING:  # Ray, pandas and MLflow are imported once a sweep really runs
     from ray.tune import Callback, ResultGrid

@@ -31,8 +31,9 @@ from sweeps.driver.code_shipping import runtime_env
 from sweeps.driver.interrupt import Interrupt
 from sweeps.driver.prepare import Prepared
 from sweeps.driver.resources import ResourcePlan
-from sweeps.files import is_remote, publish, write_atomic
+from sweeps.files import make_dirs, write_atomic
 from sweeps.layout import SweepLayout
+from sweeps.storage.trees import publish
 
 __all__ = ["ray_session", "repeated_steps_quiet"]
 
@@ -182,8 +183,7 @@ def _record_release(layout: SweepLayout, whole_instance: bool) -> None:
         return
     if held:
         log.warning("%d placement group(s) still held at sweep end", held)
-    if not is_remote(layout.state):
-        layout.state.mkdir(exist_ok=True)
+    make_dirs(layout.state)
     try:
         write_atomic(layout.end, json.dumps({"held_placement_groups": held, "time": time.time()}))
     except OSError as exc:  # a full disk: the sweep says so already; this record is a check

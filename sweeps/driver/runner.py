@@ -15,12 +15,9 @@ The steps live in their own modules: ``prepare`` (input checks, Ray-free), ``ray
 
 from __future__ import annotations
 
-import contextlib
 import logging
-from pathlib import Path
 from typing import Any
 
-from sweeps import files
 from sweeps.config.schema import SweepConfig
 from sweeps.driver.interrupt import Interrupt
 from sweeps.driver.prepare import Prepared, check_config, check_writable, prepare, sweep_dir_of
@@ -28,6 +25,7 @@ from sweeps.driver.ray_session import ray_session
 from sweeps.errors import StorageFull, SweepError, SweepInterrupted
 from sweeps.lease import claim_store, hold, this_driver
 from sweeps.report.result import SweepResult
+from sweeps.storage import trees
 from sweeps.storage.location import display
 
 __all__ = ["Prepared", "SweepResult", "SweepInterrupted", "prepare", "run_sweep",
@@ -50,7 +48,7 @@ def run_sweep(cfg: SweepConfig, prepared: Prepared | None = None) -> SweepResult
     check_config(cfg)  # bad input is refused before the claim, the first thing written there
     sweep_dir = sweep_dir_of(cfg)
     check_writable(sweep_dir)
-    made = _first_missing(sweep_dir)  # what the claim creates, removed if prepare refuses
+    made = trees.first_missing(sweep_dir)  # what the claim creates, removed if prepare refuses
     interrupt = Interrupt(cfg.sweep.name, cfg.sweep.stop_grace_s)
     me = this_driver(cfg.sweep.name, cfg.sweep.lease_heartbeat_s, cfg.sweep.lease_expiry_s)
     try:
@@ -65,7 +63,7 @@ def run_sweep(cfg: SweepConfig, prepared: Prepared | None = None) -> SweepResult
                 interrupt.closing = True
                 lease.withdraw()  # refused before anything ran: the claim as it was before
                 if made is not None:  # and no directory left
-                    _remove_empty(sweep_dir, made)
+                    trees.remove_empty(sweep_dir / "state" / "claims", up_to=made)
                 raise
             try:
                 result = _run(cfg, prep, interrupt, fit)
@@ -78,39 +76,10 @@ def run_sweep(cfg: SweepConfig, prepared: Prepared | None = None) -> SweepResult
     except Exception as exc:  # the driver's own write refused: one line, not a traceback
         from sweeps.storage.full import storage_refusal
 
-        found = storage_refusal(exc, within=None if files.is_remote(sweep_dir) else sweep_dir)
+        found = storage_refusal(exc, within=sweep_dir)
         if found is None:
             raise
         raise StorageFull(found.line(display(sweep_dir))) from exc
-
-
-def _first_missing(sweep_dir: Path) -> Path | None:
-    """The outermost directory of ``sweep_dir`` that does not exist yet (None: it exists)."""
-    if files.exists(sweep_dir):
-        return None
-    if files.is_remote(sweep_dir):
-        return sweep_dir
-    missing = sweep_dir
-    while not missing.parent.exists():
-        missing = missing.parent
-    return missing
-
-
-def _remove_empty(sweep_dir: Path, made: Path) -> None:
-    """The directories the claim created, from ``sweep_dir`` up to ``made``, each only if
-    empty (another sweep's files, or a racing driver's, are never touched)."""
-    if files.is_remote(sweep_dir):
-        return  # an object store has no directories: the claim's objects are withdrawn
-    for directory in (sweep_dir / "state" / "claims", sweep_dir / "state", sweep_dir):
-        with contextlib.suppress(OSError):
-            directory.rmdir()
-    path = sweep_dir.parent
-    while path != made.parent and path.is_relative_to(made):
-        try:
-            path.rmdir()
-        except OSError:
-            return
-        path = path.parent
 
 
 def _current(prepared: Prepared | None, cfg: SweepConfig, gen: int) -> Prepared:

@@ -19,7 +19,6 @@ from typing import Any
 from ray.tune import Callback
 
 from sweeps.errors import StorageFull
-from sweeps.files import is_remote
 from sweeps.report.failure import pickled_error
 from sweeps.storage.full import storage_refusal
 from sweeps.storage.location import display
@@ -44,8 +43,7 @@ class StorageWatch(Callback):
             error = pickled_error(trial)
         except Exception:  # noqa: BLE001 - an unreadable error is not a storage refusal
             return
-        found = storage_refusal(error, within=None if is_remote(self.sweep_dir)
-                                else self.sweep_dir)
+        found = storage_refusal(error, within=self.sweep_dir)
         if found is None:
             return
         self.refused = StorageFull(f"trial {trial.trial_id} {found.line(display(self.sweep_dir))}")

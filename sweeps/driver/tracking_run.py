@@ -14,7 +14,7 @@ import logging
 import subprocess
 from typing import TYPE_CHECKING
 
-from sweeps.files import is_remote, write_atomic
+from sweeps.files import make_dirs, write_atomic
 from sweeps.storage.location import uri_of
 from sweeps.tracking.masking import mask_text
 
@@ -37,8 +37,7 @@ def start_tracking(prep: Prepared, sweep_id: str, start: int = 1) -> MLflowTrack
 
     cfg, t, layout = prep.cfg, prep.cfg.tracking, prep.layout
     state_dir = layout.tracking
-    if not is_remote(state_dir):
-        state_dir.mkdir(exist_ok=True)
+    make_dirs(state_dir)
     settings = TrackingSettings(
         uri=prep.tracking_uri or "", experiment_name=prep.tracking.experiment,
         model_name=(t.model_name or cfg.experiment.name) if t.register_model else None,

@@ -14,7 +14,6 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,7 +39,8 @@ from sweeps.loop.checkpoint import (
     model_form,
 )
 from sweeps.report.best import FIX, best_record, no_sweep_error
-from sweeps.storage.location import is_object_store, stand_in, sweep_root, uri_of
+from sweeps.storage import trees
+from sweeps.storage.location import display, sweep_root
 from sweeps.tracking.setup import absolute_uri, local_store, using_tracking_uri
 
 __all__ = ["ModelSource", "load_best", "resolve_source"]
@@ -116,62 +116,46 @@ def resolve_source(source: str | Path, who: str = "load_best", model_loader: str
     text = str(source)
     if text.startswith(URI_SCHEMES):
         return _resolve_uri(text, who, model_loader, tracking_uri)
-    if is_object_store(text):  # a URI, or result.sweep_dir of a sweep on an object store
-        return _resolve_store(uri_of(sweep_root(text)), who, model_loader)
-    return _resolve_dir(Path(source), who, model_loader, text)
-
-
-def _resolve_store(uri: str, who: str, loader: str | None) -> ModelSource:
-    """A sweep directory (its best checkpoint) or a checkpoint directory on an object store
-    (``s3://bucket/sweeps/digits``): the checkpoint is downloaded to a temporary directory,
-    which stays for the model's readers (``sweeps.predict``'s actors load it there)."""
-    root = stand_in(uri)
     try:
-        found = files.is_file(SweepLayout(root).best)
-    except OSError as exc:
-        raise SweepError(f"{who}: {uri} could not be read ({str(exc).splitlines()[0][:200]}); "
-                         "check AWS_ENDPOINT_URL and the credentials") from exc
-    if found:
-        best = json.loads(files.read_text(SweepLayout(root).best)) or {}
-        if not best.get("checkpoint"):
-            raise SweepError(f"{who}: no trial of the sweep in {uri} saved a checkpoint "
-                             "(see summary.csv and each trial's error.txt)")
-        checkpoint, loader = best["checkpoint"], loader or best.get("model_loader")
-    elif files.is_file(root / CHECKPOINT_FILE) or files.is_file(root / "config.json"):
-        checkpoint = uri
-    else:
-        raise SweepError(f"{who}: {uri} holds no best.json (not a finished sweep) and no "
-                         f"checkpoint; {FIX}")
-    if not files.exists(checkpoint):  # before a temporary directory is made for it
-        raise SweepError(f"{who}: the best checkpoint {checkpoint} is gone; it was deleted "
-                         "after the sweep")
-    local = Path(tempfile.mkdtemp(prefix="sweeps-best-")) / Path(checkpoint.partition("?")[0]).name
-    return _checkpoint_source(files.download(checkpoint, local), loader, who, uri)
+        return _resolve_dir(sweep_root(text), who, model_loader, display(text))
+    except OSError as exc:  # an object store that refused the reads
+        raise SweepError(f"{who}: {display(text)} could not be read "
+                         f"({str(exc).splitlines()[0][:200]}); check AWS_ENDPOINT_URL and the "
+                         "credentials") from exc
 
 
 def _resolve_dir(path: Path, who: str, loader: str | None, shown: str) -> ModelSource:
-    if path.is_file() and path.name == CHECKPOINT_FILE:
+    """A sweep directory (its best checkpoint) or a checkpoint directory, local or on an
+    object store (downloaded to a temporary directory, which stays for the model's readers:
+    ``sweeps.predict``'s actors load it there)."""
+    if path.name == CHECKPOINT_FILE and files.is_file(path):
         path = path.parent
-    if SweepLayout(path).best.is_file():  # a sweep: its best checkpoint, its loader
-        checkpoint, best = best_record(path, who=who)
-        return _checkpoint_source(checkpoint, loader or best.get("model_loader"), who, shown)
-    if path.is_dir() and ((path / CHECKPOINT_FILE).is_file() or hf_checkpoint_dir(path)):
-        return _checkpoint_source(path, loader, who, shown)
+    if files.is_file(SweepLayout(path).best):  # a sweep: its best checkpoint, its loader
+        checkpoint, best = best_record(path, who, shown)
+        return _checkpoint_source(_here(checkpoint), loader or best.get("model_loader"), who,
+                                  shown)
+    if files.is_file(path / CHECKPOINT_FILE) or hf_checkpoint_dir(path):
+        return _checkpoint_source(_here(path), loader, who, shown)
     sweep = _enclosing_sweep(path)
-    if sweep is not None and path.is_dir():  # <sweep>/train/<trial>/<checkpoint>: a loop's own
-        best = json.loads(SweepLayout(sweep).best.read_text()) or {}
-        return _checkpoint_source(path, loader or best.get("model_loader"), who, shown)
-    if loader and path.is_dir():
-        return _checkpoint_source(path, loader, who, shown)
-    raise no_sweep_error(path, who)
+    if sweep is not None and files.is_dir(path):  # <sweep>/train/<trial>/<ckpt>: a loop's own
+        best = json.loads(files.read_text(SweepLayout(sweep).best)) or {}
+        return _checkpoint_source(_here(path), loader or best.get("model_loader"), who, shown)
+    if loader and files.is_dir(path):
+        return _checkpoint_source(_here(path), loader, who, shown)
+    raise no_sweep_error(path, who, shown)
+
+
+def _here(checkpoint: Path) -> Path:
+    """``checkpoint`` on this machine: itself, or a download of it from its object store."""
+    return trees.kept_local(checkpoint, prefix="sweeps-best-")
 
 
 def _enclosing_sweep(path: Path) -> Path | None:
     """The finished sweep a Train checkpoint directory lives in (``<sweep>/train/<trial>/x``)."""
     root = path.resolve().parent.parent.parent
     layout = SweepLayout(root)
-    return root if path.resolve().parent.parent == layout.train and layout.best.is_file() \
-        else None
+    return root if path.resolve().parent.parent == layout.train and \
+        files.is_file(layout.best) else None
 
 
 def _checkpoint_source(checkpoint: Path, loader: str | None, who: str,

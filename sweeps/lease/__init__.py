@@ -4,13 +4,13 @@
         ...   # run the sweep; a second driver on the same directory gets SweepBusy
 
 Runs in the sweep driver (and in ``sweeps status``, which only reads). ``holder`` is the claim's
-content and the rule that judges it, ``stores`` the exclusive create on a file system or an
-object store, ``protocol`` the acquire / heartbeat / release cycle.
+content and the rule that judges it, ``protocol`` the acquire / heartbeat / release cycle; the
+exclusive create on a file system or an object store is storage's (``sweeps.storage.claims``).
 """
 
 from sweeps.lease.holder import ClaimVerdict, Holder, describe, judge, read_holder, this_driver
 from sweeps.lease.protocol import Lease, acquire, hold, inspect, takeover_line
-from sweeps.lease.stores import ClaimStore, LocalClaims, ObjectClaims, claim_store
+from sweeps.storage.claims import ClaimStore, LocalClaims, ObjectClaims, claim_store
 
 __all__ = ["Holder", "ClaimVerdict", "describe", "judge", "read_holder", "this_driver", "Lease",
            "acquire", "hold", "inspect", "takeover_line", "ClaimStore", "LocalClaims",

@@ -13,7 +13,7 @@ and whether it released the claim. ``judge`` is the whole rule, pure and table-t
 - same host (name, boot id and pid namespace) and the holder's process is gone (or its pid
   now belongs to a process started later): free at once, "provably dead";
 - silent (no heartbeat) for longer than the holder's own expiry, measured on the storage's
-  clock (``age_s``: see ``sweeps.lease.stores``): free, "silent for N s";
+  clock (``age_s``: see ``sweeps.storage.claims``): free, "silent for N s";
 - unreadable (truncated, corrupt, another program's file): treated as a live claim of unknown
   holder until the default expiry has passed since it was last written, then free; never a crash;
 - otherwise live: the sweep is held.

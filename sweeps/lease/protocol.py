@@ -7,7 +7,7 @@
 ``acquire`` walks the generations from the newest: a live claim refuses with ``SweepBusy``
 (who, since when, what to do); a free one (released, its holder provably dead, silent past its
 expiry, or unreadable past the default expiry; ``sweeps.lease.holder.judge``) is superseded by
-creating the next generation, which exactly one racer wins (``sweeps.lease.stores``). The
+creating the next generation, which exactly one racer wins (``sweeps.storage.claims``). The
 loser reads the winner's claim and is refused like any other second driver.
 
 While held, a thread rewrites the claim every ``heartbeat_s``. Before each heartbeat it looks
@@ -40,7 +40,7 @@ from sweeps.lease.holder import (
     same_host,
     who,
 )
-from sweeps.lease.stores import ClaimStore
+from sweeps.storage.claims import ClaimStore
 
 __all__ = ["Lease", "acquire", "hold", "inspect", "takeover_line", "busy_error"]
 

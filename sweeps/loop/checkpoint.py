@@ -19,6 +19,7 @@ from typing import Any
 from sweeps import files
 from sweeps.config.usercode import import_trainable
 from sweeps.files import write_atomic
+from sweeps.storage import trees
 
 __all__ = ["CHECKPOINT_FILE", "HF_SUBDIR", "save_checkpoint", "load_checkpoint", "load_model",
            "factory_ref", "model_form", "hf_checkpoint_dir", "build_model"]
@@ -62,15 +63,12 @@ def load_checkpoint(directory: str | Path) -> dict[str, Any]:
     """
     import torch
 
-    if files.is_remote(directory):  # a checkpoint of a sweep on an object store
-        with files.local_copy(directory) as local:
-            return load_checkpoint(local)
-    path = Path(directory)
-    if path.is_dir():
-        path = path / CHECKPOINT_FILE
-    if not path.is_file():
-        raise FileNotFoundError(f"no {CHECKPOINT_FILE} at {path}: not a sweeps checkpoint")
-    return torch.load(path, map_location="cpu", weights_only=False)
+    with trees.local_copy(directory) as path:  # downloaded from an object store
+        if path.is_dir():
+            path = path / CHECKPOINT_FILE
+        if not path.is_file():
+            raise FileNotFoundError(f"no {CHECKPOINT_FILE} at {path}: not a sweeps checkpoint")
+        return torch.load(path, map_location="cpu", weights_only=False)
 
 
 def load_model(directory: str | Path) -> Any:

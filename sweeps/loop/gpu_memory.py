@@ -83,8 +83,7 @@ def note(run_dir: str | Path, rank: int, exc: BaseException) -> None:
     """Note in the run directory that worker ``rank`` ran out of GPU memory (one file per
     rank, so two ranks failing together never write the same file)."""
     first = next((ln for ln in str(exc).strip().splitlines() if ln.strip()), type(exc).__name__)
-    if not files.is_remote(run_dir):
-        Path(run_dir).mkdir(parents=True, exist_ok=True)
+    files.make_dirs(run_dir)
     write_atomic(run_file(run_dir, OUT_OF_MEMORY_FILE.format(rank=rank)),
                  json.dumps({"rank": rank, "error": first}))
 

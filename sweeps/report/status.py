@@ -196,10 +196,7 @@ def _tracking_line(layout: SweepLayout) -> str:
     end left, ``tracking/held.json``), if any; else empty."""
     held = (json.loads(files.read_text(layout.tracking_held))
             if files.exists(layout.tracking_held) else {})
-    # a local journal is read from its applied offset; one on an object store record by record,
-    # so only where the sweep's end left records (a killed sweep's go at its next start)
-    local = not files.is_remote(layout.tracking) and files.exists(layout.tracking_journal)
-    waiting = len(Journal(layout.tracking).pending()) if held.get("records") or local else 0
+    waiting = Journal(layout.tracking).waiting(bool(held.get("records")))
     return (f"  mlflow: {waiting} record(s) wait in the journal"
             + (f": {held['why']}" if held.get("why") else "")
             + "; they go to MLflow at the next start or with python -m sweeps.sync "

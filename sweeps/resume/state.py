@@ -144,7 +144,7 @@ def save_record(sweep_dir: Path, record: SweepRecord) -> None:
     record.tracking_uri = without_credentials(record.tracking_uri) if record.tracking_uri \
         else None
     layout = SweepLayout(sweep_dir)
-    layout.state.mkdir(parents=True, exist_ok=True)
+    files.make_dirs(layout.state)
     write_atomic(layout.record, json.dumps(asdict(record), indent=2))
 
 

@@ -29,6 +29,7 @@ from sweeps._ray.train_snapshot import SNAPSHOT_FILE as SNAPSHOT
 from sweeps.files import write_atomic
 from sweeps.loop.checkpoint import CHECKPOINT_FILE, load_checkpoint
 from sweeps.protocol import TRIAL_FILE, checkpoint_dir_epoch, checkpoint_dir_name
+from sweeps.storage import trees
 
 __all__ = ["repair_run", "claim_run", "checkpoint_epochs", "latest_checkpoint", "SNAPSHOT"]
 
@@ -68,7 +69,7 @@ def _rebuilt_snapshot(run_dir: Path) -> dict[str, Any]:
     found = []
     for epoch in checkpoint_epochs(run_dir):
         name = checkpoint_dir_name(epoch)
-        with files.local_copy(run_dir / name) as local:
+        with trees.local_copy(run_dir / name) as local:
             found.append((name, load_checkpoint(local).get("metrics", {"epoch": epoch}),
                           epoch - 1))
     return train_snapshot.rebuilt(found)
@@ -78,7 +79,7 @@ def _move_aside(directory: Path, suffix: str) -> Path:
     target = directory.with_name(f"{directory.name}.{suffix}")
     if files.exists(target):
         target = directory.with_name(f"{directory.name}.{suffix}-{int(time.time())}")
-    files.move(directory, target)
+    trees.move(directory, target)
     return target
 
 
@@ -140,7 +141,6 @@ def claim_run(run_dir: Path, params: dict[str, Any]) -> list[str]:
         moved = _move_aside(run_dir, "orphan")
         notes.append(f"trial {run_dir.name}: its run directory was written for other params (a "
                      f"trial lost in a crash had this id); moved to {moved.name}, starting anew")
-    if not files.is_remote(run_dir):
-        run_dir.mkdir(parents=True, exist_ok=True)
+    files.make_dirs(run_dir)
     write_atomic(marker, text)
     return notes

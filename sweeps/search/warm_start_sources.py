@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from sweeps import files
 from sweeps.layout import SweepLayout
 from sweeps.protocol import SCHEDULER_LOG
 from sweeps.search.space import flatten
@@ -60,38 +61,36 @@ def read_sweep_dir(root: Path) -> list[Found]:
     metrics: dict[str, dict[str, Any]] = {}
     logged: dict[str, dict[str, Any]] = {}  # final values in the decision log
     ended, failed = set(), set()
-    if layout.tracking_journal.is_file():  # Journal() would create tracking/ if absent
-        for r in Journal(layout.tracking).records():
-            trial = r.get("trial")
-            if trial is None:
-                continue
-            order.setdefault(trial)
-            if r.get("op") == "trial_start":
-                params[trial] = dict(r.get("params") or {})
-            elif r.get("op") == "metrics":
-                metrics.setdefault(trial, {}).update(r.get("values") or {})
-            elif r.get("op") == "trial_end" and r.get("status") == "FINISHED":
-                ended.add(trial)
-            elif r.get("op") == "trial_end" and _failed(r["status"], r.get("tags") or {}):
-                failed.add(trial)
-    if (layout.state / f"{SCHEDULER_LOG}.jsonl").is_file():
-        for r in Journal(layout.state, SCHEDULER_LOG).records():
-            trial = r.get("trial")
-            if trial is None:
-                continue
-            order.setdefault(trial)
-            logged.setdefault(trial, {}).update(r.get("metrics") or {})
-            if r.get("error"):
-                failed.add(trial)
-            elif r.get("reopen"):  # a grown sweep's trial training on (decisions.reopens)
-                ended.discard(trial)
-            elif r.get("end") or r.get("action") == "STOP":  # schedulers._ends
-                ended.add(trial)
+    for r in Journal(layout.tracking).records():
+        trial = r.get("trial")
+        if trial is None:
+            continue
+        order.setdefault(trial)
+        if r.get("op") == "trial_start":
+            params[trial] = dict(r.get("params") or {})
+        elif r.get("op") == "metrics":
+            metrics.setdefault(trial, {}).update(r.get("values") or {})
+        elif r.get("op") == "trial_end" and r.get("status") == "FINISHED":
+            ended.add(trial)
+        elif r.get("op") == "trial_end" and _failed(r["status"], r.get("tags") or {}):
+            failed.add(trial)
+    for r in Journal(layout.state, SCHEDULER_LOG).records():
+        trial = r.get("trial")
+        if trial is None:
+            continue
+        order.setdefault(trial)
+        logged.setdefault(trial, {}).update(r.get("metrics") or {})
+        if r.get("error"):
+            failed.add(trial)
+        elif r.get("reopen"):  # a grown sweep's trial training on (decisions.reopens)
+            ended.discard(trial)
+        elif r.get("end") or r.get("action") == "STOP":  # schedulers._ends
+            ended.add(trial)
     found = []
     for trial in order:
         raw = params.get(trial)
-        if raw is None and (layout.trial_dir(trial) / _TUNE_PARAMS).is_file():
-            raw = flatten(json.loads((layout.trial_dir(trial) / _TUNE_PARAMS).read_text()))
+        if raw is None and files.is_file(layout.trial_dir(trial) / _TUNE_PARAMS):
+            raw = flatten(json.loads(files.read_text(layout.trial_dir(trial) / _TUNE_PARAMS)))
         status = "failed" if trial in failed else "ended" if trial in ended else "unfinished"
         found.append(Found(trial, raw, {**metrics.get(trial, {}), **logged.get(trial, {})},
                             status))

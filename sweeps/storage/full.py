@@ -19,6 +19,8 @@ import os
 import re
 from dataclasses import dataclass
 
+from sweeps.storage.location import is_object_store
+
 __all__ = ["REFUSALS", "StorageRefusal", "storage_refusal"]
 
 REFUSALS = {errno.ENOSPC: "ENOSPC", errno.EDQUOT: "EDQUOT", errno.EROFS: "EROFS",
@@ -51,10 +53,11 @@ class StorageRefusal:
 
 def storage_refusal(exc: BaseException | None,
                     within: str | os.PathLike[str] | None = None) -> StorageRefusal | None:
-    """The storage refusal in ``exc`` or its chain, or None. With ``within`` (a local sweep
+    """The storage refusal in ``exc`` or its chain, or None. With ``within`` (the sweep
     directory), a refusal naming a path elsewhere (the loop's own files on ``/tmp``, a
     read-only dataset mount) is not one: the trial fails as any error fails it. ``EACCES``
-    counts only when it names a path within.
+    counts only when it names a path within (never for a sweep on an object store, whose
+    files are no local paths).
 
     Example:
         >>> storage_refusal(OSError(28, "No space left on device", "/d/x")).path
@@ -67,6 +70,8 @@ def storage_refusal(exc: BaseException | None,
         ...                         "[errno 28] No space left on device")).name
         'ENOSPC'
     """
+    if within is not None and is_object_store(os.fspath(within)):
+        within = None
     found: list[StorageRefusal] = []
     seen: set[int] = set()
     todo = [exc]

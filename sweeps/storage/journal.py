@@ -39,6 +39,7 @@ from typing import Any
 
 from sweeps import files
 from sweeps.files import append_line, write_atomic
+from sweeps.storage.location import filesystem
 
 __all__ = ["Journal"]
 
@@ -48,9 +49,8 @@ class Journal:
 
     def __init__(self, directory: str | Path, name: str = "journal") -> None:
         self.directory = Path(directory)
-        self.remote = files.is_remote(self.directory)
-        if not self.remote:
-            self.directory.mkdir(parents=True, exist_ok=True)
+        self.remote = filesystem(self.directory) is not None
+        self._made = False  # the directory is made by the first write (a reader makes nothing)
         self.path = self.directory / f"{name}.jsonl"
         self.applied_path = self.directory / f"{name}.applied"
         self._base = (0, 0)  # (byte offset, records before it): where pending() starts reading
@@ -63,9 +63,15 @@ class Journal:
         """Add ``record`` durably (fsync, or one object) at the end of the journal."""
         line = json.dumps(record, default=str, separators=(",", ":"))
         with self._lock:
+            self._make()
             append_line(self.path, line)
             if self._cache is not None:
                 self._cache.append(json.loads(line))
+
+    def _make(self) -> None:
+        if not self._made:
+            files.make_dirs(self.directory)
+            self._made = True
 
     def records(self) -> list[dict[str, Any]]:
         """All complete records, in order (a torn line is skipped)."""
@@ -115,8 +121,15 @@ class Journal:
             self._ends[index] = offset
         return out
 
+    def waiting(self, known: bool) -> int:
+        """How many records wait to be applied: a local journal is read from its applied
+        offset; one on an object store, record by record, only when ``known`` says some wait
+        (where a sweep's end left records; a killed sweep's go at its next start), else 0."""
+        return len(self.pending()) if known or not self.remote else 0
+
     def mark_applied(self, count: int) -> None:
         """Record that the first ``count`` records are applied (atomic)."""
+        self._make()
         write_atomic(self.applied_path, str(count))
         if self.remote:
             self._applied = count

@@ -26,7 +26,8 @@ from typing import Any
 from urllib.parse import urlsplit
 
 __all__ = ["MARKER", "is_uri", "is_object_store", "sweep_root", "stand_in", "remote_of",
-           "uri_of", "filesystem", "display", "storage_of"]
+           "uri_of", "filesystem", "display", "storage_of", "store_env",
+           "ray_name"]
 
 MARKER = "sweeps-storage"  # the path component a stand-in root sits under
 
@@ -151,6 +152,31 @@ def storage_of(path: str | os.PathLike[str]) -> tuple[str, str]:
 def display(path: str | os.PathLike[str]) -> str:
     """What a person is shown for a path: the URI without its query (endpoint options)."""
     return uri_of(path).partition("?")[0]
+
+
+def ray_name(path: str | os.PathLike[str]) -> tuple[str, Any]:
+    """(path, filesystem) as Ray names ``path`` (``ray.train.Checkpoint(path, filesystem)``):
+    the local path and None, or the object path in its store and the store's filesystem.
+
+    Example:
+        >>> ray_name("/data/x")
+        ('/data/x', None)
+    """
+    found = filesystem(path)
+    return (os.fspath(path), None) if found is None else (found[1], found[0])
+
+
+# Where an object store is (not who may read it): sent to a joined cluster's workers.
+# Credentials are not: each node takes its own from the standard chain (an instance role, its
+# own ~/.aws), so no key travels in Ray's job config.
+STORE_ENV = ("AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3", "AWS_REGION", "AWS_DEFAULT_REGION")
+
+
+def store_env(raw: str) -> dict[str, str]:
+    """The endpoint and region variables set here for the object-store sweep directory
+    ``raw`` (none for a local one), for the workers of a joined cluster."""
+    return {k: os.environ[k] for k in STORE_ENV if os.environ.get(k)} \
+        if is_object_store(raw) else {}
 
 
 @functools.lru_cache(maxsize=32)

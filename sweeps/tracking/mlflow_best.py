@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from sweeps import files
 from sweeps.loop.checkpoint import model_form
+from sweeps.storage import trees
 from sweeps.storage.location import uri_of
 from sweeps.tracking.mlflow_model import log_pytorch_model
 from sweeps.tracking.mlflow_transformers import log_transformers_model
@@ -25,15 +25,16 @@ def log_best_model(sink: Any, best: dict[str, Any]) -> None:
     names (``sweeps.loop.checkpoint.model_form``): a PyTorch model or, for a Hugging
     Face checkpoint, a Transformers pipeline (``mlflow.transformers``), registered under
     ``model_name`` when set; or the checkpoint directory's files as artifacts."""
-    if best.get("checkpoint") and files.is_remote(best["checkpoint"]):
-        with files.local_copy(best["checkpoint"]) as local:  # from the object store
-            log_best_model(sink, {**best, "checkpoint": str(local),
-                                  "checkpoint_uri": uri_of(best["checkpoint"])})
+    if not best.get("checkpoint") or best.get("model_form") == "none":
         return
-    form = best.get("model_form") or model_form(best["checkpoint"], sink.model_loader)
+    with trees.local_copy(best["checkpoint"]) as local:  # downloaded from an object store
+        form = best.get("model_form") or model_form(local, sink.model_loader)
+        _log(sink, {**best, "checkpoint": str(local),
+                    "checkpoint_uri": uri_of(best["checkpoint"])}, form)
+
+
+def _log(sink: Any, best: dict[str, Any], form: str) -> None:
     run_id = sink.run_id(best["trial_id"])
-    if form == "none":
-        return
     if form == "files":
         sink.client.log_artifacts(run_id, best["checkpoint"], "best_checkpoint")
         sink.client.set_tag(run_id, "sweeps.best_checkpoint", "best_checkpoint/")

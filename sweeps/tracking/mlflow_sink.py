@@ -23,8 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from sweeps import files
-from sweeps.files import write_atomic
 from sweeps.layout import TRACKING_RUNS
+from sweeps.storage import trees
 from sweeps.tracking.mlflow_best import log_best_model, mark_best, model_key
 from sweeps.tracking.setup import local_store
 from sweeps.tracking.sqlite_store import open_client
@@ -76,7 +76,7 @@ class MLflowSink:
 
     # -- state ---------------------------------------------------------------------------
     def _save(self) -> None:
-        write_atomic(self.map_path, json.dumps(self.state, indent=2))
+        files.write_atomic(self.map_path, json.dumps(self.state, indent=2))
 
     @property
     def parent_run_id(self) -> str | None:
@@ -260,7 +260,7 @@ class MLflowSink:
     def _op_artifacts(self, r: dict[str, Any]) -> None:
         for path in r["paths"]:
             if files.exists(path):
-                with files.local_copy(path) as local:
+                with trees.local_copy(path) as local:
                     self.client.log_artifact(self.parent_run_id, str(local), r["artifact_path"])
 
     def _close_open_trials(self, r: dict[str, Any]) -> None:
@@ -283,7 +283,7 @@ class MLflowSink:
         for key, value in r.get("tags", {}).items():
             self.client.set_tag(run, key, str(value)[:PARAM_LIMIT])
         if r.get("summary_csv") and files.exists(r["summary_csv"]):
-            with files.local_copy(r["summary_csv"]) as local:
+            with trees.local_copy(r["summary_csv"]) as local:
                 self.client.log_artifact(run, str(local))
         best = r.get("best")
         if best and self.run_id(best["trial_id"]):

@@ -24,7 +24,6 @@ import contextlib
 import itertools
 import logging
 import os
-import shutil
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -33,12 +32,12 @@ from typing import Any
 
 from ray.tune.logger import TBXLoggerCallback
 
-from sweeps import files
 from sweeps.layout import SweepLayout
 from sweeps.protocol import CLOCK_KEY, STEP_KEY
 from sweeps.report.exploits import exploits_of
 from sweeps.search.outcome import Objective
 from sweeps.search.schedulers import verdicts
+from sweeps.storage import trees
 from sweeps.tracking.event_files import (
     Written,
     hparams_of,
@@ -79,7 +78,6 @@ class _Run:
     """One trial's TensorBoard run: its writer and what the run holds so far."""
 
     directory: Path
-    remote: bool
     written: Written
     writer: Any = None
     offset: int = 0  # added to the trial's steps since a PBT exploit moved its clock back
@@ -133,16 +131,14 @@ class _Run:
             return
         self.writer.flush()
         path = Path(self.writer._file_name)  # tensorboardX's EventsWriter names its file here
-        if self.remote:
-            files.publish(path)
+        trees.publish(path)  # nothing for a local sweep directory
         if path.stat().st_size >= ROTATE_BYTES:  # the next summary opens a new file
             self.close()
 
     def close(self) -> None:
         if self.writer is not None:
             self.writer.flush()
-            if self.remote:
-                files.publish(Path(self.writer._file_name))
+            trees.publish(Path(self.writer._file_name))
             self.writer.close()
             self.writer = None
 
@@ -175,12 +171,8 @@ class TensorBoardEvents(TBXLoggerCallback):
         run = self._runs.get(trial_id)
         if run is None:
             directory = SweepLayout(Path(s.sweep_dir)).tensorboard_run(trial_id)
-            remote = files.is_remote(directory)
-            if remote:  # the store is the truth: a local copy may be a killed driver's
-                shutil.rmtree(directory, ignore_errors=True)
-                if files.is_dir(directory):
-                    files.download(directory, directory)  # a resumed trial's earlier events
-            run = self._runs[trial_id] = _Run(directory, remote, read_run(directory))
+            trees.refresh_local(directory)  # a resumed trial's earlier events, from the store
+            run = self._runs[trial_id] = _Run(directory, read_run(directory))
         return run
 
     def log_trial_start(self, trial: Any) -> None:

@@ -28,7 +28,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from sweeps.files import is_remote, read_text, write_atomic
+from sweeps.files import make_dirs, read_text, write_atomic
 from sweeps.protocol import CLOCK_FILE, CLOCK_KEY, FAILURE_KEY, RESTARTS_KEY, STEP_KEY, run_file
 
 __all__ = ["TrialClock", "numeric"]
@@ -112,8 +112,7 @@ class TrialClock:
         resumed trial goes on from them)."""
         if self.run_dir is not None:
             path = run_file(self.run_dir, CLOCK_FILE)
-            if not is_remote(path):
-                path.parent.mkdir(parents=True, exist_ok=True)
+            make_dirs(path.parent)
             write_atomic(path, json.dumps({k: v for k, v in asdict(self).items() if k in (
                 "time_attr", "by", "offset", "restarts", "failure")}))
 

@@ -15,7 +15,7 @@ import torch
 from sweeps import best_checkpoint, files, load_best, load_model
 from sweeps.layout import SweepLayout
 from sweeps.search.schedulers import ended_trials
-from sweeps.storage import stand_in
+from sweeps.storage import stand_in, trees
 from tests.integration.tensorboard_runs import assert_steps_are_epochs
 from tests.integration.test_resume import (
     TRAINABLE,
@@ -88,7 +88,7 @@ def test_sweep_on_s3_killed_resumes_from_another_directory(tmp_path, moto_s3) ->
     for trial in trial_ids:
         assert any(k.startswith(f"{prefix}/tensorboard/{trial}/events.out.tfevents.")
                    for k in keys), trial
-    copy = files.download(layout.tensorboard, tmp_path / "copy" / "tensorboard")
+    copy = trees.download(layout.tensorboard, tmp_path / "copy" / "tensorboard")
     assert_steps_are_epochs(copy.parent, trial_ids)
     best = json.loads(files.read_text(layout.best))
     assert best["checkpoint"].startswith(f"{uri}/train/{best['trial_id']}/checkpoint_epoch_")

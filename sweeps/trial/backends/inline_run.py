@@ -26,7 +26,8 @@ from typing import TYPE_CHECKING, Any
 from sweeps import files
 from sweeps._ray import train_snapshot
 from sweeps.protocol import CHECKPOINT_PATH_KEY, CLOCK_KEY
-from sweeps.storage.location import filesystem
+from sweeps.storage import trees
+from sweeps.storage.location import ray_name
 
 if TYPE_CHECKING:
     from sweeps.trial.backends.rendezvous import Rendezvous
@@ -73,10 +74,8 @@ def checkpoint_at(run_dir: Path, name: str | None) -> Any:
         return None
     from ray.train import Checkpoint
 
-    remote = filesystem(Path(run_dir) / name)
-    if remote is not None:  # an object store: Ray downloads it in as_directory()
-        return Checkpoint(remote[1], filesystem=remote[0])
-    return Checkpoint(str(Path(run_dir) / name))
+    where, fs = ray_name(Path(run_dir) / name)  # on an object store Ray downloads it when read
+    return Checkpoint(where, filesystem=fs)
 
 
 class InlineRun:
@@ -150,7 +149,7 @@ class InlineRun:
                 path = str(self._persist(checkpoint, name, delete_source, upload))
                 self.own = name
             else:  # the other ranks' parts only: none of an earlier attempt's files
-                files.remove_tree(self.run_dir / name)
+                trees.remove_tree(self.run_dir / name)
                 path = str(self.run_dir / name)
         if self.ranks:
             self.ranks.stored(name)
@@ -177,13 +176,11 @@ class InlineRun:
 
     def _persist(self, checkpoint: Any, name: str, delete_source: bool, upload: Any) -> Path:
         target = self.run_dir / name
-        remote = filesystem(target)
-        if remote is None:
-            self.run_dir.mkdir(parents=True, exist_ok=True)
+        files.make_dirs(self.run_dir)
         if upload is not None:  # the loop's checkpoint_upload_fn, called as Train calls it
             uploaded = upload(checkpoint, name)
             path = str(getattr(uploaded, "path", ""))
-            if (path != remote[1]) if remote else (Path(path).resolve() != target.resolve()):
+            if path != ray_name(target)[0] and Path(path).resolve() != target.resolve():
                 raise ValueError(f"ray.train.report(checkpoint_upload_fn=...) returned "
                                  f"{getattr(uploaded, 'path', uploaded)!r}; an inline trial "
                                  f"keeps its checkpoints in {target}: return "
@@ -191,9 +188,9 @@ class InlineRun:
                                  "trial.executor=train")
             return target
         source = Path(checkpoint.path)
-        if remote is None and source.resolve() == target.resolve():
+        if source.resolve() == target.resolve():
             return target
-        files.put_tree(source, target)  # replaces the same name reported again after a restart
+        trees.put_tree(source, target)  # replaces the same name reported again after a restart
         if delete_source:
             shutil.rmtree(source, ignore_errors=True)
         return target
@@ -209,7 +206,7 @@ class InlineRun:
         train_snapshot.write(self.run_dir, train_snapshot.rebuilt(
             self.kept, latest_name=name, next_index=self.next_index + 1))
         for old, _, _ in dropped:
-            files.remove_tree(self.run_dir / old)
+            trees.remove_tree(self.run_dir / old)
 
 
 def ended_by(exc: BaseException) -> str:

@@ -16,11 +16,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sweeps import files
 from sweeps._ray.train_fn import serving
 from sweeps.config.usercode import import_trainable
 from sweeps.loop.context import TrialContext
 from sweeps.loop.worker import loop_entry
+from sweeps.storage import trees
 from sweeps.trial.backends.inline_run import checkpoint_at, reported_checkpoints
 from sweeps.trial.backends.rank_error import first_reason, is_consequence
 from sweeps.trial.backends.rendezvous import (
@@ -85,7 +85,7 @@ class PeerReports:
                 "for it forever, or RAY_TRAIN_COLLECTIVE_TIMEOUT_S)") from None
         name = self.meet.wait(f"{key}/name").decode()
         if name and checkpoint is not None:
-            files.add_tree(checkpoint.path, self.run_dir / name)
+            trees.add_tree(checkpoint.path, self.run_dir / name)
             if delete_source:
                 shutil.rmtree(checkpoint.path, ignore_errors=True)
         self.meet.barrier(f"{key}/stored")

@@ -24,13 +24,12 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
 from typing import Any
 
 from ray.tune.integration.ray_train import TuneReportCallback
 
 from sweeps._ray.train import stop_aware_report_queue
-from sweeps.files import is_remote
+from sweeps.files import named_in
 from sweeps.trial import report_log
 from sweeps.trial.backends.rank_error import is_consequence
 from sweeps.trial.clock import TrialClock
@@ -79,11 +78,9 @@ class SweepReportCallback(TuneReportCallback):
     def after_report(self, run_context: Any, metrics: list[dict[str, Any]],
                      checkpoint: Any) -> None:
         self._seen = None  # a failure after this report is a new one
-        if checkpoint is not None and self.clock.run_dir and is_remote(self.clock.run_dir):
-            # On an object store Train's checkpoint.path is the bucket's object path: the sweep
-            # names it by its path under the run directory, as every other file of the sweep.
-            checkpoint = _Located(str(Path(self.clock.run_dir) /
-                                      PurePosixPath(checkpoint.path).name))
+        if checkpoint is not None and self.clock.run_dir:
+            # the sweep's name for it (on an object store Train's is the bucket's object path)
+            checkpoint = _Located(str(named_in(self.clock.run_dir, checkpoint.path)))
         if metrics:
             metrics = [report_log.record(self.clock, metrics[0],
                                          checkpoint.path if checkpoint else None), *metrics[1:]]

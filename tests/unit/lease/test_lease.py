@@ -19,8 +19,8 @@ import pytest
 from sweeps.errors import SweepBusy
 from sweeps.lease import Holder, acquire, claim_store, hold, judge, read_holder, this_driver
 from sweeps.lease.holder import boot_id, pid_namespace, process_start
-from sweeps.lease.stores import LocalClaims, ObjectClaims
 from sweeps.storage import stand_in
+from sweeps.storage.claims import LocalClaims, ObjectClaims
 
 ME = Holder(host="h1", pid=1, boot_id="boot-1", expiry_s=30)
 ALIVE = {(11, 500)}  # (pid, start) of processes that run on h1

@@ -71,8 +71,7 @@ def _train(root: Path, asha: ResumableASHA, trial_id: str, values: list[float | 
     """One trial reports ``values`` at epochs 1, 2, ... (report log, then the scheduler), as the
     report bridge and Tune do; it ends when ASHA says STOP. Returns the last decision."""
     run = SweepLayout(root).run_dir(trial_id)
-    if not files.is_remote(run):
-        run.mkdir(parents=True, exist_ok=True)
+    files.make_dirs(run)
     trial = Trial(trial_id)
     asha.on_trial_add(None, trial)
     action = "CONTINUE"
@@ -81,8 +80,7 @@ def _train(root: Path, asha: ResumableASHA, trial_id: str, values: list[float | 
                    **({"val_acc": value} if value is not None else {"loss": 1.0})}
         checkpoint = run / checkpoint_dir_name(epoch)
         if checkpoints:  # a complete archive, as TrialSession's torch.save writes
-            if not files.is_remote(checkpoint):
-                checkpoint.mkdir()
+            files.make_dirs(checkpoint)
             files.write_atomic(checkpoint / "checkpoint.pt", _archive)
         report_log.append(run, metrics, epoch, str(checkpoint) if checkpoints else None)
         trial.last_result = metrics

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from sweeps import files
-from sweeps.storage import objects, stand_in, uri_of
+from sweeps.storage import objects, stand_in, trees, uri_of
 from sweeps.storage.journal import Journal
 from sweeps.trial import report_log
 
@@ -89,24 +89,24 @@ def test_directories_move_copy_and_go(root, tmp_path) -> None:
     (source / "extra").mkdir()
     (source / "extra" / "notes.txt").write_text("x")
     target = root / "train" / "t3" / "checkpoint_epoch_0001"
-    files.put_tree(source, target)
+    trees.put_tree(source, target)
     assert files.listdir(target) == ["checkpoint.pt", "extra"]
-    files.put_tree(source / "extra", target)  # replaced, not merged
+    trees.put_tree(source / "extra", target)  # replaced, not merged
     assert files.listdir(target) == ["notes.txt"]
     aside = target.with_name(target.name + ".corrupt")
-    files.move(target, aside)
+    trees.move(target, aside)
     assert not files.exists(target) and files.listdir(aside) == ["notes.txt"]
-    with files.local_copy(aside) as local:
+    with trees.local_copy(aside) as local:
         assert (local / "notes.txt").read_text() == "x"
     assert not local.exists(), "the download is removed after use"
-    files.remove_tree(aside)
+    trees.remove_tree(aside)
     assert files.listdir(root / "train" / "t3") == []
 
 
 def test_a_local_path_is_untouched_by_the_store(tmp_path) -> None:
     path = tmp_path / "a.json"
     files.write_atomic(path, "1")
-    assert not files.is_remote(path) and files.read_text(path) == "1"
+    assert files.shown(path) == path and files.read_text(path) == "1"
 
 
 def test_out_of_memory_notes_on_s3(root) -> None:

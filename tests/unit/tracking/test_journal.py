@@ -43,6 +43,7 @@ def test_sync_sends_what_the_sweep_could_not(tmp_path) -> None:
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     state = tmp_path / "sweep" / "tracking"
     j = Journal(state)
+    state.mkdir(parents=True)  # the sweep made it (tracking_run); a Journal makes it on a write
     (state / "meta.json").write_text(json.dumps(
         {"uri": uri, "experiment_name": "later", "model_name": None}))
     j.append({"op": "sweep_start", "sweep_name": "s", "sweep_uid": "u", "params": {"a": 1},

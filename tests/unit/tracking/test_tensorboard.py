@@ -13,6 +13,7 @@ import pytest
 from ray.tune.logger import TBXLoggerCallback
 
 from sweeps.protocol import CLOCK_KEY, SCHEDULER_LOG, STEP_KEY
+from sweeps.storage import trees
 from sweeps.storage.journal import Journal
 from sweeps.tracking.tensorboard import TensorBoardEvents, TensorBoardSettings
 
@@ -214,9 +215,8 @@ def test_on_an_object_store_the_runs_are_uploaded_and_a_resume_reads_them_back(
     _run(TensorBoardEvents(_settings(root)), trial, [_result(2, 0.61), _result(3, 0.7)])
     assert len(moto_s3.keys(prefix)) == 2
     shutil.rmtree(root)
-    from sweeps import files
 
-    local = files.download(root / "tensorboard" / "s1", root.parent / f"{root.name}-copy")
+    local = trees.download(root / "tensorboard" / "s1", root.parent / f"{root.name}-copy")
     try:
         assert _scalars(local)["val_acc"] == [(1, 0.5), (2, 0.6), (3, 0.7)]
     finally:
@@ -228,7 +228,6 @@ def test_on_an_object_store_a_killed_driver_loses_no_step_and_its_local_copy_is_
     """A driver killed mid-trial (no end, no close): every step Tune saw is already on the
     store; the resumed driver, on the same machine, reads the store, not the stale local copy
     (here holding a step the store never got), and continues after what the store holds."""
-    from sweeps import files
     from sweeps.storage import stand_in
 
     root = stand_in(f"s3://{moto_s3.BUCKET}/unit/{uuid.uuid4().hex[:8]}")
@@ -241,7 +240,7 @@ def test_on_an_object_store_a_killed_driver_loses_no_step_and_its_local_copy_is_
     shutil.copytree(root.parent / f"{root.name}-stale" / "tensorboard" / "k1", run_dir,
                     dirs_exist_ok=True)
     _run(TensorBoardEvents(_settings(root)), trial, [_result(3, 0.7), _result(4, 0.8)])
-    copy = files.download(run_dir, root.parent / f"{root.name}-copy")
+    copy = trees.download(run_dir, root.parent / f"{root.name}-copy")
     try:
         assert _scalars(copy)["val_acc"] == [(1, 0.5), (2, 0.6), (3, 0.7), (4, 0.8)]
     finally:
