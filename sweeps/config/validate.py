@@ -28,7 +28,6 @@ from sweeps.errors import ConfigError
 # Up a layer on purpose: the search-space grammar is search's (Ray-free); validation
 # checks the keys it names.
 from sweeps.search.space import flatten, flatten_space
-from sweeps.storage.location import is_object_store
 
 __all__ = ["validate"]
 
@@ -59,10 +58,6 @@ def validate(cfg: SweepConfig) -> None:
     require(s.algorithm == "optuna" or not s.sampler, "search.sampler", dict(s.sampler),
              f"is set, but search={s.algorithm} does not use it",
              "add search=optuna to run that sampler, or drop search.sampler")
-    require(sc.name != "pbt" or not is_object_store(cfg.sweep.dir), "scheduler", "pbt",
-             f"needs a filesystem sweep.dir, and {cfg.sweep.dir} is an object store (PBT copies "
-             "a donor's checkpoint into the exploiting trial's run directory on disk)",
-             "use scheduler=asha, or a local or shared-filesystem sweep.dir for PBT")
     require(s.num_samples >= 1, "search.num_samples", s.num_samples, "must be >= 1",
              "set search.num_samples=8")
     require(s.max_concurrent_trials is None or s.max_concurrent_trials >= 1,

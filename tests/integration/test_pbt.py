@@ -1,4 +1,5 @@
-"""A real PBT sweep: 4 trials x 4 epochs, 1 Train worker each, on 2 CPUs, tracked in SQLite.
+"""A real PBT sweep: 4 trials x 4 epochs, 1 Train worker each, on 2 CPUs, tracked in SQLite;
+once with the sweep directory on disk, once on S3 (moto's server), asserted the same way.
 
 Asserted from the decision log and the run directories: an exploit happened, the exploited
 trial's loop really continued from the donor's checkpoint (its first report after the exploit
@@ -13,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from sweeps import load_checkpoint, run_sweep
+from sweeps import files, load_checkpoint, run_sweep
 from sweeps.protocol import CLOCK_KEY, TRIAL_FILE
 from sweeps.search.schedulers import decision_log
 from sweeps.search.space import flatten
@@ -46,13 +47,17 @@ def slow_mlp(config: dict) -> None:
     train_mlp(config)
 
 
-@pytest.fixture(scope="module")
-def pbt_sweep(tmp_path_factory, ray_cluster):
+@pytest.fixture(scope="module", params=["local", "s3"])
+def pbt_sweep(request, tmp_path_factory):
     import ray
 
     from sweeps import compose
+    from tests.conftest import private_ray
 
     root = tmp_path_factory.mktemp("pbt")
+    sweep_dir = str(root / "sweep")
+    if request.param == "s3":  # exported before Ray starts: its workers reach the store too
+        sweep_dir = f"s3://{request.getfixturevalue('moto_s3').BUCKET}/{root.name}/pbt"
     cfg = compose("digits", [
         f"experiment.trainable={__name__}:slow_mlp", "scheduler=pbt", "search=random",
         "search.num_samples=4", f"scheduler.max_t={MAX_T}",
@@ -60,10 +65,11 @@ def pbt_sweep(tmp_path_factory, ray_cluster):
         "scaling.num_workers=1", "ray.num_cpus=2", "sweep.seed=0",
         # hidden/depth stay searched: scheduler.mutate's default perturbs only the floats and
         # copies the rest from the donor, so its checkpoint fits the model
-        f"sweep.dir={root / 'sweep'}", f"tracking.uri=sqlite:///{root / 'mlflow.db'}",
+        f"sweep.dir={sweep_dir}", f"tracking.uri=sqlite:///{root / 'mlflow.db'}",
     ])
-    result = run_sweep(cfg)
-    return result, ray.util.placement_group_table()
+    with private_ray():
+        result = run_sweep(cfg)
+        return result, ray.util.placement_group_table()
 
 
 def test_an_exploited_trial_continues_from_its_donors_checkpoint(pbt_sweep) -> None:
@@ -81,14 +87,14 @@ def test_an_exploited_trial_continues_from_its_donors_checkpoint(pbt_sweep) -> N
         assert reports[0]["epoch"] == ex["donor_epoch"] + 1, (ex, reports[0])
         assert reports[0][CLOCK_KEY] == ex["donor_epoch"] + 1
         # ... with the explored values as its config (what the loop got, and what it saved)
-        pinned = flatten(json.loads((run_dir / TRIAL_FILE).read_text()))
+        pinned = flatten(json.loads(files.read_text(run_dir / TRIAL_FILE)))
         assert {k: pinned[k] for k in ex["config"]} == ex["config"]
         last = Path(reports[-1]["checkpoint_path"])
         saved = flatten(load_checkpoint(last)["params"])
         assert {k: saved[k] for k in ex["config"]} == ex["config"]
         trial = next(r for r in result.results if r.metrics.get("trial_id") == trial_id)
         assert {k: flatten(trial.config)[k] for k in ex["config"]} == ex["config"]
-        assert (result.sweep_dir / "train" / f"{trial_id}.pbt" / "gen0").is_dir()
+        assert files.is_dir(result.sweep_dir / "train" / f"{trial_id}.pbt" / "gen0")
 
 
 def test_every_trial_trained_to_max_t(pbt_sweep) -> None:

@@ -11,12 +11,13 @@ import json
 import math
 import pickle
 import random
-import shutil
+import uuid
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from sweeps import files
 from sweeps._ray import train_snapshot
 from sweeps.config.schema import SchedulerSection
 from sweeps.errors import ConfigError
@@ -26,6 +27,7 @@ from sweeps.search.outcome import Objective
 from sweeps.search.pbt import ResumablePBT, decision_rng, explore, quantiles
 from sweeps.search.schedulers import decision_log, ended_trials, verdicts
 from sweeps.search.space import Param, parse_space
+from sweeps.storage import stand_in, trees
 from sweeps.trial import exploit as hand_over
 from sweeps.trial import report_log
 
@@ -191,16 +193,16 @@ def _train(sweep: Path, trial_id: str, epoch: int, value: float) -> str:
     """Write what Train and the report bridge leave for one checkpointed epoch; its path."""
     run = sweep / "train" / trial_id
     name = checkpoint_dir_name(epoch)
-    (run / name).mkdir(parents=True, exist_ok=True)
-    (run / name / "model.bin").write_bytes(b"w" * epoch)
+    files.make_dirs(run / name)
+    files.write_atomic(run / name / "model.bin", b"w" * epoch)
     metrics = {"val_acc": value, "epoch": epoch}
     entries = [(n, {"val_acc": 0.0, "epoch": i + 1}, i) for i in range(epoch - 1)
                for n in [checkpoint_dir_name(i + 1)]]
     train_snapshot.write(run, train_snapshot.rebuilt([*entries, (name, metrics, epoch - 1)],
                                                      "2.60.0"))
     report_log.append(run, {**metrics, CLOCK_KEY: epoch}, epoch, str(run / name))
-    (run / CLOCK_FILE).write_text(json.dumps({"time_attr": "epoch", "by": "attr",
-                                              "offset": 0.0}))
+    files.write_atomic(run / CLOCK_FILE, json.dumps({"time_attr": "epoch", "by": "attr",
+                                                     "offset": 0.0}))
     return str(run / name)
 
 
@@ -367,21 +369,37 @@ def test_pause_records_are_neither_ends_nor_stops(tmp_path) -> None:
 # --------------------------------------------------------------------- the exploit hand-over
 
 
-def _exploited(tmp_path: Path) -> tuple[str, dict[str, Any]]:
+@pytest.fixture(params=["local", "s3"])
+def sweep(request, tmp_path) -> Path:
+    """A sweep directory on disk, or the stand-in of one on a real S3 endpoint (moto's
+    server): the exploit hand-over runs through sweeps.files, the same on both."""
+    if request.param == "local":
+        return tmp_path
+    moto = request.getfixturevalue("moto_s3")
+    return stand_in(f"s3://{moto.BUCKET}/pbt/{uuid.uuid4().hex[:8]}")
+
+
+def _exploited(sweep: Path) -> tuple[str, dict[str, Any]]:
     trials = _trials(2)
-    pbt = _pbt(tmp_path)
+    pbt = _pbt(sweep)
     for t in trials.values():
         pbt.on_trial_add(None, t)
-    pbt.on_trial_result(None, trials["t1"], _result(tmp_path, "t1", 1, 0.9))
-    pbt.on_trial_result(None, trials["t1"], _result(tmp_path, "t1", 2, 0.91))
-    assert pbt.on_trial_result(None, trials["t0"], _result(tmp_path, "t0", 1, 0.1)) == "PAUSE"
-    return "t0", decision_log(tmp_path).records()[-1]["exploit"]
+    pbt.on_trial_result(None, trials["t1"], _result(sweep, "t1", 1, 0.9))
+    pbt.on_trial_result(None, trials["t1"], _result(sweep, "t1", 2, 0.91))
+    assert pbt.on_trial_result(None, trials["t0"], _result(sweep, "t0", 1, 0.1)) == "PAUSE"
+    return "t0", decision_log(sweep).records()[-1]["exploit"]
 
 
-def test_the_restarted_trial_runs_from_its_donors_checkpoint(tmp_path) -> None:
-    trial_id, ex = _exploited(tmp_path)
-    run = tmp_path / "train" / trial_id
-    (run / "trial.json").write_text("{}")
+def _dir(path: Path) -> None:
+    """A directory holding a file (an object store has no empty directories)."""
+    files.make_dirs(path)
+    files.write_atomic(path / "part", b"")
+
+
+def test_the_restarted_trial_runs_from_its_donors_checkpoint(sweep) -> None:
+    trial_id, ex = _exploited(sweep)
+    run = sweep / "train" / trial_id
+    files.write_atomic(run / "trial.json", "{}")
     sampled = {"lr": 0.01, "opt": {"batch": 64}, "fixed": 1}
     got = hand_over.take_exploit(run, trial_id, sampled, "sweep-id")
     assert got == {"lr": ex["config"]["lr"], "opt": {"batch": ex["config"]["opt.batch"]},
@@ -390,33 +408,48 @@ def test_the_restarted_trial_runs_from_its_donors_checkpoint(tmp_path) -> None:
     assert ex["donor"] == "t1" and ex["donor_epoch"] == 2
     name, metrics, reports = latest_checkpoint(run)
     assert (name, metrics["val_acc"], reports) == ("checkpoint_epoch_0002", 0.91, 2)
-    assert (run / name / "model.bin").read_bytes() == b"ww"
-    assert json.loads((run / CLOCK_FILE).read_text())["by"] == "attr"
+    assert files.read_bytes(run / name / "model.bin") == b"ww"
+    assert json.loads(files.read_text(run / CLOCK_FILE))["by"] == "attr"
     assert hand_over.applied_generation(run) == 1
-    assert not (run / "trial.json").exists()  # claim_run pins the explored config afresh
+    assert not files.exists(run / "trial.json")  # claim_run pins the explored config afresh
     assert report_log.records(run) == [] and report_log.restored_count(run) is None
     # The trial's own run is kept, moved aside
-    kept = tmp_path / "train" / "t0.pbt" / "gen0"
-    assert (kept / "checkpoint_epoch_0001").is_dir() and (kept / "trial.json").is_file()
+    kept = sweep / "train" / "t0.pbt" / "gen0"
+    assert files.is_dir(kept / "checkpoint_epoch_0001") and files.is_file(kept / "trial.json")
     # Done once: a second start (a retry) keeps the run it made since
-    (run / "checkpoint_epoch_0003").mkdir()
+    _dir(run / "checkpoint_epoch_0003")
     assert hand_over.take_exploit(run, trial_id, sampled, "sweep-id") == got
-    assert (run / "checkpoint_epoch_0003").is_dir()
+    assert files.is_dir(run / "checkpoint_epoch_0003")
 
 
-def test_a_crash_mid_exploit_is_redone_from_the_frozen_copy(tmp_path) -> None:
-    trial_id, ex = _exploited(tmp_path)
-    run = tmp_path / "train" / trial_id
-    history = tmp_path / "train" / "t0.pbt"
+def test_a_crash_mid_exploit_is_redone_from_the_frozen_copy(sweep) -> None:
+    trial_id, ex = _exploited(sweep)
+    run = sweep / "train" / trial_id
+    history = sweep / "train" / "t0.pbt"
     # Killed after moving the old run aside and before the new one took its place
-    (history / "gen1.new").mkdir(parents=True)
-    run.rename(history / "gen0")
+    _dir(history / "gen1.new")
+    trees.move(run, history / "gen0")
     # ... and Train deleted the donor's checkpoint meanwhile (retention)
-    shutil.rmtree(tmp_path / "train" / "t1" / "checkpoint_epoch_0002")
+    trees.remove_tree(sweep / "train" / "t1" / "checkpoint_epoch_0002")
     hand_over.take_exploit(run, trial_id, {}, "sweep-id")
     assert latest_checkpoint(run)[0] == "checkpoint_epoch_0002"
-    assert (run / "checkpoint_epoch_0002" / "model.bin").read_bytes() == b"ww"
-    assert not (history / "gen1.new").exists()
+    assert files.read_bytes(run / "checkpoint_epoch_0002" / "model.bin") == b"ww"
+    assert not files.exists(history / "gen1.new")
+
+
+def test_the_marker_is_written_last(sweep) -> None:
+    """Killed after the seeded run took its place and before its marker: the next start
+    seeds it again, keeping what was there."""
+    trial_id, _ = _exploited(sweep)
+    run = sweep / "train" / trial_id
+    hand_over.take_exploit(run, trial_id, {}, "sweep-id")
+    files.remove_file(run / hand_over.MARKER)
+    hand_over.take_exploit(run, trial_id, {}, "sweep-id")
+    assert hand_over.applied_generation(run) == 1
+    assert latest_checkpoint(run)[0] == "checkpoint_epoch_0002"
+    # the trial's own run, and the unmarked seeded one set aside next to it
+    kept = [n for n in files.listdir(sweep / "train" / "t0.pbt") if n.startswith("gen0")]
+    assert kept[0] == "gen0" and len(kept) == 2 and kept[1].startswith("gen0-"), kept
 
 
 @pytest.mark.parametrize(("records", "expected"), [
