@@ -6,9 +6,9 @@ per node, all on this host): a head node with no CPUs, so every Train worker lan
 node, and two worker nodes of 2 CPUs. The user's project lives outside the checkout: its own
 Ray Train loop, written the way Ray Train's docs write it, and its own experiment config. The
 sweep is ``python -m sweeps --config-dir conf +experiment=x ray.address=<cluster>
-sweep.dir=<shared dir>`` in a subprocess run from the project; the workers have only sweeps on
-their ``PYTHONPATH`` (the raylets' environment), so the loop reaches them through the shipped
-``working_dir`` alone.
+sweep.dir=s3://<bucket>/<prefix>`` (moto's S3 server) in a subprocess run from the project;
+the workers have only sweeps on their ``PYTHONPATH`` (the raylets' environment), so the loop
+reaches them through the shipped ``working_dir`` alone.
 
 Each worker of the loop appends a JSON line per event to ``events.jsonl``: its trial, rank and
 node (``ray.get_runtime_context().get_node_id()``), the epoch it starts from, each epoch it
@@ -194,11 +194,11 @@ def _mlflow_runs(db: Path) -> list:
             for r in runs]
 
 
-@pytest.mark.parametrize("storage", ["shared", "s3"])
-def test_trials_use_a_joined_node_and_survive_a_lost_one(tmp_path, monkeypatch, request,
-                                                          storage) -> None:
-    """``storage``: the sweep directory on a filesystem every node sees (``shared``), or on
-    S3 (moto's server; every node reaches it with the credentials the raylets inherit)."""
+def test_trials_use_a_joined_node_and_survive_a_lost_one(tmp_path, monkeypatch, moto_s3) -> None:
+    """The sweep directory on S3 (moto's server; every node reaches it with the credentials the
+    raylets inherit), the harder case: checkpoints are uploaded from the node that is lost. A
+    sweep directory on a filesystem every node sees is test_elastic's (a node lost mid-trial,
+    the trial restarted from its checkpoint there) and test_code_shipping's cluster test."""
     import ray
     from ray.cluster_utils import Cluster
     from ray.util import placement_group_table
@@ -209,18 +209,15 @@ def test_trials_use_a_joined_node_and_survive_a_lost_one(tmp_path, monkeypatch, 
     if ray.is_initialized():
         ray.shutdown()
     project = _project(tmp_path)
-    if storage == "s3":
-        bucket = request.getfixturevalue("moto_s3").BUCKET  # exports its endpoint and keys
-        where = f"s3://{bucket}/cluster-{tmp_path.name}/sweep"
-        sweep_dir = stand_in(where)
-    else:
-        where = sweep_dir = tmp_path / "shared" / "sweep"
+    where = f"s3://{moto_s3.BUCKET}/cluster-{tmp_path.name}/sweep"  # its endpoint, keys exported
+    sweep_dir = stand_in(where)
     logs = tmp_path / "logs"
     events_log, judged_log = logs / "events.jsonl", sweep_dir / "state" / "scheduler.jsonl"
     # The raylets, and so every worker, inherit this environment: sweeps importable, the
     # user's project not.
     monkeypatch.setenv("PYTHONPATH", str(ROOT))
     monkeypatch.setenv("RAY_ADDRESS", "")
+    monkeypatch.setenv("RAY_health_check_period_ms", "1000")  # a lost node noticed in ~5 s
     cluster = Cluster(initialize_head=True,
                       head_node_args={"num_cpus": 0, "num_gpus": 0, "include_dashboard": False})
     proc = None
@@ -262,7 +259,7 @@ def test_trials_use_a_joined_node_and_survive_a_lost_one(tmp_path, monkeypatch, 
         cluster.remove_node(doomed, allow_graceful=False)
         killed_at = time.time()
         # remove_node kills the node's raylet and agents; its workers, on this same host, would
-        # run on until they notice, and write checkpoints to the shared directory. A lost
+        # run on until they notice, and write checkpoints to the sweep directory. A lost
         # machine takes them along: so does this test, before it lets any trial go on.
         for pid in {e["pid"] for e in on_doomed}:
             try:

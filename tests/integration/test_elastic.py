@@ -180,6 +180,7 @@ def test_an_elastic_trial_grows_with_a_joined_node_and_shrinks_with_a_lost_one(
     sweep_dir, events_log = tmp_path / "sweep", logs / "events.jsonl"
     monkeypatch.setenv("PYTHONPATH", str(ROOT))  # the raylets' workers import sweeps
     monkeypatch.setenv("RAY_ADDRESS", "")
+    monkeypatch.setenv("RAY_health_check_period_ms", "1000")  # a lost node noticed in ~5 s
     cluster = Cluster(initialize_head=True,
                       head_node_args={"num_cpus": 0, "num_gpus": 0, "include_dashboard": False})
     proc, out = None, tmp_path / "sweep.txt"
