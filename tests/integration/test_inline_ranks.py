@@ -91,8 +91,8 @@ def test_a_failed_peer_restarts_the_trial_from_its_checkpoint(tmp_path, ray_clus
     """Rank 1 raises while rank 0 waits in DDP's all-reduce (``step``: only killing the peers
     releases it), or rank 1's process dies (``kill``). (Rank 1 raising while rank 0 waits at
     its report is the conformance suite's torch_ddp loop, against plain Ray Train.)"""
-    result, actors, _ = _sweep(tmp_path, fault, "search.num_samples=1", "scheduler=none",
-                               f"experiment.params.fault={fault}", "trial.max_failures=1")
+    result, actors, groups = _sweep(tmp_path, fault, "search.num_samples=1", "scheduler=none",
+                                    f"experiment.params.fault={fault}", "trial.max_failures=1")
     table = result.summary.table
     assert table["status"].tolist() == ["completed"], table
     assert (tmp_path / "markers" / f"{table['trial_id'][0]}.{fault}").exists()  # it happened
@@ -100,6 +100,8 @@ def test_a_failed_peer_restarts_the_trial_from_its_checkpoint(tmp_path, ray_clus
     assert frame["epoch"].tolist() == [1, 2, 3, 4]  # epoch 2 again after the restart, once
     assert frame["resumed_from"].tolist() == [0, 1, 1, 1]  # from epoch 1's checkpoint
     assert actors["Peer"] == 2, actors  # the failed attempt's peer is replaced, as Train does
+    states = [pg["state"] for pg in groups.values()]
+    assert "CREATED" not in states and "PENDING" not in states, groups
 
 
 @pytest.mark.timeout(300)
