@@ -10,6 +10,7 @@ Tracked in MLflow on the default kind of store (SQLite, here in the test's direc
 from __future__ import annotations
 
 import json
+import math
 from collections import Counter
 from pathlib import Path
 
@@ -17,11 +18,13 @@ import pytest
 import torch
 
 from sweeps import compose, load_checkpoint, load_model, run_sweep
+from tests.integration.tensorboard_runs import read_runs, scalar_steps, session
 from trainables.digits import evaluate, load_split
 
 pytestmark = pytest.mark.slow
 
 NUM_SAMPLES = 12
+PARAMS = ("lr", "hidden", "depth", "dropout", "batch_size")  # digits' search space
 
 
 def _actor_classes() -> Counter:
@@ -226,3 +229,33 @@ def test_registered_model_loads_and_reproduces_best_accuracy(sweep, mlflow_runs)
     _, _, x_va, y_va = load_split()
     _, correct, count = evaluate(model, torch.from_numpy(x_va), torch.from_numpy(y_va))
     assert correct / count == pytest.approx(result.best["value"], abs=1e-12)
+
+
+def test_tensorboard_has_each_trial_as_a_run_at_its_epochs_with_its_hparams(sweep) -> None:
+    """``tensorboard --logdir <sweep dir>``, read by TensorBoard's own reader: one run per
+    trial at the trial's epochs, HParams sessions with the sampled values and the final/best
+    metric. Written by the driver from what Tune receives, whatever backend ran the trial (the
+    conformance suite shows the backends report alike)."""
+    pytest.importorskip("tensorboard")
+    result, _ = sweep
+    table = result.summary.table.set_index("trial_id")
+    multiplexer = read_runs(result.sweep_dir)
+    # One run per trial: Tune's own event files (tags ray/tune/..., in <sweep dir>/<trial>/)
+    # are not written.
+    assert sorted(multiplexer.Runs()) == sorted(f"tensorboard/{t}" for t in table.index)
+    for trial, row in table.iterrows():
+        run = f"tensorboard/{trial}"
+        epochs = list(range(1, int(row["epochs"]) + 1))
+        assert scalar_steps(multiplexer, run, "val_acc") == epochs
+        tags = set(multiplexer.GetAccumulator(run).Tags()["tensors"])
+        assert not {t for t in tags if t.startswith("ray/") or t == "training_iteration"}
+        assert {"final/val_acc", "best/val_acc"} <= tags
+        values = [e.tensor_proto.float_val[0] for e in multiplexer.Tensors(run, "val_acc")]
+        best = multiplexer.Tensors(run, "best/val_acc")
+        assert [e.step for e in best] == [epochs[-1]]
+        assert math.isclose(best[0].tensor_proto.float_val[0], max(values), rel_tol=1e-6)
+        assert math.isclose(best[0].tensor_proto.float_val[0], row["val_acc"], rel_tol=1e-5)
+        hparams, status = session(multiplexer, run)
+        assert hparams == pytest.approx({p: float(row[p]) for p in PARAMS}), (hparams, row)
+        assert status == "STATUS_SUCCESS"  # completed or stopped by ASHA
+    assert not list(result.sweep_dir.glob("*/events.out.tfevents.*"))
