@@ -13,6 +13,20 @@ from sweeps import run_sweep
 pytestmark = pytest.mark.slow
 
 
+@pytest.fixture(scope="module")
+def mlflow_server(tmp_path_factory):
+    """One server for the module's tests (each in its own experiment and registered model);
+    the outage test bounces it and leaves it up."""
+    from tests.conftest import MLflowServer
+
+    server = MLflowServer(tmp_path_factory.mktemp("mlflow-server"))
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
 def _bounce_after_first_metrics(server, journal_path, down_s: float, log: list) -> None:
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline:
@@ -34,7 +48,7 @@ def test_server_outage_mid_sweep_loses_and_duplicates_nothing(tmp_path, ray_clus
     cfg = small_config(
         "search.num_samples=4", "scheduler.max_t=3", f"sweep.dir={sweep_dir}",
         f"tracking.uri={mlflow_server.uri}", "tracking.experiment_name=outage",
-        "tracking.flush_timeout_s=120",
+        "tracking.model_name=outage", "tracking.flush_timeout_s=120",
     )
     events: list = []
     bouncer = threading.Thread(target=_bounce_after_first_metrics, daemon=True, args=(
@@ -62,7 +76,7 @@ def test_server_outage_mid_sweep_loses_and_duplicates_nothing(tmp_path, ray_clus
         # trial_end record lost in the outage), tagged with the summary's outcome.
         assert (run.info.status, run.data.tags["sweeps.status"]) == (
             "FINISHED", outcome[trial.metrics["trial_id"]]), run.data.tags
-    versions = client.search_model_versions("name='digits'")
+    versions = client.search_model_versions("name='outage'")
     assert len(versions) == 1, "best model registered once despite the outage"
     import mlflow.pytorch
     import torch
@@ -70,7 +84,7 @@ def test_server_outage_mid_sweep_loses_and_duplicates_nothing(tmp_path, ray_clus
     from trainables.digits import evaluate, load_split
 
     mlflow.set_tracking_uri(mlflow_server.uri)
-    model = mlflow.pytorch.load_model(f"models:/digits/{versions[0].version}").eval()
+    model = mlflow.pytorch.load_model(f"models:/outage/{versions[0].version}").eval()
     _, _, x_va, y_va = load_split()
     _, correct, count = evaluate(model, torch.from_numpy(x_va), torch.from_numpy(y_va))
     assert correct / count == pytest.approx(result.best["value"], abs=1e-12)
