@@ -1,4 +1,7 @@
-"""Shared fixtures. Every Ray instance a test starts is shut down by it."""
+"""Shared fixtures. Every Ray instance a test starts is shut down by it, except the session's
+shared one (``ray_cluster``): up for the tests that ask for it, down for every other test (so a
+test with its own Ray never runs beside a second instance), checked after each of its tests for
+anything left on it, and shut down at the session's end."""
 
 from __future__ import annotations
 
@@ -19,9 +22,15 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Skip the ``gpu`` tests on a machine without a CUDA GPU. A torch that does not import
-    (a broken CUDA build, a missing library) is no such machine: each ``gpu`` test then fails
-    with torch's own error, instead of skipping as if there were simply no GPU."""
+    """Run the modules whose every test is on the shared Ray instance first, one after another
+    (each module's tests in their order), so the instance starts once. Skip the ``gpu`` tests
+    on a machine without a CUDA GPU. A torch that does not import (a broken CUDA build, a
+    missing library) is no such machine: each ``gpu`` test then fails with torch's own error,
+    instead of skipping as if there were simply no GPU."""
+    apart = {item.module.__name__ for item in items
+             if not _shares(item) and getattr(item, "module", None) is not None}
+    items.sort(key=lambda item: getattr(item, "module", None) is None
+               or item.module.__name__ in apart)
     gpu_items = [item for item in items if "gpu" in item.keywords]
     if not gpu_items:
         return
@@ -40,7 +49,13 @@ _TORCH_IMPORT_ERROR: list[BaseException] = []
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
-    """Fails a ``gpu`` test at set-up with the error ``import torch`` raised at collection."""
+    """Fails a ``gpu`` test at set-up with the error ``import torch`` raised at collection.
+    Brings the shared Ray instance up for a test that asks for ``ray_cluster``, and down for
+    any other (it may start its own)."""
+    if _shares(item):
+        _shared_up()
+    else:
+        _shared_down()
     if _TORCH_IMPORT_ERROR and "gpu" in item.keywords:
         error = _TORCH_IMPORT_ERROR[0]
         raise RuntimeError(f"torch does not import, so the gpu tests cannot run: "
@@ -80,10 +95,8 @@ def _mlflow_global_uri_restored() -> Iterator[None]:
         utils._tracking_uri = saved
 
 
-@contextlib.contextmanager
-def private_ray() -> Iterator[None]:
-    """A private local Ray instance with 2 CPUs and no dashboard (so no State API), shut down
-    on leaving."""
+def _ray_init() -> None:
+    """A local Ray instance with 2 CPUs and no dashboard (so no State API)."""
     import ray
 
     if ray.is_initialized():
@@ -92,17 +105,87 @@ def private_ray() -> Iterator[None]:
     os.environ["PYTHONPATH"] = os.pathsep.join(
         p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
     ray.init(num_cpus=2, num_gpus=0, include_dashboard=False, log_to_driver=False)
+
+
+@contextlib.contextmanager
+def private_ray() -> Iterator[None]:
+    """A private local Ray instance (``_ray_init``'s), shut down on leaving."""
+    import ray
+
+    _shared_down()
+    _ray_init()
     try:
         yield
     finally:
         ray.shutdown()
 
 
+_SHARED: list[bool] = []  # the shared instance is up (this process started it)
+
+
+def _shares(item: pytest.Item) -> bool:
+    return "ray_cluster" in getattr(item, "fixturenames", ())
+
+
+def _shared_up() -> None:
+    import ray
+
+    if not (_SHARED and ray.is_initialized()):
+        _ray_init()
+        _SHARED[:] = [True]
+
+
+def _shared_down() -> None:
+    if _SHARED:
+        import ray
+
+        ray.shutdown()
+        _SHARED.clear()
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    _shared_down()
+
+
 @pytest.fixture(scope="module")
 def ray_cluster() -> Iterator[None]:
-    """``private_ray`` for a whole test module."""
-    with private_ray():
-        yield
+    """The session's shared Ray instance (``_ray_init``'s), for a whole test module: started
+    once and kept up while the tests that ask for it follow one another."""
+    _shared_up()
+    yield
+
+
+LEAK_WAIT_S = 30.0  # Ray's own teardown of a sweep's actors is asynchronous
+
+
+@pytest.fixture(autouse=True)
+def _nothing_left_on_the_shared_ray(request: pytest.FixtureRequest) -> Iterator[None]:
+    """After each test on the shared instance: no live actor (Ray's own detached ones aside),
+    no placement group and no sweeps ledger record (``pg/``, ``ctl/``) is left on it, so the
+    next test starts on an instance as fresh as its own would be."""
+    yield
+    import ray
+
+    if not (_shares(request.node) and _SHARED and ray.is_initialized()):
+        return
+    from ray._private.state import actors
+    from ray.util import placement_group_table
+
+    from sweeps._ray import kv
+
+    deadline = time.monotonic() + LEAK_WAIT_S
+    while True:
+        alive = sorted((a.get("ActorClassName", ""), a.get("Name", "")) for a in actors().values()
+                       if a.get("State") != "DEAD" and not a.get("IsDetached"))
+        held = {k: g["state"] for k, g in placement_group_table().items()
+                if g["state"] != "REMOVED"}
+        records = kv.keys("pg/") + kv.keys("ctl/")
+        if not (alive or held or records):
+            return
+        if time.monotonic() > deadline:
+            pytest.fail(f"left on the shared Ray instance after {LEAK_WAIT_S:.0f} s: actors "
+                        f"{alive}, placement groups {held}, ledger records {records}")
+        time.sleep(0.2)
 
 
 @pytest.fixture(scope="module")
