@@ -8,7 +8,10 @@ under a temporary name beside it and linked in whole. One that fails MLflow's op
 migration error and holds nothing of its own is moved aside (``<name>.broken-<time>-<pid>``)
 and made again, under a lock beside it; one that holds something, or has an older schema, is
 left alone (``StoreUnusable``: why, and the fix). Other failures are the caller's to retry.
-``fresh``: this call made the store.
+``fresh``: this call made the store. MLflow's migrations take seconds of CPU (6 s on 2 cores,
+beside the first trial's start), so the first store made with an MLflow version is kept as a
+template (``~/.cache/sweeps/mlflow-<version>.db``, without its Default experiment, which MLflow
+makes again on opening a copy, with this store's artifact root) and later ones are copies.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ import fcntl
 import logging
 import os
 import re
+import shutil
 import sqlite3
 import time
 import uuid
@@ -132,8 +136,13 @@ def _create_whole(db: Path, query: str) -> None:
     # one name per creation: MLflow keeps a store object per URI for the process's life
     tmp = db.with_name(f".{db.name}.creating-{uuid.uuid4().hex}")
     tmp_uri = f"sqlite:///{tmp}" + (f"?{query}" if query else "")
+    template = _template()
+    if template.is_file():
+        shutil.copyfile(template, tmp)
     MlflowClient(tmp_uri)
     _close_engine(tmp_uri)  # every connection closed: no -journal left beside it
+    if not template.is_file():
+        _keep_template(tmp, template)
     with open(tmp, "rb") as f:
         os.fsync(f.fileno())
     try:
@@ -145,6 +154,31 @@ def _create_whole(db: Path, query: str) -> None:
             os.replace(tmp, db)
     finally:
         tmp.unlink(missing_ok=True)
+
+
+def _template() -> Path:
+    from mlflow.version import VERSION
+
+    cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(cache, "sweeps", f"mlflow-{VERSION}.db")
+
+
+def _keep_template(store: Path, template: Path) -> None:
+    """A copy of the new ``store`` as ``template``, its Default experiment taken out (a cache:
+    when it cannot be kept, the next new store takes its seconds again)."""
+    staging = template.with_name(f".{template.name}.{uuid.uuid4().hex}")
+    try:
+        template.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(store, staging)
+        with contextlib.closing(sqlite3.connect(staging)) as db, db:
+            db.execute("DELETE FROM experiment_tags WHERE experiment_id = 0")
+            db.execute("DELETE FROM experiments WHERE experiment_id = 0")
+        os.replace(staging, template)
+    except (OSError, sqlite3.Error) as exc:
+        log.debug("MLflow store template not kept: %s", exc)
+    finally:
+        with contextlib.suppress(OSError):
+            staging.unlink()
 
 
 def _close_engine(uri: str) -> None:

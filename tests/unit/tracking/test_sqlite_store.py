@@ -8,6 +8,7 @@ own open then fails on "duplicate column name: step" every time.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import sqlite3
@@ -50,6 +51,47 @@ def half_created(db: Path, template: bytes) -> bytes:
     return template
 
 
+def _tables(db: Path) -> tuple[list[str], list[tuple]]:
+    with contextlib.closing(sqlite3.connect(db)) as conn:
+        return (sorted(r[0] for r in conn.execute("SELECT name FROM sqlite_master")),
+                conn.execute("SELECT * FROM alembic_version").fetchall())
+
+
+def test_the_first_store_is_kept_as_a_template_and_its_copies_are_as_mlflow_makes_them(
+        tmp_path, monkeypatch) -> None:
+    """The first store made with this MLflow (its migrations run) is kept without its Default
+    experiment; a store made later is a copy, to which MLflow gives the Default experiment it
+    gives a store it makes there (its artifact root, from where the sweep runs)."""
+    from mlflow.version import VERSION
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    first, fresh = open_client(f"sqlite:///{tmp_path / 'first.db'}")
+    template = tmp_path / "cache" / "sweeps" / f"mlflow-{VERSION}.db"
+    assert fresh and [p.name for p in template.parent.iterdir()] == [template.name]
+    with contextlib.closing(sqlite3.connect(template)) as conn:
+        assert conn.execute("SELECT COUNT(*) FROM experiments").fetchone() == (0,)
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path / "elsewhere")
+    copy, fresh = open_client(f"sqlite:///{tmp_path / 'copy.db'}")
+    assert fresh and _tables(tmp_path / "copy.db") == _tables(tmp_path / "first.db")
+    [default] = copy.search_experiments()
+    assert (default.experiment_id, default.name, default.artifact_location) == (
+        "0", "Default", str(tmp_path / "elsewhere" / "mlruns" / "0"))
+    assert first.get_experiment("0").artifact_location == str(tmp_path / "mlruns" / "0")
+    run = copy.create_run(copy.create_experiment("sweep"))
+    copy.log_metric(run.info.run_id, "val_acc", 0.5, step=1)
+    assert copy.get_metric_history(run.info.run_id, "val_acc")[0].value == 0.5
+
+
+def test_a_cache_that_cannot_be_written_costs_time_only(tmp_path, monkeypatch) -> None:
+    (tmp_path / "cache").write_text("a file where the cache directory would be")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    client, fresh = open_client(f"sqlite:///{tmp_path / 'mlflow.db'}")
+    assert fresh and client.search_experiments()[0].name == "Default"
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".mlflow.db.lock", "cache",
+                                                          "mlflow.db"]
+
+
 def test_a_new_store_is_created_whole_with_nothing_left_beside_it(tmp_path) -> None:
     db = tmp_path / "sub" / "mlflow.db"
     client, fresh = open_client(f"sqlite:///{db}")
@@ -65,19 +107,26 @@ def test_a_killed_creation_leaves_no_store_and_its_temp_file_goes(tmp_path) -> N
     """kill -9 during ``open_client``'s creation, at moments across it: afterwards either no
     store or one MLflow opens; the next open works (a killed creation's temporary file stays
     until it is minutes old)."""
-    db = tmp_path / "mlflow.db"
+    db = tmp_path / "stores" / "mlflow.db"
+    db.parent.mkdir()
     code = f"from sweeps.tracking.sqlite_store import open_client; open_client('sqlite:///{db}')"
+    # MLflow's migrations run (no template kept yet): the creation this guards
+    cache = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "nothing-kept")}
+    (tmp_path / "nothing-kept").mkdir()
+    (tmp_path / "nothing-kept" / "sweeps").write_text("not a directory: nothing is kept")
     for delay in (1.5, 1.8, 2.1):
-        for p in tmp_path.iterdir():
+        for p in db.parent.iterdir():
             p.unlink()
-        proc = subprocess.Popen([sys.executable, "-c", code], stderr=subprocess.DEVNULL)
+        proc = subprocess.Popen([sys.executable, "-c", code], stderr=subprocess.DEVNULL,
+                                env=cache)
         time.sleep(delay)
         proc.kill()
         proc.wait()
         if db.exists():
             MlflowClient(f"sqlite:///{db}").search_experiments()  # whole: MLflow opens it
         open_client(f"sqlite:///{db}")[0].search_experiments()
-        others = [p.name for p in tmp_path.iterdir() if p.name not in (db.name, ".mlflow.db.lock")]
+        others = [p.name for p in db.parent.iterdir()
+                  if p.name not in (db.name, ".mlflow.db.lock")]
         assert all(n.startswith(".mlflow.db.creating-") for n in others), (delay, others)
 
 
