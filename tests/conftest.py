@@ -160,9 +160,11 @@ LEAK_WAIT_S = 30.0  # Ray's own teardown of a sweep's actors is asynchronous
 
 @pytest.fixture(autouse=True)
 def _nothing_left_on_the_shared_ray(request: pytest.FixtureRequest) -> Iterator[None]:
-    """After each test on the shared instance: no live actor (Ray's own detached ones aside),
-    no placement group and no sweeps ledger record (``pg/``, ``ctl/``) is left on it, so the
-    next test starts on an instance as fresh as its own would be."""
+    """After each test on the shared instance: no CPU held (by an actor or a task), no placement
+    group and no sweeps ledger record (``pg/``, ``ctl/``) left on it, so the next test starts
+    on an instance whose resources are all free, as its own would be. (Idle actors holding no
+    resource are let be: a plain Ray Train run keeps its TrainController and DatasetManager
+    alive in the process that ran it, which is Ray's own doing.)"""
     yield
     import ray
 
@@ -175,16 +177,19 @@ def _nothing_left_on_the_shared_ray(request: pytest.FixtureRequest) -> Iterator[
 
     deadline = time.monotonic() + LEAK_WAIT_S
     while True:
-        alive = sorted((a.get("ActorClassName", ""), a.get("Name", "")) for a in actors().values()
-                       if a.get("State") != "DEAD" and not a.get("IsDetached"))
+        cpus = ray.cluster_resources().get("CPU", 0.0) - ray.available_resources().get("CPU", 0.0)
         held = {k: g["state"] for k, g in placement_group_table().items()
                 if g["state"] != "REMOVED"}
         records = kv.keys("pg/") + kv.keys("ctl/")
-        if not (alive or held or records):
+        if not (cpus > 0 or held or records):
             return
         if time.monotonic() > deadline:
-            pytest.fail(f"left on the shared Ray instance after {LEAK_WAIT_S:.0f} s: actors "
-                        f"{alive}, placement groups {held}, ledger records {records}")
+            alive = sorted(a.get("ActorClassName", "") for a in actors().values()
+                           if a.get("State") != "DEAD" and not a.get("IsDetached"))
+            _shared_down()  # the next test gets a fresh instance, not this one's leftovers
+            pytest.fail(f"left on the shared Ray instance after {LEAK_WAIT_S:.0f} s: {cpus:g} "
+                        f"CPU(s) held, placement groups {held}, ledger records {records} "
+                        f"(live actors: {alive})")
         time.sleep(0.2)
 
 

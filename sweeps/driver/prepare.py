@@ -12,7 +12,6 @@ imported otherwise, so dry runs stay fast.
 from __future__ import annotations
 
 import sys
-import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -24,7 +23,6 @@ from sweeps.config.workers import is_elastic, worker_range
 from sweeps.driver.cluster_address import check_reachable, join_error
 from sweeps.driver.code_shipping import check_shipping, runtime_env
 from sweeps.driver.resources import ResourcePlan, local_cluster_totals, plan_resources
-from sweeps.errors import ConfigError
 from sweeps.layout import SweepLayout
 from sweeps.lease import claim_store, read_holder
 from sweeps.resume.state import (
@@ -37,8 +35,8 @@ from sweeps.resume.state import (
 from sweeps.search.checks import check_search, objectives_of, trial_count
 from sweeps.search.defaults import budget_note, settle_defaults, size_note
 from sweeps.search.space import Param, parse_space
-from sweeps.storage.location import remote_of, sweep_root, uri_of
-from sweeps.storage.preflight import check_store
+from sweeps.storage.location import sweep_root
+from sweeps.storage.preflight import check_writable
 from sweeps.tracking.setup import check_tracking, quiet_http_retries
 from sweeps.tracking.target import tracking_target
 from sweeps.trial.backends import BackendRequest, choose_backend
@@ -47,7 +45,7 @@ if TYPE_CHECKING:
     from sweeps.search.warm_start import WarmStart
     from sweeps.tracking.target import TrackingTarget
 
-__all__ = ["Prepared", "check_config", "prepare", "sweep_dir_of", "check_writable"]
+__all__ = ["Prepared", "check_config", "prepare", "sweep_dir_of"]
 
 
 @dataclass
@@ -102,28 +100,6 @@ def sweep_dir_of(cfg: SweepConfig) -> Path:
         's3://bucket/sweeps/d'
     """
     return sweep_root(cfg.sweep.dir)
-
-
-def check_writable(sweep_dir: Path) -> None:
-    """Fail unless ``sweep_dir`` can be created and written, leaving nothing behind (on an
-    object store: a probe object written, read back and deleted, ``sweeps.storage.preflight``)."""
-    if remote_of(sweep_dir) is not None:
-        check_store(uri_of(sweep_dir))
-        return
-    existing = sweep_dir
-    while not existing.exists():
-        existing = existing.parent
-    fix = "set sweep.dir to a directory you can write, e.g. sweep.dir=outputs/my_sweep"
-    if not existing.is_dir():
-        raise ConfigError("sweep.dir", str(sweep_dir), f"is inside {existing}, which is a file",
-                          fix)
-    probe = existing / f".sweeps-write-probe-{uuid.uuid4().hex[:8]}"
-    try:
-        probe.write_bytes(b"")
-        probe.unlink()
-    except OSError as exc:
-        raise ConfigError("sweep.dir", str(sweep_dir),
-                          f"is not writable ({exc.strerror or exc})", fix) from exc
 
 
 def _ray_connected() -> bool:

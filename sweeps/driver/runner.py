@@ -20,13 +20,14 @@ from typing import Any
 
 from sweeps.config.schema import SweepConfig
 from sweeps.driver.interrupt import Interrupt
-from sweeps.driver.prepare import Prepared, check_config, check_writable, prepare, sweep_dir_of
+from sweeps.driver.prepare import Prepared, check_config, prepare, sweep_dir_of
 from sweeps.driver.ray_session import ray_session
 from sweeps.errors import StorageFull, SweepError, SweepInterrupted
 from sweeps.lease import claim_store, hold, this_driver
 from sweeps.report.result import SweepResult
 from sweeps.storage import trees
 from sweeps.storage.location import display
+from sweeps.storage.preflight import check_writable
 
 __all__ = ["Prepared", "SweepResult", "SweepInterrupted", "prepare", "run_sweep",
            "sweep_dir_of"]

@@ -116,10 +116,13 @@ def resolve_source(source: str | Path, who: str = "load_best", model_loader: str
     text = str(source)
     if text.startswith(URI_SCHEMES):
         return _resolve_uri(text, who, model_loader, tracking_uri)
+    root = sweep_root(text)
     try:
-        return _resolve_dir(sweep_root(text), who, model_loader, display(text))
-    except OSError as exc:  # an object store that refused the reads
-        raise SweepError(f"{who}: {display(text)} could not be read "
+        return _resolve_dir(root, who, model_loader, display(text))
+    except OSError as exc:
+        if isinstance(files.shown(root), Path):  # a local path's error is its own
+            raise
+        raise SweepError(f"{who}: {display(text)} could not be read "  # the store refused
                          f"({str(exc).splitlines()[0][:200]}); check AWS_ENDPOINT_URL and the "
                          "credentials") from exc
 

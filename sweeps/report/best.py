@@ -14,7 +14,7 @@ how each kind loads lives in ``sweeps.inference.bundle`` (``sweeps.predict`` use
 from __future__ import annotations
 
 import json
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from sweeps import files
@@ -57,9 +57,9 @@ def best_record(root: Path, who: str, shown: str) -> tuple[Path, dict[str, Any]]
     if not best.get("checkpoint"):
         raise SweepError(f"{who}: no trial of the sweep in {shown} saved a checkpoint "
                          "(see summary.csv and each trial's error.txt)")
-    checkpoint = Path(best["checkpoint"])
+    checkpoint = sweep_root(best["checkpoint"])  # a path, or an object store's URI
     if not files.is_dir(checkpoint):  # the sweep directory was moved or copied
-        moved = layout.run_dir(best["trial_id"]) / checkpoint.name
+        moved = layout.run_dir(best["trial_id"]) / PurePosixPath(display(checkpoint)).name
         if not files.is_dir(moved):
             raise SweepError(f"{who}: the best checkpoint {display(checkpoint)} is gone (also "
                              f"not at {display(moved)}); it was deleted after the sweep")

@@ -16,13 +16,14 @@ from __future__ import annotations
 
 import os
 import uuid
+from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
 from sweeps.errors import ConfigError
 from sweeps.storage import objects
-from sweeps.storage.location import filesystem, is_uri
+from sweeps.storage.location import filesystem, is_uri, remote_of, uri_of
 
-__all__ = ["check_store", "endpoint_of", "KEY"]
+__all__ = ["check_store", "check_writable", "endpoint_of", "KEY"]
 
 KEY = "sweep.dir"
 MAX_URI = 150  # longer, and the stand-in's name (base64 of the URI) passes 255 characters
@@ -153,3 +154,25 @@ def check_store(uri: str) -> None:
     except Exception as exc:
         rule, fix = _reason(uri, exc)
         raise ConfigError(KEY, uri.partition("?")[0], rule, fix) from None
+
+
+def check_writable(sweep_dir: Path) -> None:
+    """Fail unless ``sweep_dir`` can be created and written, leaving nothing behind (on an
+    object store: a probe object written, read back and deleted, ``sweeps.storage.preflight``)."""
+    if remote_of(sweep_dir) is not None:
+        check_store(uri_of(sweep_dir))
+        return
+    existing = sweep_dir
+    while not existing.exists():
+        existing = existing.parent
+    fix = "set sweep.dir to a directory you can write, e.g. sweep.dir=outputs/my_sweep"
+    if not existing.is_dir():
+        raise ConfigError("sweep.dir", str(sweep_dir), f"is inside {existing}, which is a file",
+                          fix)
+    probe = existing / f".sweeps-write-probe-{uuid.uuid4().hex[:8]}"
+    try:
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as exc:
+        raise ConfigError("sweep.dir", str(sweep_dir),
+                          f"is not writable ({exc.strerror or exc})", fix) from exc

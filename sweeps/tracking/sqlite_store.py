@@ -137,11 +137,9 @@ def _create_whole(db: Path, query: str) -> None:
     tmp = db.with_name(f".{db.name}.creating-{uuid.uuid4().hex}")
     tmp_uri = f"sqlite:///{tmp}" + (f"?{query}" if query else "")
     template = _template()
-    if template.is_file():
-        shutil.copyfile(template, tmp)
-    MlflowClient(tmp_uri)
-    _close_engine(tmp_uri)  # every connection closed: no -journal left beside it
-    if not template.is_file():
+    if not _copied(template, tmp, tmp_uri):
+        MlflowClient(tmp_uri)  # MLflow's migrations
+        _close_engine(tmp_uri)  # every connection closed: no -journal left beside it
         _keep_template(tmp, template)
     with open(tmp, "rb") as f:
         os.fsync(f.fileno())
@@ -163,11 +161,36 @@ def _template() -> Path:
     return Path(cache, "sweeps", f"mlflow-{VERSION}.db")
 
 
+def _copied(template: Path, tmp: Path, tmp_uri: str) -> bool:
+    """Whether ``tmp`` is now a copy of ``template`` that MLflow opens (and has given its
+    Default experiment); a template that cannot be read or opened goes, and False."""
+    from mlflow import MlflowClient
+
+    if not template.is_file():
+        return False
+    try:
+        shutil.copyfile(template, tmp)
+        MlflowClient(tmp_uri)
+        return True
+    except Exception as exc:  # noqa: BLE001 - whatever is wrong with it, MLflow makes the store
+        log.warning("MLflow store template %s not used (%s); made anew", template, exc)
+        for path in (template, tmp):
+            with contextlib.suppress(OSError):
+                path.unlink()
+        return False
+    finally:
+        _close_engine(tmp_uri)  # every connection closed: no -journal left beside it
+
+
 def _keep_template(store: Path, template: Path) -> None:
     """A copy of the new ``store`` as ``template``, its Default experiment taken out (a cache:
-    when it cannot be kept, the next new store takes its seconds again)."""
+    when it cannot be kept, the next new store takes its seconds again). A killed keeper's
+    staging copy, minutes old, goes."""
     staging = template.with_name(f".{template.name}.{uuid.uuid4().hex}")
     try:
+        for stale in template.parent.glob(f".{template.name}.*"):
+            if time.time() - stale.stat().st_mtime > STALE_S:
+                stale.unlink()
         template.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(store, staging)
         with contextlib.closing(sqlite3.connect(staging)) as db, db:

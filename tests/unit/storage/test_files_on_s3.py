@@ -194,3 +194,30 @@ def test_a_write_that_fails_midway_publishes_nothing(tmp_path, moto_s3, monkeypa
     monkeypatch.undo()
     gc.collect()
     assert moto_s3.keys(key) == []
+
+
+def test_a_sweeps_best_on_a_store_named_with_endpoint_options(moto_s3, tmp_path) -> None:
+    """best.json names the best checkpoint by its URI, the sweep.dir's options included (the
+    summary writes it so); best_checkpoint hands that URI back, also after the sweep directory
+    was copied elsewhere (looked up under the sweep's own run), and load_best's download of it
+    is named as the checkpoint."""
+    from sweeps.layout import SweepLayout
+    from sweeps.report.best import best_checkpoint
+    from sweeps.storage.location import sweep_root
+
+    endpoint = moto_s3.endpoint.partition("://")[2]
+    prefix = f"s3://{moto_s3.BUCKET}/unit/{uuid.uuid4().hex[:8]}"
+    uri = f"{prefix}/sweep?endpoint_override={endpoint}&scheme=http"
+    root = sweep_root(uri)
+    checkpoint = root / "train" / "t1" / "checkpoint_epoch_0002"
+    files.write_atomic(checkpoint / "model.bin", b"w")
+    for named in (uri_of(checkpoint),  # as written, and as a copy of the sweep elsewhere has it
+                  f"{prefix}/old/train/t1/checkpoint_epoch_0002?endpoint_override={endpoint}"
+                  "&scheme=http"):
+        files.write_atomic(SweepLayout(root).best, json.dumps({"trial_id": "t1",
+                                                              "checkpoint": named}))
+        assert best_checkpoint(uri) == uri_of(checkpoint) == (
+            f"{prefix}/sweep/train/t1/checkpoint_epoch_0002?endpoint_override={endpoint}"
+            "&scheme=http")
+    local = trees.kept_local(sweep_root(best_checkpoint(uri)), prefix="sweeps-test-")
+    assert local.name == "checkpoint_epoch_0002" and (local / "model.bin").read_bytes() == b"w"
