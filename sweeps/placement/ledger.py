@@ -46,12 +46,12 @@ class PlacementGroupLedger(WorkerGroupCallback):
     def before_worker_group_start(self, worker_group_context: Any) -> None:
         # Each group Train creates is recorded at once, not when its workers are up.
         record_groups_on_creation(self.record)
+        if trial_stopped(self.sweep_id, self.trial_id):  # before its record: an orphaned
+            raise TrialStoppedError(f"trial {self.trial_id} was ended by the sweep; "  # one
+                                    "not starting another worker group")  # leaves none
         # This controller, so that the sweep's end can wait for it to be gone (see join).
         kv.put(kv_key(self.sweep_id, self.trial_id, "ctl"),
                ray.get_runtime_context().get_actor_id() or "")
-        if trial_stopped(self.sweep_id, self.trial_id):
-            raise TrialStoppedError(f"trial {self.trial_id} was ended by the sweep; "
-                                    "not starting another worker group")
         # A group recorded by an earlier attempt of this trial whose driver died (Tune retry)
         # still holds its workers' resources: release it before asking for a new one.
         previous = kv.get(kv_key(self.sweep_id, self.trial_id))
