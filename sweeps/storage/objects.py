@@ -21,7 +21,6 @@ import io
 import os
 import threading
 import uuid
-from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -184,9 +183,7 @@ def read_records(fs: Any, path: str) -> list[str]:
     return _fetch_all(fs, [f"{prefix}/{n}" for n in names])
 
 
-def _fetch_all(fs: Any, paths: Iterable[str]) -> list[str]:
-    paths = list(paths)
-
+def _fetch_all(fs: Any, paths: list[str]) -> list[str]:
     def fetch(p: str) -> str:
         with fs.open_input_stream(p) as f:
             return f.read().decode()
