@@ -116,8 +116,7 @@ def remote_of(path: str | os.PathLike[str]) -> tuple[str, PurePosixPath] | None:
 
 def _join(root: str, rel: PurePosixPath) -> str:
     base, sep, query = root.partition("?")
-    joined = base if str(rel) == "." else f"{base.rstrip('/')}/{rel.as_posix()}"
-    return joined + sep + query
+    return (base if str(rel) == "." else f"{base.rstrip('/')}/{rel.as_posix()}") + sep + query
 
 
 def uri_of(path: str | os.PathLike[str]) -> str:

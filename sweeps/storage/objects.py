@@ -81,8 +81,7 @@ def listdir(fs: Any, path: str) -> list[str]:
     """Names directly under ``path``, sorted ([] when there is nothing)."""
     from pyarrow.fs import FileSelector
 
-    infos = fs.get_file_info(FileSelector(path, allow_not_found=True))
-    return sorted(i.base_name for i in infos)
+    return sorted(i.base_name for i in fs.get_file_info(FileSelector(path, allow_not_found=True)))
 
 
 def delete_dir(fs: Any, path: str) -> None:

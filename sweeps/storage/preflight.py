@@ -14,6 +14,7 @@ line naming ``sweep.dir``, the endpoint and the fix. Credentials come from the s
 
 from __future__ import annotations
 
+import contextlib
 import os
 import uuid
 from pathlib import Path
@@ -51,11 +52,9 @@ def _has_aws_credentials() -> bool:
     """Whether the standard AWS chain finds credentials: botocore's own resolver where it is
     installed (it asks an instance's metadata service, 1 s at most), else the variables and
     files the chain reads."""
-    try:
+    with contextlib.suppress(ImportError):  # not installed: the variables and files below
         import botocore.session
-    except ImportError:
-        pass
-    else:
+
         try:
             return botocore.session.Session().get_credentials() is not None
         except Exception:  # a broken profile: the chain found something it could not use
