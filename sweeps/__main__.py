@@ -51,8 +51,7 @@ def main(cfg: DictConfig) -> None:
             from sweeps.driver.dry_run import format_plan
 
             remember(sweep_cfg, _composed_from())  # before prepare, which copies what it settles
-            prepared = prepare(sweep_cfg)
-            print(format_plan(prepared))
+            print(format_plan(prepare(sweep_cfg)))
             return
         result = run_sweep(sweep_cfg)  # claims the sweep directory, then prepares
     except SweepInterrupted as exc:

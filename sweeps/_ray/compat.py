@@ -52,8 +52,7 @@ def _probes() -> dict[str, Callable[[], None]]:
     constants = "ray.train.v2._internal.constants:"
     (cleaner_module, cleaner), (datasets_module, datasets) = train.DEFAULT_CALLBACKS_TO_DROP
     return {
-        # kv.py
-        # tune.py: reopen_search (the budget)
+        # tune.py: reopen_search (the budget), then kv.py
         "SearchAlgorithm._finished": _attrs("ray.tune.search.search_algorithm:SearchAlgorithm",
                                             "_finished", "set_finished", "is_finished"),
         "SearchGenerator keeps _finished": _source_sets(
@@ -88,7 +87,6 @@ def _probes() -> dict[str, Callable[[], None]]:
             "ray.train.v2.api.data_parallel_trainer:DataParallelTrainer", "datasets"),
         "Train's cleaner callback": _attrs(cleaner_module, cleaner),
         "Train's datasets callback": _attrs(datasets_module, datasets),
-        "trial session": _attrs(train.SESSION_MODULE, "get_session"),
         "trial session queues": _source_sets(f"{train.SESSION_MODULE}:_TrainSession",
                                              "result_queue", "_inter_actor_queue"),
         "Train's health-check env var": _equals(constants + "HEALTH_CHECK_INTERVAL_S_ENV_VAR",

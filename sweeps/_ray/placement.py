@@ -51,8 +51,7 @@ def group_from_hex(pg_hex: str) -> Any:
 def remove_group(pg_hex: str) -> bool:
     """Remove placement group ``pg_hex`` unless already gone; True when this call removed it."""
     pg = group_from_hex(pg_hex)
-    state = placement_group_table(pg).get("state")
-    if state in (None, "REMOVED"):
+    if placement_group_table(pg).get("state") in (None, "REMOVED"):
         return False
     remove_placement_group(pg)
     return True

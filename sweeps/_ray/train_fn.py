@@ -37,8 +37,7 @@ from typing import Any
 
 from sweeps._ray.train import tune_session
 
-__all__ = ["serving", "contains_tensor", "TRAIN_FN_UTILS_MODULE", "CONTEXT_MODULE",
-           "TENSOR_CHECK"]
+__all__ = ["serving", "contains_tensor", "TRAIN_FN_UTILS_MODULE", "CONTEXT_MODULE", "TENSOR_CHECK"]
 
 TRAIN_FN_UTILS_MODULE = "ray.train.v2._internal.execution.train_fn_utils"
 CONTEXT_MODULE = "ray.train.v2.api.context"  # LocalTrainContext

@@ -74,8 +74,7 @@ def check_reachable(address: str, timeout_s: float = CONNECT_TIMEOUT_S) -> None:
     except TimeoutError:
         why = f"no answer from {host}:{port} within {timeout_s:g} s"
     except OSError as exc:
-        reason = (exc.strerror or str(exc)).lower()
-        why = f"nothing listens on {host}:{port}: {reason}"
+        why = f"nothing listens on {host}:{port}: {(exc.strerror or str(exc)).lower()}"
     raise ConfigError("ray.address", address, f"does not answer ({why})", FIX)
 
 

@@ -282,8 +282,7 @@ def _warn_unshipped_trainable(cfg: SweepConfig, env: dict[str, Any]) -> None:
     """Warn when the trainable's module is imported from a directory the env does not ship
     (and not from site-packages or next to sweeps itself): the cluster may lack it."""
     name = cfg.experiment.trainable.partition(":")[0]
-    module = sys.modules.get(name)
-    file = getattr(module, "__file__", None)
+    file = getattr(sys.modules.get(name), "__file__", None)
     if not file or _is_uri(env.get("working_dir", "")):  # what a remote zip holds is unknown
         return
     parts = name.split(".")

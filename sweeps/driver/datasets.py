@@ -40,10 +40,8 @@ def build_datasets(entries: dict[str, Any]) -> dict[str, Any]:
     out = {}
     for src, fn in check_datasets(entries).values():
         try:
-            if fn is not None:
-                ds = fn(**src.kwargs)
-            else:
-                ds = getattr(ray.data, reader_of(src.path or ""))(src.path)
+            ds = (fn(**src.kwargs) if fn is not None
+                  else getattr(ray.data, reader_of(src.path or ""))(src.path))
         except Exception as exc:
             raise SweepError(f"{src.key}: {src.describe()} raised {type(exc).__name__}: "
                              f"{exc}") from exc

@@ -140,8 +140,7 @@ def fit(prep: Prepared, interrupt: Interrupt | None = None) -> SweepResult:
     return _finish(prep, objective, results, reaper, unread, tracking, ledger)
 
 
-def _cluster_watch(prep: Prepared, sweep_id: str,
-                   progress: ProgressLines) -> ClusterWatch | None:
+def _cluster_watch(prep: Prepared, sweep_id: str, progress: ProgressLines) -> ClusterWatch | None:
     """On a cluster (``ray.address``, or a connected Ray with more than one node): the callback
     that says when nodes join or leave and, unless ``search.max_concurrent_trials`` is set,
     makes the trials run at once follow the cluster's size."""
@@ -215,13 +214,12 @@ def _interrupted(prep: Prepared, interrupt: Interrupt | None) -> SweepInterrupte
     """The error for a sweep Tune returned from before every trial ended. Its trials that
     ended are counted as the resume counts them (the decision log): Tune calls a trial it
     stopped on the interrupt terminated, and the same command continues it."""
-    cfg = prep.cfg
     ended = len(ended_trials(prep.sweep_dir))
     signum = interrupt.signum if interrupt else 2
     why = (interrupt.reason if interrupt and interrupt.reason
            else PREEMPTED if signum == signal.SIGTERM else "interrupted (SIGINT)")
     return SweepInterrupted(
-        f"sweep {cfg.sweep.name} {why}: {ended} of {prep.trials} trials ended; its state is "
+        f"sweep {prep.cfg.sweep.name} {why}: {ended} of {prep.trials} trials ended; its state is "
         f"saved in {display(prep.sweep_dir)}; run the same command again to resume it", signum)
 
 

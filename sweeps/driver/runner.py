@@ -29,8 +29,7 @@ from sweeps.storage import trees
 from sweeps.storage.location import display
 from sweeps.storage.preflight import check_writable
 
-__all__ = ["Prepared", "SweepResult", "SweepInterrupted", "prepare", "run_sweep",
-           "sweep_dir_of"]
+__all__ = ["Prepared", "SweepResult", "SweepInterrupted", "prepare", "run_sweep", "sweep_dir_of"]
 
 log = logging.getLogger(__name__)
 

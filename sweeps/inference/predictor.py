@@ -42,8 +42,7 @@ class Predictor:
             out = self._forward(batch[self.column])
         out = out.float().cpu()
         if out.ndim == 2 and out.shape[1] > 1:  # class scores
-            probs = torch.softmax(out, dim=1)
-            score, index = probs.max(dim=1)
+            score, index = torch.softmax(out, dim=1).max(dim=1)
             batch["prediction"] = index.numpy()
             if self.labels is not None:
                 batch["label"] = _labels_of(self.labels, index.tolist())

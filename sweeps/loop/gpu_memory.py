@@ -135,8 +135,7 @@ def reason(found: dict[str, Any], gpus_per_worker: float | None) -> str:
         such values out of the search space. Its GPU is shared (scaling.gpus_per_worker=0.25):
         the other trials' memory counts too; raise scaling.gpus_per_worker to give each more
     """
-    sentences = str(found.get("error", "")).split(". ")
-    error = ". ".join(sentences[:3]).strip()
+    error = ". ".join(str(found.get("error", "")).split(". ")[:3]).strip()
     error = (error if error.endswith(".") else error + ".")[:240]
     text = (f"out of GPU memory (rank {found.get('rank', '?')}): {error} Not retried: the same "
             "hyperparameters allocate the same again; use less memory per trial (batch size, "

@@ -125,7 +125,6 @@ def print_result(result: SweepResult, cfg: SweepConfig) -> None:
         experiment = _sink_state(layout.tracking_runs, "experiment_id")
         if experiment:
             print(f"    compare trials: {result.tracking.runs_page(experiment)}")
-        model = cfg.tracking.model_name or cfg.experiment.name
         if form == "none":
             pass
         elif unsent:
@@ -139,7 +138,7 @@ def print_result(result: SweepResult, cfg: SweepConfig) -> None:
                   "experiment.model_loader to register it as a model")
         elif cfg.tracking.register_model:
             print(f"  best model: logged to MLflow in the best trial's run and registered as "
-                  f"'{model}'")
+                  f"'{cfg.tracking.model_name or cfg.experiment.name}'")
         else:
             print("  best model: logged to MLflow in the best trial's run")
     _tensorboard_line(result, cfg)

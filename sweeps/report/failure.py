@@ -77,8 +77,7 @@ def failed_rank(trial: Any) -> tuple[int, int] | None:
 def rank_of(error: Any) -> tuple[int, int] | None:
     """(rank, world size) marked on a trial's error (or its cause), if the world had more
     than one rank."""
-    cause = getattr(error, "cause", None)
-    for candidate in (cause, error):
+    for candidate in (getattr(error, "cause", None), error):
         rank = getattr(candidate, RANK_ATTR, None)
         size = getattr(candidate, WORLD_SIZE_ATTR, None)
         if isinstance(rank, int) and isinstance(size, int) and size > 1:

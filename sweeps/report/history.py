@@ -59,13 +59,11 @@ def with_history(results: Any, sweep_dir: Path) -> list[Any]:
     for result in results:
         trial_id = own_metrics(result)[0]
         history = full_history(result.metrics_dataframe, layout.run_dir(trial_id), trial_id)
-        out.append(result if history is result.metrics_dataframe
-                   else _WithHistory(result, history))
+        out.append(result if history is result.metrics_dataframe else _WithHistory(result, history))
     return out
 
 
-def full_history(history: pd.DataFrame | None, run_dir: Path,
-                 trial_id: str) -> pd.DataFrame | None:
+def full_history(history: pd.DataFrame | None, run_dir: Path, trial_id: str) -> pd.DataFrame | None:
     """``history`` preceded by the logged reports older than its first one; when none of its
     rows has a checkpoint (a trial Tune holds as ended is replayed from the scheduler's record,
     which keeps numbers only), each given the one logged at its clock. ``history`` itself when

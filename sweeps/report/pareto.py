@@ -104,8 +104,7 @@ def pareto_front(rows: Sequence[Mapping[str, Any]] | pd.DataFrame,
     no_worse = (ok[:, None, :] <= ok[None, :, :]).all(axis=2)  # [j, i]: j no worse than i
     better = (ok[:, None, :] < ok[None, :, :]).any(axis=2)
     dominated = (no_worse & better).any(axis=0)
-    kept = np.flatnonzero(valid)[~dominated]
-    return [labels[i] for i in kept]
+    return [labels[i] for i in np.flatnonzero(valid)[~dominated]]
 
 
 def front_of(table: pd.DataFrame, objectives: Mapping[str, str],
@@ -123,9 +122,8 @@ def front_of(table: pd.DataFrame, objectives: Mapping[str, str],
     if table.empty:
         return ParetoFront(objectives, (), (), tuple(params))
     front = table.loc[pareto_front(table, objectives)]
-    ordered = front.sort_values(list(objectives),
-                                ascending=[d == "min" for d in objectives.values()],
-                                kind="stable")
+    ordered = front.sort_values(list(objectives), kind="stable",
+                                ascending=[d == "min" for d in objectives.values()])
     return ParetoFront(objectives, tuple(str(t) for t in ordered["trial_id"]),
                        tuple(str(t) for t in table["trial_id"]), tuple(params))
 
@@ -160,8 +158,7 @@ def pareto_tags(front: ParetoFront) -> tuple[dict[str, dict[str, str]], dict[str
     members = set(front.members)
     trials = {t: {"sweeps.pareto": "true" if t in members else "false"} for t in front.trial_ids}
     parent = {"sweeps.pareto_size": str(len(front.members)),
-              "sweeps.pareto_objectives": ",".join(f"{m}:{d}"
-                                                   for m, d in front.objectives.items()),
+              "sweeps.pareto_objectives": ",".join(f"{m}:{d}" for m, d in front.objectives.items()),
               "sweeps.pareto_trials": ",".join(front.members)}
     return trials, parent
 

@@ -70,8 +70,7 @@ def _axis_values(series: pd.Series, param: Param) -> tuple[np.ndarray, list, lis
     values = series.to_numpy(float)
     if param.log:
         values, low, high = np.log10(values), math.log10(low), math.log10(high)
-    span = (high - low) or 1.0
-    return (values - low) / span, [0.0, 1.0], [f"{param.low:g}", f"{param.high:g}"]
+    return (values - low) / ((high - low) or 1.0), [0.0, 1.0], [f"{param.low:g}", f"{param.high:g}"]
 
 
 def learning_curves(table: pd.DataFrame, histories: dict[str, pd.DataFrame], metric: str,
@@ -103,8 +102,7 @@ def learning_curves(table: pd.DataFrame, histories: dict[str, pd.DataFrame], met
     return path
 
 
-def parallel_coordinates(table: pd.DataFrame, params: list[Param], metric: str,
-                         path: Path) -> Path:
+def parallel_coordinates(table: pd.DataFrame, params: list[Param], metric: str, path: Path) -> Path:
     from matplotlib.cm import ScalarMappable
     from matplotlib.colors import Normalize
 
@@ -142,8 +140,7 @@ def parallel_coordinates(table: pd.DataFrame, params: list[Param], metric: str,
     return path
 
 
-def metric_vs_params(table: pd.DataFrame, params: list[Param], metric: str,
-                     path: Path) -> Path:
+def metric_vs_params(table: pd.DataFrame, params: list[Param], metric: str, path: Path) -> Path:
     done = table.dropna(subset=[metric])
     cols = min(3, len(params))
     rows = math.ceil(len(params) / cols)
@@ -186,8 +183,7 @@ def plot_sweep(table: pd.DataFrame, histories: dict[str, pd.DataFrame], params: 
         raise NotEnoughTrials(f"plots need at least 2 trials that reported {metric}; this "
                               f"sweep has {reported}, so none were drawn")
     out_dir.mkdir(parents=True, exist_ok=True)
-    paths = [learning_curves(table, histories, metric, best_id,
-                             out_dir / "learning_curves.png")]
+    paths = [learning_curves(table, histories, metric, best_id, out_dir / "learning_curves.png")]
     if params:
         paths.append(parallel_coordinates(table, params, metric,
                                           out_dir / "parallel_coordinates.png"))

@@ -96,8 +96,6 @@ class ProgressLines(Callback):
 
     def _consider(self, value: Any, trial_id: str) -> None:
         """Take ``value`` as the best if it is a number better than the best so far."""
-        if not numeric(value):
-            return
         if self.best is None or (value > self.best[0] if self.objective.mode == "max"
                                  else value < self.best[0]):
             self.best = (float(value), trial_id)

@@ -40,6 +40,7 @@ from sweeps.lease import Holder, claim_store, describe, inspect, this_driver
 from sweeps.lease.holder import who
 from sweeps.protocol import CLOCK_KEY
 from sweeps.resume.notes import continues_from, unended_runs
+from sweeps.search.budget import finite_float
 from sweeps.search.decisions import decision_log, ended_ids
 from sweeps.search.grid import grid_size
 from sweeps.search.outcome import Objective, read_verdicts
@@ -104,11 +105,6 @@ def _config(layout: SweepLayout, starts: int) -> dict[str, Any]:
     return {}
 
 
-def _number(value: Any) -> float | None:
-    ok = isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
-    return float(value) if ok else None
-
-
 def status_lines(root: Path) -> list[str]:
     """What ``sweeps status`` prints for the sweep directory ``root``; ``FileNotFoundError``
     when it holds no sweep.
@@ -149,13 +145,13 @@ def status_lines(root: Path) -> list[str]:
     for trial in sorted(set(tune) | {r["trial"] for r in log if "trial" in r} | runs):
         history = report_log.records(layout.run_dir(trial)) or [  # else what the log kept
             r.get("metrics", {}) for r in log if r.get("trial") == trial]
-        clock = max((c for r in history if (c := _number(r.get(CLOCK_KEY))) is not None),
+        clock = max((c for r in history if (c := finite_float(r.get(CLOCK_KEY))) is not None),
                     default=0.0)
         spent += clock
         for r in history:
-            value = _number(r.get(metric))
+            value = finite_float(r.get(metric))
             if value is not None and (best is None or sign * value > sign * best[0]):
-                best = (value, trial, _number(r.get(CLOCK_KEY)) or 0.0)
+                best = (value, trial, finite_float(r.get(CLOCK_KEY)) or 0.0)
         verdict = verdicts.get(trial)
         if tune.get(trial) == "ERROR" or (verdict is not None and verdict.error):
             counts["failed"] += 1

@@ -185,11 +185,9 @@ def summarize(results: Any, objective: Objective, param_paths: list[str],
         table = table.sort_values([objective.metric, "trial_id"],
                                   ascending=[objective.mode == "min", True], na_position="last")
         table = table.reset_index(drop=True)
-    front = None
-    if objectives:
-        front = front_of(table, objectives, param_paths)
-        if not table.empty:
-            table["pareto"] = table["trial_id"].astype(str).isin(front.members)
+    front = front_of(table, objectives, param_paths) if objectives else None
+    if front is not None and not table.empty:
+        table["pareto"] = table["trial_id"].astype(str).isin(front.members)
     # The best checkpointed epoch; a sweep whose loop saves no checkpoint still has a best trial.
     candidates = [b for b in bests if b["checkpoint"]] or bests
     sign = -1.0 if objective.mode == "max" else 1.0  # a tie: the earliest epoch, then trial id,

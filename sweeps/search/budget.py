@@ -49,14 +49,15 @@ from sweeps.storage.journal import Journal
 from sweeps.trial.exploit import applied_generation
 
 __all__ = ["BudgetLedger", "EpochCount", "BUDGET_LOG", "TICK_S", "UNITS", "efficiency_line",
-           "logged_epochs", "logged_count", "donor_epoch_of"]
+           "logged_epochs", "logged_count", "donor_epoch_of", "finite_float"]
 
 BUDGET_LOG = "budget"  # <sweep dir>/state/budget.jsonl
 TICK_S = 10.0
 UNITS = {"epochs": "epochs", "worker_hours": "worker-hours", "wall": "s wall"}
 
 
-def _number(value: Any) -> float | None:
+def finite_float(value: Any) -> float | None:
+    """``value`` as a float if it is a finite number (a bool is not): ``finite_float(2) == 2.0``."""
     ok = isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
     return float(value) if ok else None
 
@@ -70,7 +71,7 @@ def donor_epoch_of(record: dict[str, Any]) -> float | None:
         2.0
     """
     exploit = record.get("exploit")
-    return _number(exploit.get("donor_epoch")) if isinstance(exploit, dict) else None
+    return finite_float(exploit.get("donor_epoch")) if isinstance(exploit, dict) else None
 
 
 class EpochCount:
@@ -89,7 +90,7 @@ class EpochCount:
         self.runs: dict[str, list[float]] = {}  # trial id -> [done, run start, furthest]
 
     def observe(self, trial_id: str, clock: Any) -> None:
-        value = _number(clock)
+        value = finite_float(clock)
         if value is not None:
             run = self.runs.setdefault(trial_id, [0.0, 0.0, 0.0])
             run[2] = max(run[2], value)

@@ -44,8 +44,7 @@ from sweeps.search.decisions import LOG_NAME, decision_log, ended_trials, verdic
 from sweeps.search.outcome import Objective
 from sweeps.search.scheduler_log import _Logged
 
-__all__ = ["ResumableASHA", "ResumableFIFO", "ended_trials", "decision_log", "verdicts",
-           "LOG_NAME"]
+__all__ = ["ResumableASHA", "ResumableFIFO", "ended_trials", "decision_log", "verdicts", "LOG_NAME"]
 
 
 class _Rungs(_Logged):

@@ -227,8 +227,7 @@ def load_warm_start(source: str, params: list[Param], objectives: dict[str, str]
                           "outputs/<sweep name>, or at an MLflow experiment name")
     from sweeps.tracking.target import absolute_uri  # up: the store an earlier sweep tracked to
 
-    uri = absolute_uri(tracking_uri or "sqlite:///mlflow.db", cwd)
-    found, where = read_mlflow(uri, source)
+    found, where = read_mlflow(absolute_uri(tracking_uri or "sqlite:///mlflow.db", cwd), source)
     if found is not None:
         return _screened(source, where, found, params, objectives)
     tried = [f"{d} ({not_sweep if d.exists() else 'does not exist'})" for d in candidates]

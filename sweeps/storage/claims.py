@@ -61,7 +61,7 @@ def _generations(names: list[str]) -> list[int]:
 class ClaimStore(ABC):
     """The claim files of one sweep directory (see the module docstring)."""
 
-    settle_s: float = 0.0
+    settle_s: float = 0.0  # how long a racing create may take to decide (acquire waits past it)
 
     @abstractmethod
     def generations(self) -> list[int]:
@@ -102,8 +102,6 @@ class ClaimStore(ABC):
 
 class LocalClaims(ClaimStore):
     """Claims on a local or NFS path."""
-
-    settle_s = 0.0  # how long a racing create may take to decide (acquire waits past it)
 
     def __init__(self, root: Path) -> None:
         self.dir = Path(root) / CLAIMS
@@ -175,7 +173,7 @@ def _links(path: Path) -> int:
         return 0
 
 
-def _write_synced(path: Path, data: bytes) -> None:
+def _write_synced(path: Path | int, data: bytes) -> None:
     with open(path, "wb") as f:
         f.write(data)
         f.flush()
@@ -187,10 +185,7 @@ def _create_exclusive(target: Path, data: bytes) -> bool:
         fd = os.open(target, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
     except FileExistsError:
         return False
-    with os.fdopen(fd, "wb") as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
+    _write_synced(fd, data)  # open() takes the descriptor, and closes it
     return True
 
 
@@ -277,7 +272,6 @@ class ObjectClaims(ClaimStore):
         found = objects.info(self.fs, self._path(gen))
         if found.mtime_ns is None:  # not there (withdrawn meanwhile)
             raise FileNotFoundError(self._path(gen))
-        written = found.mtime_ns / 1e9
         probe = f"{self.dir}/now/{uuid.uuid4().hex}"
         try:
             objects.put(self.fs, probe, b"")
@@ -285,7 +279,7 @@ class ObjectClaims(ClaimStore):
             objects.delete_file(self.fs, probe)
         except OSError:
             now = time.time()
-        return max(0.0, now - written)
+        return max(0.0, now - found.mtime_ns / 1e9)
 
 
 def claim_store(sweep_dir: str | Path) -> ClaimStore:
@@ -295,6 +289,5 @@ def claim_store(sweep_dir: str | Path) -> ClaimStore:
         >>> type(claim_store("/runs/d")).__name__, claim_store("/runs/d").where()
         ('LocalClaims', '/runs/d/state/claims')
     """
-    if filesystem(Path(sweep_dir)) is not None:
-        return ObjectClaims(Path(sweep_dir))
-    return LocalClaims(Path(sweep_dir))
+    remote = filesystem(Path(sweep_dir)) is not None
+    return (ObjectClaims if remote else LocalClaims)(Path(sweep_dir))

@@ -38,7 +38,6 @@ from pathlib import Path
 from typing import Any
 
 from sweeps import files
-from sweeps.files import append_line, write_atomic
 from sweeps.storage.location import filesystem
 
 __all__ = ["Journal"]
@@ -64,7 +63,7 @@ class Journal:
         line = json.dumps(record, default=str, separators=(",", ":"))
         with self._lock:
             self._make()
-            append_line(self.path, line)
+            files.append_line(self.path, line)
             if self._cache is not None:
                 self._cache.append(json.loads(line))
 
@@ -130,7 +129,7 @@ class Journal:
     def mark_applied(self, count: int) -> None:
         """Record that the first ``count`` records are applied (atomic)."""
         self._make()
-        write_atomic(self.applied_path, str(count))
+        files.write_atomic(self.applied_path, str(count))
         if self.remote:
             self._applied = count
         if count in self._ends:

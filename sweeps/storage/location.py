@@ -26,8 +26,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 __all__ = ["MARKER", "is_uri", "is_object_store", "sweep_root", "stand_in", "remote_of",
-           "uri_of", "filesystem", "display", "storage_of", "store_env",
-           "ray_name"]
+           "uri_of", "filesystem", "display", "storage_of", "store_env", "ray_name"]
 
 MARKER = "sweeps-storage"  # the path component a stand-in root sits under
 
@@ -117,8 +116,7 @@ def remote_of(path: str | os.PathLike[str]) -> tuple[str, PurePosixPath] | None:
 
 def _join(root: str, rel: PurePosixPath) -> str:
     base, sep, query = root.partition("?")
-    joined = base if str(rel) == "." else f"{base.rstrip('/')}/{rel.as_posix()}"
-    return joined + sep + query
+    return (base if str(rel) == "." else f"{base.rstrip('/')}/{rel.as_posix()}") + sep + query
 
 
 def uri_of(path: str | os.PathLike[str]) -> str:
@@ -143,8 +141,7 @@ def storage_of(path: str | os.PathLike[str]) -> tuple[str, str]:
         >>> storage_of("/runs/d")
         ('/runs', 'd')
     """
-    uri = uri_of(path)
-    base, sep, query = uri.partition("?")
+    base, sep, query = uri_of(path).partition("?")
     parent, _, name = base.rstrip("/").rpartition("/")
     return parent + sep + query, name
 

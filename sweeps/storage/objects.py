@@ -21,7 +21,6 @@ import io
 import os
 import threading
 import uuid
-from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -82,8 +81,7 @@ def listdir(fs: Any, path: str) -> list[str]:
     """Names directly under ``path``, sorted ([] when there is nothing)."""
     from pyarrow.fs import FileSelector
 
-    infos = fs.get_file_info(FileSelector(path, allow_not_found=True))
-    return sorted(i.base_name for i in infos)
+    return sorted(i.base_name for i in fs.get_file_info(FileSelector(path, allow_not_found=True)))
 
 
 def delete_dir(fs: Any, path: str) -> None:
@@ -184,9 +182,7 @@ def read_records(fs: Any, path: str) -> list[str]:
     return _fetch_all(fs, [f"{prefix}/{n}" for n in names])
 
 
-def _fetch_all(fs: Any, paths: Iterable[str]) -> list[str]:
-    paths = list(paths)
-
+def _fetch_all(fs: Any, paths: list[str]) -> list[str]:
     def fetch(p: str) -> str:
         with fs.open_input_stream(p) as f:
             return f.read().decode()

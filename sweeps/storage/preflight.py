@@ -14,6 +14,7 @@ line naming ``sweep.dir``, the endpoint and the fix. Credentials come from the s
 
 from __future__ import annotations
 
+import contextlib
 import os
 import uuid
 from pathlib import Path
@@ -51,20 +52,17 @@ def _has_aws_credentials() -> bool:
     """Whether the standard AWS chain finds credentials: botocore's own resolver where it is
     installed (it asks an instance's metadata service, 1 s at most), else the variables and
     files the chain reads."""
-    try:
+    with contextlib.suppress(ImportError):  # not installed: the variables and files below
         import botocore.session
-    except ImportError:
-        pass
-    else:
+
         try:
             return botocore.session.Session().get_credentials() is not None
         except Exception:  # a broken profile: the chain found something it could not use
             return True
     env = os.environ
-    if env.get("AWS_ACCESS_KEY_ID") or env.get("AWS_PROFILE") \
-            or env.get("AWS_WEB_IDENTITY_TOKEN_FILE") \
-            or env.get("AWS_CONTAINER_CREDENTIALS_RELATIVE_URI") \
-            or env.get("AWS_CONTAINER_CREDENTIALS_FULL_URI"):
+    if any(env.get(k) for k in ("AWS_ACCESS_KEY_ID", "AWS_PROFILE", "AWS_WEB_IDENTITY_TOKEN_FILE",
+                                "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
+                                "AWS_CONTAINER_CREDENTIALS_FULL_URI")):
         return True
     if env.get("AWS_EC2_METADATA_DISABLED", "").lower() != "true":
         return True  # an instance role may answer; only the request tells
@@ -167,8 +165,7 @@ def check_writable(sweep_dir: Path) -> None:
         existing = existing.parent
     fix = "set sweep.dir to a directory you can write, e.g. sweep.dir=outputs/my_sweep"
     if not existing.is_dir():
-        raise ConfigError("sweep.dir", str(sweep_dir), f"is inside {existing}, which is a file",
-                          fix)
+        raise ConfigError(KEY, str(sweep_dir), f"is inside {existing}, which is a file", fix)
     probe = existing / f".sweeps-write-probe-{uuid.uuid4().hex[:8]}"
     try:
         probe.write_bytes(b"")

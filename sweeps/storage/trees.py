@@ -121,8 +121,7 @@ def local_copy(path: str | Path) -> Iterator[Path]:
         ...     here == Path("/etc")
         True
     """
-    remote = filesystem(path)
-    if remote is None:
+    if filesystem(path) is None:
         yield Path(path)
         return
     with tempfile.TemporaryDirectory(prefix="sweeps-download-") as tmp:

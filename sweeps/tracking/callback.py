@@ -90,13 +90,11 @@ def outcome_tags(outcomes: dict[str, int]) -> dict[str, str]:
     """
     if not outcomes:
         return {}
-    failed = outcomes.get("error", 0) + outcomes.get("empty", 0)
     counts = {"completed": outcomes.get("completed", 0), "stopped": outcomes.get("stopped", 0),
-              "failed": failed}
-    total = sum(outcomes.values())
+              "failed": outcomes.get("error", 0) + outcomes.get("empty", 0)}
     return {**{f"sweeps.trials_{k}": str(v) for k, v in counts.items()},
-            "sweeps.trials": f"{total} trials: " + ", ".join(f"{v} {k}"
-                                                             for k, v in counts.items())}
+            "sweeps.trials": f"{sum(outcomes.values())} trials: "
+                             + ", ".join(f"{v} {k}" for k, v in counts.items())}
 
 
 @dataclass(frozen=True)
@@ -184,8 +182,7 @@ class MLflowTracking(Callback):
                         **info: Any) -> None:
         values = {k: v for k, v in result.items() if k not in NOT_METRICS}
         step = result.get(STEP_KEY, result.get("training_iteration", 0))
-        self.record({"op": "metrics", "trial": trial.trial_id, "step": int(step),
-                     "values": values})
+        self.record({"op": "metrics", "trial": trial.trial_id, "step": int(step), "values": values})
         failure = result.get(FAILURE_KEY)  # the loop raised and was restarted
         if failure and failure != self._restarts.get(trial.trial_id):
             self._restarts[trial.trial_id] = failure

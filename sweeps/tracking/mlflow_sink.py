@@ -267,8 +267,7 @@ class MLflowSink:
         """No trial run outlives its sweep's run as RUNNING (e.g. one restored by a resume
         that was interrupted again before the trial started)."""
         ended = self.state.setdefault("ended", {})
-        status = r.get("status", "FINISHED")
-        status = "KILLED" if status == "FINISHED" else status
+        status = "KILLED" if r.get("status", "FINISHED") == "FINISHED" else r["status"]
         for trial, run_id in self.state["trials"].items():
             if trial in ended:
                 continue

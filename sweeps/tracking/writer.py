@@ -44,10 +44,9 @@ def is_transient(exc: Exception) -> bool:
     if isinstance(exc, OSError | ConnectionError | TimeoutError):
         return True
     if isinstance(exc, MlflowException):  # its default error_code is INTERNAL_ERROR: no signal
-        text = str(exc)
         return (getattr(exc, "error_code", "") == "TEMPORARILY_UNAVAILABLE"
                 or re.search(r"failed with exception|failed with error code 5\d\d|Max retries"
-                             r"|Connection(Error| refused| reset| aborted)|timed out", text)
+                             r"|Connection(Error| refused| reset| aborted)|timed out", str(exc))
                 is not None)
     name = type(exc).__name__
     return "Connection" in name or "Timeout" in name
@@ -64,8 +63,7 @@ class TrackingWriter:
         """``sink``: the sink, or a function that makes it (called in the writer thread, so
         importing MLflow and opening its store overlap with the sweep's start)."""
         self.journal, self.max_backoff_s = journal, max_backoff_s
-        self._sink, self._make_sink = (None, sink) if callable(sink) else (self._adopt(sink),
-                                                                            None)
+        self._sink, self._make_sink = (None, sink) if callable(sink) else (self._adopt(sink), None)
         self._wake, self._stop, self._idle = (threading.Event() for _ in range(3))
         self.failures = 0
         self.why, self.fix = "", ""  # what holds the records back (empty: nothing), its fix

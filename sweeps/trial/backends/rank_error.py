@@ -57,8 +57,7 @@ def is_consequence(error: BaseException) -> bool:
     """Whether ``error`` is what a rank reads when another rank failed (not its own fault)."""
     if isinstance(error, (PeerFailed, TrialStopped)):
         return True
-    name = type(error).__name__
-    return name == "DistBackendError" or any(s in str(error) for s in _SYMPTOMS)
+    return type(error).__name__ == "DistBackendError" or any(s in str(error) for s in _SYMPTOMS)
 
 
 def own_error(cause: BaseException, rank: int, world_size: int, traceback_text: str = "",

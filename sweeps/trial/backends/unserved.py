@@ -32,9 +32,8 @@ def unserved_calls(trainable: str) -> list[str]:
         >>> unserved_calls("trainables.digits:train_mlp")
         []
     """
-    module_name = trainable.partition(":")[0]
     try:
-        source = inspect.getsource(importlib.import_module(module_name))
+        source = inspect.getsource(importlib.import_module(trainable.partition(":")[0]))
     except (ImportError, OSError, TypeError):
         return []
     return [call for call, pattern in UNSERVED.items() if pattern.search(source)]
