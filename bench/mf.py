@@ -23,7 +23,7 @@ each evaluation pays its whole fidelity, with no credit for a continued trial. B
 because most practitioners can afford to fully evaluate only a handful of models; and sweeps'
 built-in experiments are 8 trials of at most 9 epochs, 8 full evaluations' worth. 30 sits
 between those and carps' budgets, a third of ``mfh3``'s; the curve (each tenth of the budget,
-3 to 30 evaluations' worth) shows the smaller budgets too, and ``--budget 90`` carps' own.
+3 to 30 evaluations' worth) shows the smaller budgets too; ``--budget 90`` is carps' for ``mfh3``.
 
 **Regret.** A contender's incumbent, at any point, is the best value it has seen at any
 fidelity: what DEHB's ``get_incumbents`` returns, what carps logs as the incumbent's cost, and
