@@ -26,7 +26,7 @@ between those and carps' budgets, a third of ``mfh3``'s; the curve (each tenth o
 3 to 30 evaluations' worth) shows the smaller budgets too; ``--budget 90`` is carps' for ``mfh3``.
 
 **Regret.** A contender's incumbent, at any point, is the best value it has seen at any
-fidelity: what DEHB's ``get_incumbents`` returns, what carps logs as the incumbent's cost, and
+fidelity: what DEHB's ``get_incumbents`` returns (so what carps logs as DEHB's incumbent), and
 what a sweep's best checkpoint holds. Its normalized regret is ``bench.mf_loop.regret``:
 ``(value - optimum) / (0 - optimum)`` in [0, 1], the optimum mf-prior-bench's at full
 fidelity, 0 the Hartmann functions' upper bound. A value below full fidelity is never below the
