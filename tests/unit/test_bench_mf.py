@@ -1,9 +1,9 @@
 """Ray-free: ``python -m bench.mf``'s arithmetic and experiments, its replay's budget rule, and the
 whole benchmark on one task, two seeds and a budget of 2 evaluations' worth.
 
-The last one runs the command as a user does: it runs itself in ``bench/.venv-mf`` (mf-prior-bench
-and dehb require numpy<2), which the first run makes from PyPI (about 20 s, once); then about
-10 s.
+The last one (slow layer) runs the command as a user does: it runs itself in ``bench/.venv-mf``
+(mf-prior-bench and dehb require numpy<2), which the first run makes from PyPI (about 20 s,
+once); then about 10 s.
 """
 
 from __future__ import annotations
@@ -117,6 +117,7 @@ def test_experiments_compose_as_a_sweep_composes_them(name, dims) -> None:
     assert first_point(cfg, params) == {f"X_{i}": 0.5 for i in range(dims)}
 
 
+@pytest.mark.slow  # it makes bench/.venv-mf from PyPI on its first run
 def test_the_benchmark_runs_every_contender_within_the_budget(tmp_path) -> None:
     out = tmp_path / "mf.json"
     proc = subprocess.run(
