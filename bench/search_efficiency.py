@@ -59,18 +59,18 @@ import os
 import statistics
 import subprocess
 import sys
-import sysconfig
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
+
+from bench.venvs import venv_python
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results"
 HYDRA_VENV = ROOT / "bench" / ".venv-hydra-optuna"
 # Pinned: the versions the baseline was measured with (hydra-optuna-sweeper needs optuna<3).
 HYDRA_REQUIREMENTS = ["optuna==2.10.1", "hydra-optuna-sweeper==1.3.0"]
-HYDRA_VENV_LAYOUT = 2  # 2: own venv + a .pth to this environment (1: --system-site-packages)
 
 Report = tuple[float, str, int, float]  # (seconds since start, trial, epoch, val_acc)
 
@@ -103,57 +103,12 @@ def _first_reports(reports: Any) -> list[Report]:
     return sorted(seen.values())
 
 
-def _parent_paths() -> list[str]:
-    """This interpreter's site-packages (purelib, then platlib when it differs)."""
-    paths = sysconfig.get_paths()
-    return list(dict.fromkeys([paths["purelib"], paths["platlib"]]))
-
-
-def _venv_marker() -> str:
-    """What ``installed.txt`` must say for the baseline venv to be reused: the layout, the
-    requirements and the environment it borrows from. An old-style venv (made with
-    ``--system-site-packages``, whose ``installed.txt`` held the requirements only), a
-    half-made one, or one made for another environment, is made again."""
-    return "\n".join([f"layout: {HYDRA_VENV_LAYOUT}", *HYDRA_REQUIREMENTS,
-                      *(f"borrows: {p}" for p in _parent_paths())]) + "\n"
-
-
 def hydra_python() -> Path:
     """The baseline's interpreter: a venv holding optuna<3 and hydra-optuna-sweeper, that
-    borrows torch and scikit-learn from this environment; created once, reused.
-
-    Not ``venv --system-site-packages``: inside a venv that exposes the base interpreter's
-    packages, not this venv's (``No module named 'torch'``). Instead a ``.pth`` file in the
-    baseline's site-packages lists this environment's site-packages; ``site`` appends it to
-    ``sys.path`` after the baseline's own, so its pinned packages come first. It is written
-    before ``pip install``, so pip takes what this environment already has (numpy, scipy,
-    hydra-core, SQLAlchemy) as installed and adds only what differs (optuna 2.x, the sweeper,
-    cliff, cmaes): one numpy for torch, scikit-learn and optuna. Only the listed directories
-    are added (their own ``.pth`` files are not run): run the app with ``PYTHONPATH`` set to
-    the checkout, as ``run_hydra`` does.
-    """
-    python = HYDRA_VENV / "bin" / "python"
-    ready = HYDRA_VENV / "installed.txt"  # written last: a half-made venv is made again
-    marker = _venv_marker()
-    if ready.is_file() and ready.read_text() == marker and python.exists():
-        return python
-    subprocess.run([sys.executable, "-m", "venv", "--clear", str(HYDRA_VENV)], check=True)
-    site = subprocess.run([str(python), "-c",
-                           "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                          check=True, capture_output=True, text=True).stdout.strip()
-    (Path(site) / "_bench_parent_env.pth").write_text("\n".join(_parent_paths()) + "\n")
-    pip = subprocess.run([str(python), "-m", "pip", "install", "-q",
-                          "--disable-pip-version-check", *HYDRA_REQUIREMENTS],
-                         capture_output=True, text=True)
-    if pip.returncode != 0:
-        raise RuntimeError(f"could not install {HYDRA_REQUIREMENTS} into {HYDRA_VENV} "
-                           f"(needs PyPI):\n{pip.stderr[-2000:]}")
-    check = subprocess.run([str(python), "-c", _IMPORT_CHECK], capture_output=True, text=True)
-    if check.returncode != 0:
-        raise RuntimeError(f"the baseline venv {HYDRA_VENV} cannot import what it needs:\n"
-                           f"{check.stderr[-2000:]}")
-    ready.write_text(marker)
-    return python
+    borrows torch, scikit-learn, numpy, scipy, hydra-core and SQLAlchemy from this environment
+    (``bench.venvs``: one numpy for torch, scikit-learn and optuna); created once, reused. An
+    old-style venv (made with ``--system-site-packages``) is made again."""
+    return venv_python(HYDRA_VENV, HYDRA_REQUIREMENTS, _IMPORT_CHECK)
 
 
 # The baseline must get optuna 2.x from its own site-packages, torch from this environment.

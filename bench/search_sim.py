@@ -18,6 +18,7 @@ generator: the same distributions, other draws); every epoch takes one time unit
 that run at once report in lock step; as many run at once as on this 2-CPU machine (one, and
 ``digits_data``'s 2), not as on a larger one; dropout masks are not the workers'; and
 ``digits_data``'s ranks split the rows as ``shard`` does, not as Ray Data's split does.
+The loop itself is ``replay`` (``bench.mf`` drives it too, under a ``sweep.budget.epochs``).
 The real sweeps (``bench.search_efficiency --all``) check what this chose.
 
 A contender is ``search x scheduler``; the baseline is random search under the same scheduler.
@@ -37,7 +38,13 @@ import sys
 from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import optuna
+
+    from sweeps.search.asha import AsyncHalving
+    from sweeps.search.optuna_space import DefineByRun
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results"
@@ -147,41 +154,66 @@ def simulate(name: str, contender: str, seed: int,
     cfg, curve = experiment(name)
     sampler_kw, params_first, asha_kw = parse(contender)
     params = parse_space(dict(cfg.experiment.search_space))[0]
-    fixed = dict(cfg.experiment.params)
     sampler = (optuna.samplers.RandomSampler(seed=seed) if sampler_kw is None else
                optuna.samplers.TPESampler(seed=seed, **sampler_kw))
     study = optuna.create_study(direction="maximize", sampler=sampler)
-    space = DefineByRun(params)
     if params_first:  # the values inside the space, as a sweep's first trial takes them
         from sweeps.search.defaults import first_point
 
         study.enqueue_trial(first_point(cfg, params))
     max_t = cfg.scheduler.max_t
     halving = AsyncHalving(max_t=max_t, **asha_kw) if asha_kw else None
-    slots = cfg.search.max_concurrent_trials or 1
-    samples = samples or cfg.search.num_samples
-    running: list[tuple[Any, Iterator[float], int]] = []
+    return replay(study, DefineByRun(params), dict(cfg.experiment.params),
+                  lambda values, trial_no: curve(values, seed, trial_no), max_t, halving,
+                  slots=cfg.search.max_concurrent_trials or 1,
+                  samples=samples or cfg.search.num_samples)
+
+
+def replay(study: optuna.Study, space: DefineByRun, fixed: dict[str, Any],
+           curve: Callable[[dict[str, Any], int], Iterator[float]], max_t: int,
+           halving: AsyncHalving | None, slots: int, samples: int, sign: float = 1.0,
+           budget: int | None = None) -> list[tuple[str, int, float]]:
+    """A sweep's trials, ``slots`` at a time in lock step (one epoch each per round): each asks
+    ``study`` through ``space`` (a ``DefineByRun``), trains ``curve(values, trial_no)`` (the
+    trial's values over ``fixed``, the experiment's params) and reports every epoch to Optuna;
+    ASHA's ``halving`` judges ``sign * value`` (-1 for a ``min`` metric, as the sweep's
+    scheduler signs it); a trial that ``halving`` stops or that reaches ``max_t`` is told its
+    last value, as Ray's ``OptunaSearch`` tells it. ``budget`` (``sweep.budget.epochs``) is
+    ``sweeps.search.budget``'s rule: a trial starts, or trains its next epoch, only while that
+    epoch fits; a trial the budget stops is told its last value, one that never reported is
+    left untold (as ``MetricTolerantOptunaSearch`` leaves it). Returns the reports (trial
+    number, epoch, value) in order: each one epoch spent.
+    """
+    running: list[tuple[Any, Iterator[float], int, float | None]] = []
     reports: list[tuple[str, int, float]] = []
     started = 0
-    while started < samples or running:
-        while len(running) < slots and started < samples:
+
+    def fits() -> bool:
+        return budget is None or len(reports) + 1 <= budget
+
+    while (started < samples and fits()) or running:
+        while len(running) < slots and started < samples and fits():
             trial = study.ask()
             exact = space(trial)  # asks every param; returns only the snapped stepped ones
             values = {**fixed, **{k.replace("/", "."): v for k, v in
                                   {**trial.params, **exact}.items()}}
-            running.append((trial, curve(values, seed, started), 0))
+            running.append((trial, curve(values, started), 0, None))
             started += 1
         still = []
-        for trial, epochs, done in running:
+        for trial, epochs, done, last in running:
+            if not fits():  # the budget stops it at this report
+                if last is not None:
+                    study.tell(trial, last)
+                continue
             value, epoch = next(epochs), done + 1
             reports.append((str(trial.number), epoch, value))
             trial.report(value, epoch)
             stop = epoch >= max_t or (halving is not None and
-                                      halving.judge(str(trial.number), epoch, value))
+                                      halving.judge(str(trial.number), epoch, sign * value))
             if stop:
                 study.tell(trial, value)
             else:
-                still.append((trial, epochs, epoch))
+                still.append((trial, epochs, epoch, value))
         running = still
     return reports
 
