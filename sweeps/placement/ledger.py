@@ -46,9 +46,10 @@ class PlacementGroupLedger(WorkerGroupCallback):
     def before_worker_group_start(self, worker_group_context: Any) -> None:
         # Each group Train creates is recorded at once, not when its workers are up.
         record_groups_on_creation(self.record)
-        if trial_stopped(self.sweep_id, self.trial_id):  # before its record: an orphaned
-            raise TrialStoppedError(f"trial {self.trial_id} was ended by the sweep; "  # one
-                                    "not starting another worker group")  # leaves none
+        # Refused before its record: an orphaned controller leaves none after the sweep's end.
+        if trial_stopped(self.sweep_id, self.trial_id):
+            raise TrialStoppedError(f"trial {self.trial_id} was ended by the sweep; "
+                                    "not starting another worker group")
         # This controller, so that the sweep's end can wait for it to be gone (see join).
         kv.put(kv_key(self.sweep_id, self.trial_id, "ctl"),
                ray.get_runtime_context().get_actor_id() or "")
