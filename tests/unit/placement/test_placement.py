@@ -118,7 +118,9 @@ def test_before_start_refuses_a_trial_the_sweep_stopped(fake: FakeRay) -> None:
     fake.groups["old"] = "CREATED"
     with pytest.raises(TrialStoppedError, match="t1 was ended by the sweep"):
         PlacementGroupLedger("s", "t1").before_worker_group_start(None)
-    assert fake.store["ctl/s/t1"] == "actor-1"  # registered before refusing, so join waits
+    # Not registered: a refused controller creates no group, so the sweep's end has nothing to
+    # wait for; and one refused after that end (an orphan) must leave no record behind.
+    assert "ctl/s/t1" not in fake.store
     PlacementGroupLedger("s", "t2").before_worker_group_start(None)  # other trials go on
 
 
