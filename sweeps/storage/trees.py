@@ -125,7 +125,7 @@ def local_copy(path: str | Path) -> Iterator[Path]:
         yield Path(path)
         return
     with tempfile.TemporaryDirectory(prefix="sweeps-download-") as tmp:
-        yield download(path, Path(tmp) / Path(str(path).partition("?")[0]).name)
+        yield _download_into(path, tmp)
 
 
 def kept_local(path: str | Path, prefix: str) -> Path:
@@ -133,7 +133,12 @@ def kept_local(path: str | Path, prefix: str) -> Path:
     new temporary directory (``prefix``), which stays for its readers."""
     if filesystem(path) is None:
         return Path(path)
-    return download(path, Path(tempfile.mkdtemp(prefix=prefix)) / Path(display(path)).name)
+    return _download_into(path, tempfile.mkdtemp(prefix=prefix))
+
+
+def _download_into(path: str | Path, directory: str) -> Path:
+    """A download of ``path`` into ``directory``, under its own name (no URI options)."""
+    return download(path, Path(directory) / Path(display(path)).name)
 
 
 def refresh_local(path: str | Path) -> bool:
