@@ -40,7 +40,6 @@ from sweeps.lease import Holder, claim_store, describe, inspect, this_driver
 from sweeps.lease.holder import who
 from sweeps.protocol import CLOCK_KEY
 from sweeps.resume.notes import continues_from, unended_runs
-from sweeps.search.budget import finite_float
 from sweeps.search.decisions import decision_log, ended_ids
 from sweeps.search.grid import grid_size
 from sweeps.search.outcome import Objective, read_verdicts
@@ -48,6 +47,7 @@ from sweeps.search.space import parse_space
 from sweeps.storage.journal import Journal
 from sweeps.storage.location import display, is_uri, sweep_root, uri_of
 from sweeps.trial import report_log  # up a layer on purpose: reads the file trials write
+from sweeps.trial.clock import finite_float
 
 __all__ = ["main", "find_sweep", "status_lines", "claim_line"]
 

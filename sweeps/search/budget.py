@@ -46,20 +46,15 @@ from sweeps.layout import SweepLayout
 from sweeps.protocol import CLOCK_KEY, REPORTS_FILE, run_file
 from sweeps.search.decisions import decision_log
 from sweeps.storage.journal import Journal
+from sweeps.trial.clock import finite_float
 from sweeps.trial.exploit import applied_generation
 
 __all__ = ["BudgetLedger", "EpochCount", "BUDGET_LOG", "TICK_S", "UNITS", "efficiency_line",
-           "logged_epochs", "logged_count", "donor_epoch_of", "finite_float"]
+           "logged_epochs", "logged_count", "donor_epoch_of"]
 
 BUDGET_LOG = "budget"  # <sweep dir>/state/budget.jsonl
 TICK_S = 10.0
 UNITS = {"epochs": "epochs", "worker_hours": "worker-hours", "wall": "s wall"}
-
-
-def finite_float(value: Any) -> float | None:
-    """``value`` as a float if it is a finite number (a bool is not): ``finite_float(2) == 2.0``."""
-    ok = isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
-    return float(value) if ok else None
 
 
 def donor_epoch_of(record: dict[str, Any]) -> float | None:

@@ -31,7 +31,7 @@ from typing import Any
 from sweeps.files import make_dirs, read_text, write_atomic
 from sweeps.protocol import CLOCK_FILE, CLOCK_KEY, FAILURE_KEY, RESTARTS_KEY, STEP_KEY, run_file
 
-__all__ = ["TrialClock", "numeric"]
+__all__ = ["TrialClock", "numeric", "finite_float"]
 
 
 def numeric(value: Any) -> bool:
@@ -43,6 +43,11 @@ def numeric(value: Any) -> bool:
     """
     return (isinstance(value, numbers.Real) and not isinstance(value, bool)
             and math.isfinite(value))
+
+
+def finite_float(value: Any) -> float | None:
+    """``value`` as a float when it is ``numeric``, else None: ``finite_float(2) == 2.0``."""
+    return float(value) if numeric(value) else None
 
 
 @dataclass
