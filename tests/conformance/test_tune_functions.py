@@ -201,11 +201,16 @@ def test_pbt_hands_a_tune_function_its_donors_checkpoint_as_a_plain_tuner_does(
     from sweeps import compose, run_sweep
     from sweeps.search.schedulers import decision_log
 
+    # Ray's PBT ranks each trial's latest score, whatever step it came from, and this objective's
+    # accuracy grows by lr a step: with lrs drawn at random, a slow trial that two CPUs let run
+    # ahead can outrank a better one and no trial ever exploits. Fixed lrs ten times apart keep
+    # the 0.001 trial the worst at any step, so the reference exploits in every ordering.
     steps, observe = 4, tmp_path / "plain" / "observed"
-    tune.Tuner(objectives.pbt, param_space={"lr": tune.uniform(0.001, 0.1), "steps": steps,
+    lrs = tune.grid_search([0.001, 0.01, 0.05, 0.1])
+    tune.Tuner(objectives.pbt, param_space={"lr": lrs, "steps": steps,
                                             "observe_dir": str(observe)},
                tune_config=tune.TuneConfig(
-                   num_samples=4, metric="mean_accuracy", mode="max",
+                   num_samples=1, metric="mean_accuracy", mode="max",
                    scheduler=PopulationBasedTraining(
                        time_attr="training_iteration", perturbation_interval=1,
                        quantile_fraction=0.5, hyperparam_mutations={"lr": [0.001, 0.1]})),
