@@ -125,6 +125,10 @@ class SweepLayout:
         return self.root / "pareto.json"
 
     @property
+    def importance(self) -> Path:  # the searched params ranked (sweeps.report.importance)
+        return self.root / "importance.json"
+
+    @property
     def summary_parquet(self) -> Path:
         return self.root / "summary.parquet"
 

@@ -159,9 +159,8 @@ def _tensorboard(prep: Prepared) -> TensorBoardEvents | None:
     from sweeps.tracking.tensorboard import TensorBoardEvents, TensorBoardSettings
 
     cfg = prep.cfg
-    objectives = dict(cfg.experiment.metrics) or {cfg.experiment.metric: cfg.experiment.mode}
     settings = TensorBoardSettings(
-        str(prep.sweep_dir), tuple(objectives.items()), tuple(p.path for p in prep.params),
+        str(prep.sweep_dir), tuple(prep.objectives.items()), tuple(p.path for p in prep.params),
         cfg.scheduler.name, float(cfg.scheduler.max_t)) if cfg.tracking.tensorboard else None
     try:
         return TensorBoardEvents(settings)
@@ -242,12 +241,14 @@ def _finish(prep: Prepared, objective: Objective, results: ResultGrid,
             tracking: MLflowTracking | None, ledger: BudgetLedger | None = None) -> SweepResult:
     """Summary, best model's form, plots and MLflow's end of a sweep whose trials all ended."""
     from sweeps.report.history import with_history
+    from sweeps.report.importance import param_importance
     from sweeps.report.summary import summarize, write_summary
     from sweeps.search.schedulers import verdicts
 
     whole = with_history(results, prep.sweep_dir)  # a resumed trial's earlier reports too
     summary = summarize(whole, objective, [p.path for p in prep.params],
                         verdicts(prep.sweep_dir), prep.cfg.experiment.metrics)
+    summary.importance = param_importance(summary.table, prep.params, prep.objectives)
     summary.budget = budget_lines(list(logged_epochs(prep.sweep_dir).values()),
                                   verdicts(prep.sweep_dir), ledger, prep.cfg.scheduler.max_t)
     if summary.best:
@@ -274,7 +275,7 @@ def _plots(prep: Prepared, objective: Objective, summary: Summary,
     best_id = summary.best["trial_id"] if summary.best else None
     try:
         plots = plot_sweep(summary.table, histories_of(results), prep.params, objective.metric,
-                           best_id, prep.layout.plots, summary.pareto)
+                           best_id, prep.layout.plots, summary.pareto, summary.importance)
         publish(prep.layout.plots)  # to the object store of a URI sweep directory
         return plots, None
     except NotEnoughTrials as exc:

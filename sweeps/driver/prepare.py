@@ -76,6 +76,12 @@ class Prepared:
         return trial_count(self.cfg, self.params)
 
     @property
+    def objectives(self) -> dict[str, str]:
+        """Each objective metric and its mode: ``experiment.metrics``, else the one metric."""
+        e = self.cfg.experiment
+        return dict(e.metrics) or {e.metric: e.mode}
+
+    @property
     def tracking_uri(self) -> str | None:
         """Where the sweep's MLflow runs go; None when tracking is off."""
         return self.tracking.uri if self.tracking else None

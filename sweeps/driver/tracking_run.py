@@ -67,8 +67,9 @@ def finish_tracking(tracking: MLflowTracking, prep: Prepared,
     try:
         outcomes = ({str(k): int(v) for k, v in summary.table["status"].value_counts().items()}
                     if "status" in summary.table else {})
+        ranked = summary.importance.values if summary.importance else {}
         unsent = tracking.finish(prep.layout.summary_csv, summary.best, pareto=summary.pareto,
-                                 outcomes=outcomes)
+                                 outcomes=outcomes, importance=ranked)
     except Exception as exc:
         return -1, mask_text(f"recording the sweep's end failed ({exc})"), "it is fixed"
     return (unsent, *tracking.held) if unsent else (0, "", "")

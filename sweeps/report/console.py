@@ -3,10 +3,11 @@
     result = run_sweep(cfg, prepared)
     print_result(result, cfg)          # in python -m sweeps, after a sweep that ran to its end
 
-The trial table, the Pareto front (multi-objective sweeps), each failed trial with the user's
-part of its traceback, searched keys the loop never read, then the best trial (by the primary
-metric): its value, its config as Hydra overrides, the command that reruns it alone, its
-checkpoint, the summary files, the plots and where MLflow and TensorBoard have it.
+The trial table, each searched parameter's importance, the Pareto front (multi-objective
+sweeps), each failed trial with the user's part of its traceback, searched keys the loop never
+read, then the best trial (by the primary metric): its value, its config as Hydra overrides,
+the command that reruns it alone, its checkpoint, the summary files, the plots and where MLflow
+and TensorBoard have it.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from sweeps import files
 from sweeps.config.schema import SweepConfig
 from sweeps.config.search_path import active
 from sweeps.report.exploits import exploits_of, format_exploits
+from sweeps.report.importance import importance_lines
 from sweeps.storage.location import display
 from sweeps.tracking.mlflow_best import model_key
 
@@ -65,6 +67,8 @@ def print_result(result: SweepResult, cfg: SweepConfig) -> None:
     print("\n" + format_table(result.summary.table))
     if result.summary.budget:  # spent / budget, trials it stopped, epochs vs max_t
         print("\n" + "\n".join(result.summary.budget))
+    if result.summary.importance is not None:
+        print("\n" + "\n".join(importance_lines(result.summary.importance)))
     pbt = format_exploits(exploits_of(result.sweep_dir))
     if pbt:
         print("\n" + "\n".join(pbt))

@@ -10,6 +10,8 @@
 * ``metric_vs_params.png``: the metric against each parameter, one panel each.
 * ``pareto.png`` (multi-objective sweeps, given the front): every trial by its objectives, the
   front highlighted (``sweeps.report.pareto.pareto_plot``).
+* ``importance.png`` (given a ranking): each searched parameter's importance
+  (``sweeps.report.importance``).
 
 Uses matplotlib's object API (no pyplot global state), safe next to the sweep's threads.
 """
@@ -25,6 +27,7 @@ import pandas as pd
 
 from sweeps.errors import SweepError
 from sweeps.protocol import CLOCK_KEY
+from sweeps.report.importance import Importance, importance_plot
 from sweeps.report.pareto import pareto_plot
 from sweeps.search.space import Param
 
@@ -169,9 +172,11 @@ def metric_vs_params(table: pd.DataFrame, params: list[Param], metric: str, path
 
 def plot_sweep(table: pd.DataFrame, histories: dict[str, pd.DataFrame], params: list[Param],
                metric: str, best_id: str | None, out_dir: Path,
-               pareto: ParetoFront | None = None) -> list[Path]:
-    """Write the three plots, and ``pareto.png`` when given a multi-objective sweep's front
-    (``Summary.pareto``); ``NotEnoughTrials`` when fewer than 2 trials reported.
+               pareto: ParetoFront | None = None,
+               importance: Importance | None = None) -> list[Path]:
+    """Write the three plots, ``pareto.png`` when given a multi-objective sweep's front
+    (``Summary.pareto``) and ``importance.png`` when given a ranking (``Summary.importance``);
+    ``NotEnoughTrials`` when fewer than 2 trials reported.
 
     Example:
         >>> plot_sweep(summary.table, histories_of(results), params, "val_acc",  # doctest: +SKIP
@@ -190,4 +195,8 @@ def plot_sweep(table: pd.DataFrame, histories: dict[str, pd.DataFrame], params: 
         paths.append(metric_vs_params(table, params, metric, out_dir / "metric_vs_params.png"))
     if pareto is not None and len(pareto.objectives) >= 2:
         paths.append(pareto_plot(table, pareto.objectives, out_dir / "pareto.png"))
+    if importance is not None and importance.values:
+        paths.append(importance_plot(importance, out_dir / "importance.png"))
+    else:  # an earlier end's ranking must not outlive this one
+        (out_dir / "importance.png").unlink(missing_ok=True)
     return paths

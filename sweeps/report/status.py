@@ -4,10 +4,11 @@
     python -m sweeps status digits      # a NAME that is no path: outputs/NAME, sweep.dir's default
 
 Whether a driver runs the sweep and which (the claim on its directory, ``sweeps.lease``), its
-trials by outcome, the best so far, the epochs spent, and the command that resumes it, read from
-the sweep directory's files alone, on disk or on an object store (``sweeps.files``). Neither Ray
-nor torch nor MLflow is imported, so it answers in well under a second and is safe while the
-sweep runs (its one write, the claim store's clock probe, is removed at once).
+trials by outcome, the best so far, the epochs spent, the parameter importance of its last end
+(``importance.json``) and the command that resumes it, read from the sweep directory's files
+alone, on disk or on an object store (``sweeps.files``). Neither Ray nor torch nor MLflow is
+imported, so it answers in well under a second and is safe while the sweep runs (its one
+write, the claim store's clock probe, is removed at once).
 
 Trials: Tune's newest experiment state gives each one's status (``ERROR``: failed), the
 scheduler's decision log which ended (``sweeps.search.outcome``: completed or stopped early), its
@@ -176,7 +177,8 @@ def status_lines(root: Path) -> list[str]:
              + (f" (of {total})" if total else "")]
     if moving:
         lines.append(f"  {'running' if live else 'a resume continues'}: {', '.join(moving)}")
-    lines += [_best_line(layout, live, best, metric, mode), f"  epochs spent: {spent:g}"]
+    lines += [_best_line(layout, live, best, metric, mode), f"  epochs spent: {spent:g}",
+              _importance_line(layout)]
     if not live and files.exists(layout.summary_csv):
         lines.append(f"  finished: {display(layout.summary_csv)}, {display(layout.best)}")
     if live:
@@ -198,6 +200,16 @@ def _tracking_line(layout: SweepLayout) -> str:
             + "; they go to MLflow at the next start or with python -m sweeps.sync "
             + display(layout.root) + (f", once {held['fix']}" if held.get("fix") else "")
             ) if waiting else ""
+
+
+def _importance_line(layout: SweepLayout) -> str:
+    """The searched params ranked at the sweep's last end (``importance.json``), or empty."""
+    try:
+        found = json.loads(files.read_text(layout.importance))
+        ranked = ", ".join(f"{p} {v:.2f}" for p, v in found["values"].items())
+        return f"  importance (at the last end): {ranked or found['note']}"
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return ""
 
 
 def _total(ident: dict[str, str], exp: dict[str, Any], search: dict[str, Any]) -> int:

@@ -36,6 +36,7 @@ from sweeps.protocol import CHECKPOINT_PATH_KEY as CHECKPOINT_KEY
 from sweeps.protocol import CLOCK_KEY, FAILURE_KEY, RESTARTS_KEY
 from sweeps.report.failure import error_line, rank_of
 from sweeps.report.history import own_metrics
+from sweeps.report.importance import Importance
 from sweeps.report.pareto import ParetoFront, front_of, pareto_records
 from sweeps.search.outcome import Objective, Verdict
 from sweeps.search.space import flatten
@@ -57,6 +58,7 @@ class Summary:
     budget: list[str] = field(default_factory=list)  # spent / budget, efficiency (report.budget)
     # trials whose loop raised and was restarted: id -> (restarts, the last failure's line)
     restarts: dict[str, tuple[int, str]] = field(default_factory=dict)
+    importance: Importance | None = None  # the searched params ranked (report.importance)
 
 
 def _error_line(error: Any) -> str:
@@ -255,7 +257,8 @@ def pareto_json(sweep_dir: Path) -> Path:
 
 
 def write_summary(summary: Summary, sweep_dir: Path) -> None:
-    """``summary.csv``, ``summary.parquet`` and ``best.json`` in the sweep directory, and
+    """``summary.csv``, ``summary.parquet``, ``best.json`` and ``importance.json`` in the
+    sweep directory, and
     ``pareto.json`` (objectives, front size, each member's values and params) for a
     multi-objective sweep."""
     layout = SweepLayout(sweep_dir)
@@ -268,6 +271,8 @@ def write_summary(summary: Summary, sweep_dir: Path) -> None:
     if best and best.get("checkpoint"):  # on an object store: its URI, not the stand-in
         best = {**best, "checkpoint": uri_of(best["checkpoint"])}
     write_atomic(layout.best, json.dumps(best, indent=2, default=str) + "\n")
+    if summary.importance is not None:
+        write_atomic(layout.importance, json.dumps(summary.importance.to_json(), indent=2) + "\n")
     front, path = summary.pareto, pareto_json(sweep_dir)
     if front is None:
         remove_file(path)  # a stale front must not outlive a single-objective rerun

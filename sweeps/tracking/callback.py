@@ -231,9 +231,11 @@ class MLflowTracking(Callback):
 
     def finish(self, summary_csv: Path | None, best: dict[str, Any] | None,
                status: str | None = None, pareto: ParetoFront | None = None,
-               outcomes: dict[str, int] | None = None) -> int:
+               outcomes: dict[str, int] | None = None,
+               importance: dict[str, float] | None = None) -> int:
         """Journal the sweep's end (``pareto``: a multi-objective sweep's ``Summary.pareto``,
-        tagged on the runs; ``outcomes``: trials per status), wait for delivery; return records
+        tagged on the runs; ``outcomes``: trials per status; ``importance``: param -> share,
+        the parent's ``importance.<param>`` metrics), wait for delivery; return records
         still unsent. The parent run ends FAILED when every trial failed or none produced the
         metric, FINISHED otherwise; its tags count the trials by outcome, so a sweep with some
         failed trials shows it in the runs table."""
@@ -247,7 +249,8 @@ class MLflowTracking(Callback):
         ended_well = (outcomes or {}).get("completed", 0) + (outcomes or {}).get("stopped", 0)
         status = status or ("FINISHED" if produced and (ended_well or not outcomes) else "FAILED")
         self.record({"op": "sweep_end", "summary_csv": str(summary_csv) if summary_csv else None,
-                     "best": best, "status": status, "tags": tags})
+                     "best": best, "status": status, "tags": tags,
+                     "importance": importance or {}})
         return self._close(self.settings.flush_timeout_s)
 
     def _pareto(self, front: ParetoFront) -> dict[str, str]:

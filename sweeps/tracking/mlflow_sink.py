@@ -284,10 +284,11 @@ class MLflowSink:
         if r.get("summary_csv") and files.exists(r["summary_csv"]):
             with trees.local_copy(r["summary_csv"]) as local:
                 self.client.log_artifact(run, str(local))
-        best = r.get("best")
-        if best and self.run_id(best["trial_id"]):
-            mark_best(self, best["trial_id"])
-        if best:
+        for param, share in r.get("importance", {}).items():  # sweeps.report.importance
+            self.client.log_metric(run, f"importance.{param}", share, timestamp=int(r["ts"]))
+        if best := r.get("best"):
+            if self.run_id(best["trial_id"]):
+                mark_best(self, best["trial_id"])
             self.client.log_dict(run, best, "best.json")
             self.client.log_metric(run, f"best_{best['metric']}", best["value"],
                                    timestamp=int(r["ts"]), step=best["epoch"])

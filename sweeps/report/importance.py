@@ -1,0 +1,145 @@
+"""Which searched parameters mattered: Optuna's PED-ANOVA over the sweep's scored trials.
+
+    found = param_importance(summary.table, prep.params, {"val_acc": "max"})   # driver.fit
+    print("\n".join(importance_lines(found)))
+
+At every sweep's end the trials that completed or were stopped early with a finite score (the
+table's value of each objective: the primary metric's best report) become an in-memory Optuna
+study, and ``optuna.importance.get_param_importances`` ranks the searched params with
+``PedAnovaImportanceEvaluator`` (Optuna 5's default; named here so Optuna 4 ranks the same way),
+normalized to sum to 1. With several objectives it ranks what brings a trial onto the Pareto
+front, as Optuna does for a multi-objective study. PED-ANOVA compares the best 10 % of the trials
+(rounded up) with all of them: under ``MIN_TRIALS`` scored trials that is one trial, so there is
+no ranking and the note says so. A trial whose values no longer fit the space (a grown sweep's
+changed range) is left out. The result goes to ``importance.json``, the console, the parent
+MLflow run (metrics ``importance.<param>``, ``plots/importance.png``) and ``sweeps status``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import math
+import warnings
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from sweeps.search.optuna_space import optuna_name, optuna_params
+from sweeps.search.space import Param
+
+__all__ = ["Importance", "MIN_TRIALS", "param_importance", "importance_lines", "importance_plot"]
+
+MIN_TRIALS = 11  # the best 10 %, rounded up, holds two trials
+SCORED = ("completed", "stopped")
+
+
+@dataclass
+class Importance:
+    """Each searched param's share of the importance (largest first; empty: no ranking), how
+    many trials it was computed from, and why there is no ranking (or None)."""
+
+    values: dict[str, float] = field(default_factory=dict)
+    trials: int = 0
+    objectives: list[str] = field(default_factory=list)
+    note: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"evaluator": "PedAnovaImportanceEvaluator", **asdict(self)}
+
+
+def _missing(value: Any) -> bool:
+    """A param the trial did not have (a condition that did not hold): None or NaN."""
+    return value is None or (isinstance(value, float) and math.isnan(value))
+
+
+def _trials(table: pd.DataFrame, params: list[Param], objectives: dict[str, str]) -> list:
+    import optuna
+
+    out = []
+    for row in table.to_dict("records"):
+        values = [row.get(m) for m in objectives]
+        if row.get("status") not in SCORED or not all(
+                isinstance(v, int | float) and math.isfinite(v) for v in values):
+            continue
+        given = {p.path: row[p.path] for p in params if not _missing(row.get(p.path))}
+        named, spaces = optuna_params(given, params)
+        with contextlib.suppress(ValueError):  # a value outside today's space
+            out.append(optuna.trial.create_trial(params=named, distributions=spaces,
+                                                 values=[float(v) for v in values]))
+    return out
+
+
+def param_importance(table: pd.DataFrame, params: list[Param],
+                     objectives: dict[str, str]) -> Importance:
+    """Rank ``params`` by the scored trials of the summary ``table`` for ``objectives``
+    (metric -> ``max``/``min``, the primary first).
+
+    Example:
+        >>> table = pd.DataFrame({"trial_id": ["a", "b"], "lr": [0.1, 0.2],
+        ...                       "val_acc": [0.9, 0.8], "status": ["completed"] * 2})
+        >>> param_importance(table, [Param("lr", "float", low=0.01, high=1.0)],
+        ...                  {"val_acc": "max"}).note
+        'not ranked: 2 trial(s) scored, PED-ANOVA needs 11 (set search.num_samples=11 or more)'
+    """
+    import optuna
+
+    trials = _trials(table, params, objectives) if params else []
+    found = Importance(trials=len(trials), objectives=list(objectives))
+    if not params:
+        found.note = "nothing to rank: the search space has no searched parameter"
+    elif len(trials) < MIN_TRIALS:
+        found.note = (f"not ranked: {len(trials)} trial(s) scored, PED-ANOVA needs "
+                      f"{MIN_TRIALS} (set search.num_samples={MIN_TRIALS} or more)")
+    if found.note:
+        return found
+    quiet = logging.getLogger("optuna")
+    level = quiet.level
+    quiet.setLevel(logging.WARNING)  # "A new study created in memory", for a study of ours
+    try:
+        with warnings.catch_warnings():  # experimental-API and equal-quantile warnings
+            warnings.simplefilter("ignore")
+            study = optuna.create_study(directions=[
+                "maximize" if mode == "max" else "minimize" for mode in objectives.values()])
+            study.add_trials(trials)
+            ranked = optuna.importance.get_param_importances(
+                study, evaluator=optuna.importance.PedAnovaImportanceEvaluator())
+    finally:
+        quiet.setLevel(level)
+    paths = {optuna_name(p.path): p.path for p in params}
+    found.values = {paths[k]: float(v) for k, v in
+                    sorted(ranked.items(), key=lambda kv: (-kv[1], kv[0]))}
+    return found
+
+
+def importance_lines(found: Importance) -> list[str]:
+    """The console's lines: a bar per param, or the note.
+
+    Example:
+        >>> importance_lines(Importance({"lr": 0.75, "hidden": 0.25}, 12, ["val_acc"]))[1:]
+        ['  lr      0.750  ###############', '  hidden  0.250  #####']
+    """
+    if not found.values:
+        return [f"parameter importance: {found.note}"]
+    width = max(len(p) for p in found.values)
+    what = " and ".join(found.objectives)
+    return [f"parameter importance for {what} (Optuna PED-ANOVA over {found.trials} trials, "
+            "sums to 1):", *(f"  {p.ljust(width)}  {v:.3f}  {'#' * round(v * 20)}"
+                             for p, v in found.values.items())]
+
+
+def importance_plot(found: Importance, path: Path) -> Path:
+    """``importance.png``: one horizontal bar per param, the most important on top."""
+    from matplotlib.figure import Figure
+
+    names = list(found.values)[::-1]
+    fig = Figure(figsize=(6, 0.8 + 0.35 * len(names)), dpi=110, layout="constrained")
+    ax = fig.add_subplot()
+    ax.barh(names, [found.values[n] for n in names], color="tab:blue")
+    ax.set(xlabel="importance (sums to 1)", xlim=(0, 1))
+    ax.set_title(f"importance for {' and '.join(found.objectives)}: PED-ANOVA over "
+                 f"{found.trials} trials", fontsize=10)
+    fig.savefig(path)
+    return path
