@@ -8,6 +8,7 @@ Library use:
     from sweeps import compose, load_best, run_sweep
     result = run_sweep(compose("digits", ["search.num_samples=4"]))
     model = load_best(result.sweep_dir)      # or load_best("models:/digits/1")
+    trials = load(result.sweep_dir).trials   # the trials (and .history) as DataFrames
     ds = predict(result.sweep_dir, "data/*.parquet", output="preds/")   # batch, on Ray Data
 
 Inside a training loop (optional: any Ray Train loop runs unchanged):
@@ -38,6 +39,7 @@ from sweeps.loop.checkpoint import load_checkpoint, load_model
 from sweeps.loop.context import TrialContext, trial_context
 from sweeps.loop.session import TrialSession
 from sweeps.report.best import best_checkpoint
+from sweeps.report.tables import SweepTables, load
 
 __all__ = [
     "ClusterFitError",
@@ -50,10 +52,12 @@ __all__ = [
     "SweepError",
     "SweepInterrupted",
     "SweepResult",
+    "SweepTables",
     "TrialContext",
     "TrialSession",
     "best_checkpoint",
     "compose",
+    "load",
     "load_best",
     "load_checkpoint",
     "load_model",

@@ -1,7 +1,7 @@
 """Parameter importance at a real sweep's end (issue 46): a Tune function whose loss depends
 much on x, a little on y and not on z ranks z last, and the ranking is the same in the
 console, ``importance.json``, the parent MLflow run's ``importance.<param>`` metrics,
-``plots/importance.png`` and ``sweeps status``.
+``plots/importance.png`` and ``sweeps status``; ``sweeps.load`` has the summary's trials.
 
     python -m pytest tests/integration/test_importance.py
 """
@@ -22,7 +22,7 @@ pytestmark = pytest.mark.slow
 @pytest.mark.timeout(600)
 def test_a_sweep_ranks_its_params_and_says_so_everywhere(tmp_path: Path, ray_cluster,
                                                         capsys) -> None:
-    from sweeps import compose, run_sweep
+    from sweeps import compose, load, run_sweep
     from sweeps.report.console import print_result
     from sweeps.report.status import status_lines
 
@@ -58,6 +58,14 @@ def test_a_sweep_ranks_its_params_and_says_so_everywhere(tmp_path: Path, ray_clu
         pytest.approx({f"importance.{p}": v for p, v in ranked.items()})
     artifacts = [a.path for a in client.list_artifacts(parent.info.run_id, "plots")]
     assert "plots/importance.png" in artifacts, artifacts
+
+    # sweeps.load: the same trials as the summary, each with its one report
+    tables = load(tmp_path / "sweep")
+    summary = result.summary.table.set_index("trial_id")
+    trials = tables.trials.set_index("trial_id").loc[summary.index]
+    assert (trials["status"] == "completed").all() and len(tables.history) == 16
+    assert trials[["x", "y", "z"]].equals(summary[["x", "y", "z"]])
+    assert trials["best_loss"].tolist() == summary["loss"].tolist() == trials["final_loss"].tolist()
 
     status = status_lines(tmp_path / "sweep")
     assert "  importance (at the last end): " + ", ".join(

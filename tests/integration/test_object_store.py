@@ -12,7 +12,7 @@ import uuid
 import pytest
 import torch
 
-from sweeps import best_checkpoint, files, load_best, load_model
+from sweeps import best_checkpoint, files, load, load_best, load_model
 from sweeps.layout import SweepLayout
 from sweeps.search.schedulers import ended_trials
 from sweeps.storage import stand_in, trees
@@ -48,6 +48,9 @@ def test_sweep_on_s3_killed_resumes_from_another_directory(tmp_path, moto_s3) ->
     _wait_for(lambda: ended_trials(sweep_dir) and len({t for t, _, _ in _epochs(tmp_path)})
               >= 2, sweep.proc)
     assert sweep.proc.poll() is None, "the sweep ended before the kill"
+    running = load(uri)  # sweeps.load while the driver runs the sweep
+    assert running.live and set(ended_trials(sweep_dir)) <= set(running.trials["trial_id"])
+    assert set(running.trials["status"]) <= {"completed", "stopped", "running"}, running.trials
     # The same command from another directory (a colleague's machine) while it runs: refused
     # in one line by the claim in the bucket, naming the driver that holds it.
     second.mkdir()
@@ -74,6 +77,12 @@ def test_sweep_on_s3_killed_resumes_from_another_directory(tmp_path, moto_s3) ->
     trial_ids = {line.split(",")[0] for line in summary[1:]}
     assert len(trial_ids) == 4 and all(("completed" in line or "stopped" in line)
                                        for line in summary[1:]), summary
+    tables = load(uri)  # the same trials, each report once, from the bucket
+    assert not tables.live and set(tables.trials["trial_id"]) == trial_ids
+    assert set(tables.trials["status"]) <= {"completed", "stopped"}
+    for trial, epochs in tables.trials.set_index("trial_id")["epochs"].items():
+        reported = tables.history[tables.history.trial_id == trial]["sweeps_epoch"].tolist()
+        assert reported == list(range(1, epochs + 1)), (trial, reported)
 
     # Checkpoints and results are in the bucket, not on local disk.
     keys = set(moto_s3.keys(prefix))

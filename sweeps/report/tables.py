@@ -1,0 +1,108 @@
+"""A sweep's trials as pandas DataFrames: ``sweeps.load``, for a finished or a running sweep.
+
+    sweep = sweeps.load("outputs/digits")      # or "s3://bucket/sweeps/digits", or "digits"
+    sweep.trials.sort_values("best_val_acc")   # one row per trial
+    sweep.history.pivot(index="sweeps_epoch", columns="trial_id", values="val_acc")
+
+Read from the sweep directory's files alone, as ``sweeps status`` reads them
+(``sweeps.report.sweep_state``): no Ray, no MLflow, safe while the sweep runs.
+
+``trials``: ``trial_id``, ``status`` (``completed``, ``stopped`` early, ``failed``, ``running``,
+``interrupted`` when no driver holds the sweep, or ``not started``: the budget ended it), each
+searched param (dotted names, the value
+the trial ran last: a PBT exploit's new values), ``best_<m>`` and ``final_<m>`` for each
+objective metric (its best and its last finite value), ``epochs`` (the furthest epoch),
+``restarts`` (times its loop raised and was restarted) and ``checkpoint`` (at the primary
+metric's best report among the checkpoints Train kept; None without one).
+
+``history``: one row per report, oldest first: ``trial_id``, ``report`` (1, 2, ...), every key
+the loop reported, ``sweeps_epoch`` (the trial's clock: what the scheduler judges) and
+``checkpoint`` (the report's checkpoint, whether or not Train kept it).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from sweeps import files
+from sweeps.protocol import CHECKPOINT_PATH_KEY, RESTARTS_KEY
+from sweeps.report.sweep_state import SweepView, TrialState, find_sweep, read_sweep
+from sweeps.search.space import parse_space
+from sweeps.search.warm_start_sources import read_sweep_dir
+from sweeps.storage.location import uri_of
+from sweeps.trial.clock import finite_float
+
+if TYPE_CHECKING:  # pandas stays off `import sweeps`
+    import pandas as pd
+
+__all__ = ["SweepTables", "load"]
+
+_BOOKKEEPING = ("n", CHECKPOINT_PATH_KEY, "trial_id")
+
+
+@dataclass
+class SweepTables:
+    """``load``'s answer: the two tables, and whether a driver held the sweep when read."""
+
+    trials: pd.DataFrame
+    history: pd.DataFrame
+    live: bool
+    root: str  # the sweep directory (a URI for an object store)
+
+
+def load(sweep_dir: str | Path) -> SweepTables:
+    """The trials of the sweep in ``sweep_dir`` (a path, an ``s3://`` URI, or a NAME for
+    ``outputs/NAME``); ``FileNotFoundError`` when it holds no sweep.
+
+    Example:
+        >>> sweep = load("outputs/digits")  # doctest: +SKIP
+        >>> sweep.trials[["trial_id", "status", "lr", "best_val_acc"]].head(2)  # doctest: +SKIP
+    """
+    import pandas as pd
+
+    view = read_sweep(find_sweep(str(sweep_dir)))
+    objectives = dict((view.cfg.get("experiment") or {}).get("metrics") or {}) or {
+        view.objective.metric: view.objective.mode}
+    space = (view.cfg.get("experiment") or {}).get("search_space") or {}
+    paths = [p.path for p in parse_space(space)[0]]
+    ran = {f.trial_id: f.params or {} for f in read_sweep_dir(view.root)}
+    rows = [_trial_row(t, view, objectives, paths, ran.get(t.trial_id, {}))
+            for t in view.trials]
+    history = [{"trial_id": t.trial_id, "report": r.get("n", i),
+                **{k: v for k, v in r.items() if k not in _BOOKKEEPING
+                   and not k.startswith("config/")},  # the decision log's copy of the config
+                "checkpoint": r.get(CHECKPOINT_PATH_KEY)}
+               for t in view.trials for i, r in enumerate(t.history, 1)]
+    columns = ["trial_id", "status", *paths,
+               *(f"{kind}_{m}" for m in objectives for kind in ("best", "final")),
+               "epochs", "restarts", "checkpoint"]
+    return SweepTables(pd.DataFrame(rows, columns=columns), pd.DataFrame(history), view.live,
+                       uri_of(view.root))
+
+
+def _trial_row(t: TrialState, view: SweepView, objectives: dict[str, str], paths: list[str],
+               params: dict[str, Any]) -> dict[str, Any]:
+    row: dict[str, Any] = {"trial_id": t.trial_id, "status": t.status,
+                           **{p: params.get(p) for p in paths}}
+    for metric, mode in objectives.items():
+        values = [(v, i) for i, r in enumerate(t.history)
+                  if (v := finite_float(r.get(metric))) is not None]
+        pick = (max if mode == "max" else min)(values, default=(math.nan, None))
+        row[f"best_{metric}"], row[f"final_{metric}"] = pick[0], (values or [(math.nan,)])[-1][0]
+    restarts = [r[RESTARTS_KEY] for r in t.history if r.get(RESTARTS_KEY) is not None]
+    row.update(epochs=math.ceil(t.clock), restarts=int(restarts[-1]) if restarts else 0,
+               checkpoint=_best_checkpoint(t, view.objective.metric, view.objective.mode))
+    return row
+
+
+def _best_checkpoint(t: TrialState, metric: str, mode: str) -> str | None:
+    """The checkpoint of the trial's best report that Train kept (of equal values the latest,
+    as Train ranks them), as the sweep names it (a URI on an object store)."""
+    sign = -1.0 if mode == "max" else 1.0
+    ranked = sorted(((sign * v, -i, r[CHECKPOINT_PATH_KEY]) for i, r in enumerate(t.history)
+                     if r.get(CHECKPOINT_PATH_KEY) and (v := finite_float(r.get(metric)))
+                     is not None))
+    return next((uri_of(path) for *_, path in ranked if files.exists(path)), None)
