@@ -3,22 +3,15 @@
     found = param_importance(summary.table, prep.params, {"val_acc": "max"})   # driver.fit
     print("\n".join(importance_lines(found)))
 
-At every sweep's end the trials that completed or were stopped early with a finite score (the
-table's value of each objective: the primary metric's best report) become an in-memory Optuna
-study, and ``optuna.importance.get_param_importances`` ranks the searched params with
-``PedAnovaImportanceEvaluator`` (Optuna 5's default; named here so Optuna 4 ranks the same way),
-normalized to sum to 1. With several objectives it ranks what brings a trial onto the Pareto
-front, as Optuna does for a multi-objective study. PED-ANOVA compares the best 10 % of the trials
-(rounded up) with all of them: under ``MIN_TRIALS`` scored trials that is one trial, so there is
-no ranking and the note says so. A trial whose values no longer fit the space (a grown sweep's
-changed range) is left out. The result goes to ``importance.json``, the console, the parent
-MLflow run (metrics ``importance.<param>``, ``plots/importance.png``) and ``sweeps status``.
+The trials that completed or were stopped early with finite scores (the summary table's values)
+become an in-memory Optuna study ranked by ``PedAnovaImportanceEvaluator`` (Optuna 5's default,
+named so Optuna 4 ranks alike); what a user reads: docs/running.md#which-parameters-mattered.
+A trial whose values left the space (a grown sweep's changed range) is left out.
 """
 
 from __future__ import annotations
 
 import contextlib
-import logging
 import math
 import warnings
 from dataclasses import asdict, dataclass, field
@@ -50,11 +43,6 @@ class Importance:
         return {"evaluator": "PedAnovaImportanceEvaluator", **asdict(self)}
 
 
-def _missing(value: Any) -> bool:
-    """A param the trial did not have (a condition that did not hold): None or NaN."""
-    return value is None or (isinstance(value, float) and math.isnan(value))
-
-
 def _trials(table: pd.DataFrame, params: list[Param], objectives: dict[str, str]) -> list:
     import optuna
 
@@ -64,7 +52,8 @@ def _trials(table: pd.DataFrame, params: list[Param], objectives: dict[str, str]
         if row.get("status") not in SCORED or not all(
                 isinstance(v, int | float) and math.isfinite(v) for v in values):
             continue
-        given = {p.path: row[p.path] for p in params if not _missing(row.get(p.path))}
+        given = {p.path: v for p in params  # None or NaN: a condition that did not hold
+                 if (v := row.get(p.path)) is not None and not (isinstance(v, float) and v != v)}
         named, spaces = optuna_params(given, params)
         with contextlib.suppress(ValueError):  # a value outside today's space
             out.append(optuna.trial.create_trial(params=named, distributions=spaces,
@@ -86,6 +75,7 @@ def param_importance(table: pd.DataFrame, params: list[Param],
     """
     import optuna
 
+    optuna.logging.set_verbosity(optuna.logging.WARNING)  # as the driver's samplers do
     trials = _trials(table, params, objectives) if params else []
     found = Importance(trials=len(trials), objectives=list(objectives))
     if not params:
@@ -95,9 +85,6 @@ def param_importance(table: pd.DataFrame, params: list[Param],
                       f"{MIN_TRIALS} (set search.num_samples={MIN_TRIALS} or more)")
     if found.note:
         return found
-    quiet = logging.getLogger("optuna")
-    level = quiet.level
-    quiet.setLevel(logging.WARNING)  # "A new study created in memory", for a study of ours
     try:
         with warnings.catch_warnings():  # experimental-API and equal-quantile warnings
             warnings.simplefilter("ignore")
@@ -106,8 +93,9 @@ def param_importance(table: pd.DataFrame, params: list[Param],
             study.add_trials(trials)
             ranked = optuna.importance.get_param_importances(
                 study, evaluator=optuna.importance.PedAnovaImportanceEvaluator())
-    finally:
-        quiet.setLevel(level)
+    except Exception as exc:  # a ranking must never hide a finished sweep
+        found.note = f"not ranked: Optuna's importance failed ({type(exc).__name__}: {exc})"
+        return found
     paths = {optuna_name(p.path): p.path for p in params}
     found.values = {paths[k]: float(v) for k, v in
                     sorted(ranked.items(), key=lambda kv: (-kv[1], kv[0]))}

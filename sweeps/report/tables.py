@@ -4,20 +4,10 @@
     sweep.trials.sort_values("best_val_acc")   # one row per trial
     sweep.history.pivot(index="sweeps_epoch", columns="trial_id", values="val_acc")
 
-Read from the sweep directory's files alone, as ``sweeps status`` reads them
-(``sweeps.report.sweep_state``): no Ray, no MLflow, safe while the sweep runs.
-
-``trials``: ``trial_id``, ``status`` (``completed``, ``stopped`` early, ``failed``, ``running``,
-``interrupted`` when no driver holds the sweep, or ``not started``: the budget ended it), each
-searched param (dotted names, the value
-the trial ran last: a PBT exploit's new values), ``best_<m>`` and ``final_<m>`` for each
-objective metric (its best and its last finite value), ``epochs`` (the furthest epoch),
-``restarts`` (times its loop raised and was restarted) and ``checkpoint`` (at the primary
-metric's best report among the checkpoints Train kept; None without one).
-
-``history``: one row per report, oldest first: ``trial_id``, ``report`` (1, 2, ...), every key
-the loop reported, ``sweeps_epoch`` (the trial's clock: what the scheduler judges) and
-``checkpoint`` (the report's checkpoint, whether or not Train kept it).
+Read as ``sweeps status`` reads a sweep (``sweeps.report.sweep_state``): no Ray, no MLflow,
+safe while it runs. The columns: docs/running.md#the-trials-as-data-sweepsload. A param's value
+is the one the trial ran last (a PBT exploit's), from the tracking journal or Tune's
+``params.json`` (``sweeps.search.warm_start_sources``).
 """
 
 from __future__ import annotations

@@ -95,3 +95,15 @@ def test_console_json_and_plot(tmp_path) -> None:
         "objectives": ["loss"], "note": None}
     path = importance_plot(found, tmp_path / "importance.png")
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_a_failing_ranking_is_a_note_not_a_failed_sweep(monkeypatch) -> None:
+    study = _optuna_study(MIN_TRIALS, ["minimize"])
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("a bug in the evaluator")
+
+    monkeypatch.setattr(optuna.importance, "get_param_importances", broken)
+    found = param_importance(_table(study, ["loss"]), parse_space(SPACE)[0], {"loss": "min"})
+    assert found.values == {} and found.note == (
+        "not ranked: Optuna's importance failed (RuntimeError: a bug in the evaluator)")
