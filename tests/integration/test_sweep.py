@@ -149,8 +149,11 @@ def test_summary_files_and_plots_are_written(sweep) -> None:
     assert list(parquet["trial_id"]) == list(result.summary.table["trial_id"])
     assert '"checkpoint"' in (result.sweep_dir / "best.json").read_text()
     assert "experiment:" in (result.sweep_dir / "config.yaml").read_text()
-    assert [p.name for p in result.plots] == ["learning_curves.png",
-                                              "parallel_coordinates.png", "metric_vs_params.png"]
+    assert [p.name for p in result.plots] == ["learning_curves.png", "parallel_coordinates.png",
+                                              "metric_vs_params.png", "importance.png"]
+    ranked = result.summary.importance.values  # 12 trials: enough to rank the 5 params
+    assert len(ranked) == 5 and sum(ranked.values()) == pytest.approx(1.0)
+    assert json.loads((result.sweep_dir / "importance.json").read_text())["values"] == ranked
     assert all(p.parent == result.sweep_dir / "plots" and p.stat().st_size > 10_000
                for p in result.plots)
 
@@ -183,7 +186,9 @@ def test_mlflow_parent_run_holds_the_sweep(sweep, mlflow_runs) -> None:
     assert {"config.yaml", "search_space.json", "summary.csv", "best.json", "plots"} <= artifacts
     plots = {a.path for a in client.list_artifacts(parent.info.run_id, "plots")}
     assert plots == {"plots/learning_curves.png", "plots/parallel_coordinates.png",
-                     "plots/metric_vs_params.png"}
+                     "plots/metric_vs_params.png", "plots/importance.png"}
+    assert {k: v for k, v in parent.data.metrics.items() if k.startswith("importance.")} == \
+        pytest.approx({f"importance.{p}": v for p, v in result.summary.importance.values.items()})
     assert len(children) == NUM_SAMPLES
 
 
