@@ -12,12 +12,8 @@ with their imports, for the next trial Tune gives that process (``trial.reuse_pr
 attempt of a trial's loop makes a new ``torch.distributed`` process group over rank 0's store
 (``sweeps.trial.backends.rendezvous``).
 
-A peer serves Ray Train's per-worker API as a Train worker does: ``get_context()`` answers its
-rank, ``report`` is a collective of all ranks (rank 0's metrics are the trial's; each rank's
-checkpoint files go into the same checkpoint directory, named by rank 0, as Train merges them),
-``get_checkpoint()`` is the trial's latest checkpoint. When Tune stops the trial, each peer's
-loop ends at its next wait with ``TrialStopped``; when any rank fails, the others' waits and
-collectives fail and rank 0 restarts the attempt from the latest checkpoint
+What a peer serves of Ray Train's API: ``sweeps.trial.backends.peer`` (rank 0's metrics are the
+trial's). When any rank fails, rank 0 restarts the attempt from the latest checkpoint
 (``trial.max_failures``) with the peers still alive and new ones for any that died.
 """
 
