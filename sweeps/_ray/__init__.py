@@ -10,5 +10,3 @@ attributes and signatures the functions rely on; ``tests/unit/ray_adapter/test_r
 runs it in seconds without a cluster, so an incompatible Ray fails one fast test and one line
 at startup, never a hang mid-sweep. Each module's first line says which internals it holds.
 """
-
-from __future__ import annotations

@@ -5,5 +5,3 @@
 Its modules: docs/development.md#how-the-code-is-laid-out. ``python -m sweeps.sync DIR`` sends
 what a sweep could not.
 """
-
-from __future__ import annotations

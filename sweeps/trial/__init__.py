@@ -5,5 +5,3 @@
 Its modules: docs/development.md#how-the-code-is-laid-out. What the user's loop itself
 touches is ``sweeps.loop``.
 """
-
-from __future__ import annotations
