@@ -24,6 +24,8 @@ import threading
 import uuid
 from typing import Any
 
+import ray
+
 from sweeps.trial.backends.peer import Peer, PeerJob, traceback_of
 from sweeps.trial.backends.rank_error import PeerError
 from sweeps.trial.backends.rendezvous import (
@@ -77,8 +79,6 @@ class PeerGroup:
 
     def ensure(self) -> None:
         """Peers for ranks 1..N-1, alive: the kept ones, and new ones where one died."""
-        import ray
-
         actor = ray.remote(Peer)
         while len(self.peers) < self.num_workers - 1:
             self.peers.append(None)
@@ -96,8 +96,6 @@ class PeerGroup:
     def worlds(self, host: str, port: int, prefix: str, backend: str) -> list[WorldSpec]:
         """Every rank's place: rank 0 here, then the peers; local ranks by node, nodes
         numbered in order of first appearance (rank 0's first), as Ray Train numbers them."""
-        import ray
-
         nodes = [ray.get_runtime_context().get_node_id(), *self.nodes]
         order = list(dict.fromkeys(nodes))
         return [WorldSpec(world_size=len(nodes), rank=rank,
@@ -125,8 +123,6 @@ class PeerGroup:
         group lives on in the loop's traceback); closed sockets end it at once, as Ray Train
         ends a failed run by killing its worker group. The peers are replaced at the next
         attempt."""
-        import ray
-
         pending = list(refs)
         while pending and self._watching.is_set():
             done, pending = ray.wait(pending, num_returns=1, timeout=0.2)
@@ -142,8 +138,6 @@ class PeerGroup:
     def alive(self) -> None:
         """While rank 0 waits on its peers: raise ``PeerFailed`` when a peer failed, and
         ``ReportMismatch`` when a peer's loop returned (it reported fewer times than rank 0)."""
-        import ray
-
         if self.failed is not None:
             raise PeerFailed(self.failed)
         done, _ = ray.wait(self.refs, num_returns=1, timeout=0)
@@ -158,8 +152,6 @@ class PeerGroup:
     def _outcome(self, rank: int, ref: Any) -> tuple[str, str]:
         """(returned | stopped | ended | raised | died, a sentence) of a peer's finished run;
         what a peer raised is kept in ``errors`` (its own exception, and its traceback)."""
-        import ray
-
         try:
             kind = ray.get(ref)
             return kind, f"rank {rank} ended its loop ({kind})"
@@ -178,8 +170,6 @@ class PeerGroup:
         every worker; after rank 0 stopped or raised, a peer still running after
         ``STOP_GRACE_S`` is blocked in a collective with rank 0 and is killed (and replaced
         at the next attempt)."""
-        import ray
-
         if not self.refs:
             return []
         wait_s = STORE_TIMEOUT.total_seconds() if returned else STOP_GRACE_S
@@ -199,8 +189,6 @@ class PeerGroup:
 
     def replace(self) -> None:
         """End every peer now; the next ``ensure`` starts new ones."""
-        import ray
-
         for peer in self.peers:
             if peer is not None:
                 ray.kill(peer, no_restart=True)
