@@ -36,6 +36,8 @@ from sweeps.lease.holder import remember_command
 
 register_schema()
 register_primary()
+COMMANDS = {"predict": "sweeps.inference.cli", "status": "sweeps.report.status",
+            "template": "sweeps.templates"}  # sweeps NAME ...: the module whose main runs it
 
 
 # config_path=None: the built-in conf/ comes last in hydra.searchpath (add_builtin_searchpath).
@@ -113,18 +115,9 @@ def run() -> None:
     ``sweeps.report.status`` and ``sweeps template ...`` to ``sweeps.templates``, before Hydra
     reads the command line (a Hydra override is never one bare word).
     """
-    if sys.argv[1:2] == ["predict"]:
-        from sweeps.inference.cli import main as predict_main
-
-        sys.exit(predict_main(sys.argv[2:]))
-    if sys.argv[1:2] == ["status"]:
-        from sweeps.report.status import main as status_main
-
-        sys.exit(status_main(sys.argv[2:]))
-    if sys.argv[1:2] == ["template"]:
-        from sweeps.templates import main as template_main
-
-        sys.exit(template_main(sys.argv[2:]))
+    command = COMMANDS.get(sys.argv[1]) if len(sys.argv) > 1 else None
+    if command is not None:
+        sys.exit(__import__(command, fromlist=["main"]).main(sys.argv[2:]))
     remember_command(sys.argv[1:])
     sys.argv[1:] = prepare_argv(sys.argv[1:])
     register_primary(active())  # --help then lists the groups of every search-path entry

@@ -129,9 +129,7 @@ def _utils_class() -> type:
                 self._meet.collective_barrier()
 
         def broadcast_from_rank_zero(self, data: Any) -> Any:
-            if self._meet is None:
-                return data
-            return self._meet.broadcast_from_rank_zero(data)
+            return data if self._meet is None else self._meet.broadcast_from_rank_zero(data)
 
         def get_dataset_shard(self, dataset_info: Any) -> Any:
             name = dataset_info.dataset_name

@@ -48,9 +48,7 @@ class _View:
         object.__setattr__(self, "_tune", tune)
 
     def __getattr__(self, name: str) -> Any:
-        if name == "world_rank" and self._tune:
-            return None
-        return getattr(self._real, name)
+        return None if name == "world_rank" and self._tune else getattr(self._real, name)
 
     def __setattr__(self, name: str, value: Any) -> None:
         setattr(self._real, name, value)

@@ -105,11 +105,6 @@ def quote_search_space(args: list[str]) -> list[str]:
     return out
 
 
-def _quote(text: str) -> str:
-    """``text`` as a single-quoted string of Hydra's override grammar."""
-    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
-
-
 def searchpath_override(paths: list[str]) -> str:
     """``hydra.searchpath=[...]`` for ``paths``, each quoted.
 
@@ -117,7 +112,8 @@ def searchpath_override(paths: list[str]) -> str:
         >>> searchpath_override(["file:///a b"])
         "hydra.searchpath=['file:///a b']"
     """
-    return f"hydra.searchpath=[{','.join(_quote(p) for p in paths)}]"
+    quoted = ("'" + p.replace("\\", "\\\\").replace("'", "\\'") + "'" for p in paths)
+    return f"hydra.searchpath=[{','.join(quoted)}]"  # Hydra's single-quoted strings
 
 
 def add_builtin_searchpath(argv: list[str], extra_first: list[str] | None = None) -> list[str]:

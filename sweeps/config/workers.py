@@ -3,13 +3,11 @@
     python -m sweeps +experiment=digits scaling.num_workers=2          # every trial, 2 workers
     python -m sweeps +experiment=digits 'scaling.num_workers=[1,4]' ray.address=auto  # elastic
 
-An elastic trial is a Ray Train run started with ``ScalingConfig(num_workers=(min, max))``:
-it starts with as many workers as the cluster holds (at least ``min``) and Train resizes it,
-restarting its workers from the latest checkpoint, as nodes join or leave
-(``sweeps.trial.backends.train``; docs/clusters.md). OmegaConf's structured configs have no
-Union type, so the schema declares the key ``Any`` and this module is its type: ``check``
-refuses everything but a positive int or a list of two positive ints with min <= max, before
-Ray starts. Everything else reads it through ``worker_range``.
+An elastic trial is a Ray Train run with ``ScalingConfig(num_workers=(min, max))``, which
+Train resizes as nodes join or leave (docs/clusters.md#elastic-trials). OmegaConf's structured
+configs have no Union type, so the schema declares the key ``Any`` and this module is its
+type: ``check`` refuses everything but a positive int or a list of two positive ints with
+min <= max, before Ray starts. Everything else reads it through ``worker_range``.
 """
 
 from __future__ import annotations

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 from sweeps._ray.shipping import path_spec, submitted_job_env, upload_limit
 from sweeps.errors import ConfigError
-from sweeps.storage.location import store_env
+from sweeps.storage.location import is_uri, store_env
 
 if TYPE_CHECKING:
     from sweeps.config.schema import SweepConfig
@@ -150,10 +150,6 @@ def package_size(root: Path, excludes: list[str], gitignore: bool = True,
     return size
 
 
-def _is_uri(value: str) -> bool:
-    return "://" in value
-
-
 def _working_dir(cfg: SweepConfig) -> str | None:
     """The working_dir to ship, as configured (``None``: none)."""
     wd = cfg.ray.working_dir
@@ -188,9 +184,9 @@ def runtime_env(cfg: SweepConfig) -> dict[str, Any] | None:
     env: dict[str, Any] = {}
     wd = _working_dir(cfg)
     if wd is not None:
-        env["working_dir"] = wd if _is_uri(wd) else str(Path(wd).expanduser().absolute())
+        env["working_dir"] = wd if is_uri(wd) else str(Path(wd).expanduser().absolute())
     if cfg.ray.py_modules:
-        env["py_modules"] = [m if _is_uri(m) else str(Path(m).expanduser().absolute())
+        env["py_modules"] = [m if is_uri(m) else str(Path(m).expanduser().absolute())
                              for m in cfg.ray.py_modules]
     # Ray refuses to merge ray.init's runtime env with a ray job submit's when a key repeats
     for key in sorted(set(submitted_job_env()) & {"working_dir", "py_modules"}):
@@ -200,13 +196,11 @@ def runtime_env(cfg: SweepConfig) -> dict[str, Any] | None:
     if env:
         env["excludes"] = [*DEFAULT_EXCLUDES, *cfg.ray.excludes,
                            *(_sweep_excludes(cfg, Path(local_wd))
-                             if local_wd and not _is_uri(local_wd) else [])]
+                             if local_wd and not is_uri(local_wd) else [])]
     store = store_env(cfg.sweep.dir) if cfg.ray.address else {}  # for a joined cluster
     if store:
         env["env_vars"] = store
     return env or None
-
-
 
 
 def _human(nbytes: float) -> str:
@@ -221,11 +215,11 @@ def _packages(cfg: SweepConfig, env: dict[str, Any]) -> list[tuple[str, str, Pat
     """(config key, value as configured, local path) of each local package in ``env``."""
     out = []
     wd = env.get("working_dir")
-    if wd and not _is_uri(wd):
+    if wd and not is_uri(wd):
         out.append(("ray.working_dir", cfg.ray.working_dir or wd, Path(wd)))
     modules = env.get("py_modules", [])  # empty when a submitted job ships its own
     for i, (path, value) in enumerate(zip(modules, cfg.ray.py_modules, strict=False)):
-        if not _is_uri(path):
+        if not is_uri(path):
             out.append((f"ray.py_modules[{i}]", value, Path(path)))
     return out
 
@@ -283,7 +277,7 @@ def _warn_unshipped_trainable(cfg: SweepConfig, env: dict[str, Any]) -> None:
     (and not from site-packages or next to sweeps itself): the cluster may lack it."""
     name = cfg.experiment.trainable.partition(":")[0]
     file = getattr(sys.modules.get(name), "__file__", None)
-    if not file or _is_uri(env.get("working_dir", "")):  # what a remote zip holds is unknown
+    if not file or is_uri(env.get("working_dir", "")):  # what a remote zip holds is unknown
         return
     parts = name.split(".")
     root = Path(file).absolute().parents[len(parts) - (0 if file.endswith("__init__.py")
@@ -293,7 +287,7 @@ def _warn_unshipped_trainable(cfg: SweepConfig, env: dict[str, Any]) -> None:
         return
     shipped = {Path(env["working_dir"])} if "working_dir" in env else set()
     shipped |= {Path(m).parent for m in env.get("py_modules", [])
-                if not _is_uri(m) and Path(m).stem == parts[0]}
+                if not is_uri(m) and Path(m).stem == parts[0]}
     if root not in shipped:
         log.warning("experiment.trainable: %s is imported from %s, which is not shipped to "
                     "the cluster (ray.working_dir=%s); unless it is installed there, set "

@@ -1,13 +1,8 @@
 """Ray Datasets a sweep builds once, on the driver, and hands to every trial's TorchTrainer.
 
-    experiment:
-      datasets:
-        train: {function: trainables.digits_data:digits, split: train}   # fn(**kwargs)
-        val: mypkg.data:val_set                                          # fn()
-        test: /data/digits/test.parquet                                  # read with ray.data
+    datasets = build_datasets(cfg.experiment.datasets)   # the grammar: sweeps.config.datasets
 
-``sweeps.config.datasets.check_datasets`` (no Ray: at validation) imports each function and binds
-its arguments, and checks that a local path exists and has a type ray.data reads. ``build_datasets``
+``sweeps.config.datasets.check_datasets`` checks the entries at validation. ``build_datasets``
 (Ray up, before Tune starts) calls or reads each, checks it is a ``ray.data.Dataset`` with rows, and
 materializes it: the pipeline runs once per sweep (not once per trial) and its blocks stay in the
 object store, so a trial's workers read their ``streaming_split`` shard with no Ray Data tasks and

@@ -14,26 +14,15 @@ driver (and the Train controller Ray places beside it) runs on the head node
 (``sweeps.trial.backends.train``), so losing a worker node costs only the trials whose workers
 ran there.
 
-Elastic trials (``scaling.num_workers=[min, max]``, ``sweeps.config.workers``) run on Ray Train,
-which resizes them, and are planned at ``max`` workers each: trials at once = what the cluster
-holds at ``max`` workers, but at least 1 when ``min`` fits. Ray Train hands the cluster's
-resources to elastic runs in the order they asked (its AutoscalingCoordinator), so a plan at
-``min`` would start trials that wait, holding their Tune slot, while the first ones take up to
-``max``; at ``max`` the trials that run share nothing, a node that joins grows them, a lost one
-shrinks them instead of failing them. A cluster that cannot hold ``min`` workers is refused.
+Elastic trials (``scaling.num_workers=[min, max]``, ``sweeps.config.workers``) run on Ray Train
+and are planned at ``max`` workers each, at least 1 trial at once when ``min`` fits; a cluster
+that cannot hold ``min`` workers is refused (why: docs/clusters.md#elastic-trials).
 
-GPUs shared by trials (``scaling.gpus_per_worker`` below 1): Ray gives a fractional request a
-share of one GPU, never parts of two, and divides the GPU's count, not its memory (each process
-must stay within its share; Ray's "Accelerator Support" docs). So ``floor(1 / share)`` workers
-fit on a GPU: at 0.25, four 1-worker trials per GPU, CPUs permitting. An inline trial's process
-holds the share itself (Tune's placement-group bundle; Ray sets its ``CUDA_VISIBLE_DEVICES``
-to the GPU it got), a Train trial's worker holds it in a Train run.
-
-The ranks of one multi-worker trial at a share below 1 may land on one GPU (Train packs its
-workers; ray#48012), and nccl refuses two ranks on one device ("Duplicate GPU detected") after
-every worker has started. So that trial is refused here, before anything starts, unless
-``scaling.backend=gloo``, which runs any number of ranks on one device (slower than nccl, so
-not the default).
+GPUs shared by trials (``scaling.gpus_per_worker`` below 1): ``floor(1 / share)`` workers fit on
+a GPU (Ray gives a share of one GPU, never parts of two, and divides its count, not its
+memory); an inline trial's process holds the share itself, a Train trial's worker in a Train
+run. A trial whose nccl ranks could land on one GPU is refused before anything starts unless
+``scaling.backend=gloo`` (why: docs/clusters.md#gpus).
 """
 
 from __future__ import annotations

@@ -6,8 +6,5 @@
     model, tokenizer = load_best("outputs/hf_text")          # Pretrained(model, processor)
     ds = predict("models:/digits/1", "data/*.parquet", output="preds/", concurrency=2)
 
-``bundle`` decides what a source is (a sweep, a checkpoint directory, an MLflow model URI) and
-loads it; ``hf`` reads Hugging Face checkpoints offline; ``data`` checks and reads the input
-files and picks the model's column; ``batch`` is ``predict`` (an actor pool over
-``map_batches``) and ``predictor`` one actor of it; ``cli`` is ``sweeps predict``.
+Its modules: docs/development.md#how-the-code-is-laid-out.
 """

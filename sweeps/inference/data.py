@@ -31,8 +31,7 @@ TAKES = {"tokenizer": "texts", "image_processor": "images (HxW or HxWxC arrays)"
          None: "feature arrays"}
 
 
-def input_files(spec: str | Path | Sequence[str | Path], who: str = "predict"
-                ) -> tuple[str, list[str]]:
+def input_files(spec: str | Path | Sequence[str | Path]) -> tuple[str, list[str]]:
     """(format, files) of a path, a glob, a directory (its files) or a list of those; every
     file of one type (``FORMATS``). ``SweepError`` names what does not exist or is unknown.
 
@@ -45,40 +44,40 @@ def input_files(spec: str | Path | Sequence[str | Path], who: str = "predict"
     """
     specs = [spec] if isinstance(spec, str | Path) else list(spec)
     if not specs:
-        raise SweepError(f"{who}: no input given; pass a file, a directory or a glob")
+        raise SweepError("predict: no input given; pass a file, a directory or a glob")
     files: list[Path] = []
     for item in map(str, specs):
         if glob.has_magic(item):
             found = sorted(Path(p) for p in glob.glob(item, recursive=True) if Path(p).is_file())
             if not found:
-                raise SweepError(f"{who}: input {item} matches no file")
+                raise SweepError(f"predict: input {item} matches no file")
         elif Path(item).is_dir():
             found = sorted(p for p in Path(item).rglob("*")
                            if p.is_file() and not p.name.startswith((".", "_")))
             if not found:
-                raise SweepError(f"{who}: input directory {item} holds no file")
+                raise SweepError(f"predict: input directory {item} holds no file")
         elif Path(item).is_file():
             found = [Path(item)]
         else:
-            raise SweepError(f"{who}: input {item} does not exist")
+            raise SweepError(f"predict: input {item} does not exist")
         files += found
-    kinds = {_format_of(p, who) for p in files}
+    kinds = {_format_of(p) for p in files}
     if len(kinds) > 1:
-        raise SweepError(f"{who}: the input mixes file types ({', '.join(sorted(kinds))}); "
+        raise SweepError(f"predict: the input mixes file types ({', '.join(sorted(kinds))}); "
                          "pass files of one type")
     return kinds.pop(), [str(p) for p in files]
 
 
-def _format_of(path: Path, who: str) -> str:
+def _format_of(path: Path) -> str:
     fmt = FORMATS.get(path.suffix.lower())
     if fmt is None:
-        raise SweepError(f"{who}: input {path} is of an unknown file type "
+        raise SweepError(f"predict: input {path} is of an unknown file type "
                          f"('{path.suffix or 'no suffix'}'); use {', '.join(FORMATS)} files, "
                          "or pass a ray.data.Dataset")
     return fmt
 
 
-def read_input(data: Any, who: str = "predict", read_cpus: float | None = None) -> Any:
+def read_input(data: Any, read_cpus: float | None = None) -> Any:
     """A ``ray.data.Dataset`` of ``data``: a Dataset as it is, a pandas DataFrame, or files
     (``input_files``) read with Ray Data's reader for their type, each read task reserving
     ``read_cpus`` (None: Ray Data's 1); ``.npy`` files are loaded here, as column ``data``."""
@@ -89,7 +88,7 @@ def read_input(data: Any, who: str = "predict", read_cpus: float | None = None) 
         return data
     if isinstance(data, pd.DataFrame):
         return ray.data.from_pandas(data)
-    fmt, files = input_files(data, who)
+    fmt, files = input_files(data)
     if fmt == "numpy":  # read here: Ray's read_numpy takes no CPU setting (read_cpus)
         import numpy as np
 
@@ -102,8 +101,7 @@ def read_input(data: Any, who: str = "predict", read_cpus: float | None = None) 
     return reader(files, ray_remote_args={"num_cpus": read_cpus})  # Ray before named args
 
 
-def choose_column(columns: Sequence[str], processor: str | None, column: str | None,
-                  who: str = "predict") -> str:
+def choose_column(columns: Sequence[str], processor: str | None, column: str | None) -> str:
     """The column the model reads (``processor``: ``tokenizer``, ``image_processor`` or None
     for a torch module); ``SweepError`` listing the data's columns when it is missing.
 
@@ -119,7 +117,7 @@ def choose_column(columns: Sequence[str], processor: str | None, column: str | N
     listed = ", ".join(names) or "(none)"
     if column is not None:
         if column not in names:
-            raise SweepError(f"{who}: the data has no column {column!r}; its columns: {listed}")
+            raise SweepError(f"predict: the data has no column {column!r}; its columns: {listed}")
         return column
     if processor is None and len(names) == 1:
         return names[0]
@@ -128,6 +126,6 @@ def choose_column(columns: Sequence[str], processor: str | None, column: str | N
         if name in names:
             return name
     wanted = " or ".join(repr(n) for n in defaults)
-    raise SweepError(f"{who}: the data has no column {wanted} (the model takes "
+    raise SweepError(f"predict: the data has no column {wanted} (the model takes "
                      f"{TAKES.get(processor, 'feature arrays')}); its columns: {listed}; pass "
                      "column=NAME (--column NAME)")

@@ -36,6 +36,7 @@ class Predictor:
         self.labels = readable_labels(self.model)
 
     def __call__(self, batch: dict[str, Any]) -> dict[str, Any]:
+        import numpy as np
         import torch
 
         with torch.inference_mode():
@@ -45,7 +46,8 @@ class Predictor:
             score, index = torch.softmax(out, dim=1).max(dim=1)
             batch["prediction"] = index.numpy()
             if self.labels is not None:
-                batch["label"] = _labels_of(self.labels, index.tolist())
+                batch["label"] = np.array([self.labels.get(i, str(i)) for i in index.tolist()],
+                                          dtype=object)
             batch["score"] = score.numpy()
         else:  # one value per row
             batch["prediction"] = out.reshape(len(out), -1)[:, 0].numpy()
@@ -109,8 +111,3 @@ def readable_labels(model: Any) -> dict[int, str] | None:
     labels = {int(k): str(v) for k, v in names.items()}
     return None if all(v == f"LABEL_{k}" for k, v in labels.items()) else labels
 
-
-def _labels_of(labels: dict[int, str], index: list[int]) -> Any:
-    import numpy as np
-
-    return np.array([labels.get(i, str(i)) for i in index], dtype=object)

@@ -179,9 +179,7 @@ def read_holder(raw: bytes | None) -> Holder | None:
         holder = Holder(**{k: v for k, v in data.items() if k in known})
     except (ValueError, TypeError, AttributeError, UnicodeDecodeError):
         return None
-    if not isinstance(holder.host, str) or not isinstance(holder.pid, int):
-        return None
-    return holder
+    return holder if isinstance(holder.host, str) and isinstance(holder.pid, int) else None
 
 
 def same_host(a: Holder, b: Holder) -> bool:

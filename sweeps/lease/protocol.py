@@ -64,11 +64,10 @@ def inspect(store: ClaimStore, here: Holder, tries: int = 3) -> Found:
     if gen == 0:
         return 0, None, None
     raw = store.read(gen)
-    holder = read_holder(raw)
     if raw is not None and not raw.strip():  # being written right now (a racer's create)
         time.sleep(0.2)
         raw = store.read(gen)
-        holder = read_holder(raw)
+    holder = read_holder(raw)
     try:
         age = store.age(gen)
     except FileNotFoundError:  # withdrawn just now by a driver that refused to run

@@ -124,9 +124,7 @@ class TrackedConfig(dict):
 
 def _plain(value: Any) -> Any:
     """A plain-dict copy of a (nested) ``TrackedConfig``, without counting reads."""
-    if isinstance(value, dict):
-        return {k: _plain(v) for k, v in dict.items(value)}
-    return value
+    return {k: _plain(v) for k, v in dict.items(value)} if isinstance(value, dict) else value
 
 
 def run_loop(config: dict[str, Any], *, loop: Callable[..., Any], context: TrialContext,

@@ -8,22 +8,10 @@
     growth.describe()    # 'grow: 8 trials kept, 4 new; 3 trials continue from epoch 9 to 15'
     apply_growth(sweep_dir, growth, record, resuming=True)   # at the start, before Tune
 
-* **More samples.** The earlier trials are kept and never run again; the searcher, restored
-  with their results, suggests the new ones (``sweeps._ray.tune_grow.grow_search``). A grid
-  has no sample count: the grid's points all ran, and the plan says nothing is added.
-* **A larger budget.** Trials that trained the old ``max_t`` continue from their last
-  checkpoint to the new one, in the same MLflow run (its steps go on). Under ASHA the rungs are
-  recomputed with the new ``max_t``, and the whole decision log is replayed through them, as
-  the sweep would have decided had ``max_t`` always been the new value: rungs below the old
-  ``max_t`` are the same rungs, so a trial ASHA stopped early stays stopped; a trial that
-  reached the old ``max_t`` is now judged at the rung there (if the new rungs have one), which
-  promotes the top ``1/reduction_factor`` in the order they arrived and stops the rest. Under
-  ``scheduler=none`` every such trial continues. A PBT sweep does not grow (it ranks the
-  trials that run together: ended or new trials would form a population of their own;
-  refused with the fix). Each continued trial gets a ``reopen`` record in the decision log,
-  which the log's readers (``sweeps.search.decisions``) take as "not ended".
-* **Refused** (one line, naming the key and the fix): a smaller value of either, and a change
-  of anything else in the sweep's identity (space, metric, searcher, seed, ...).
+What grows and how (ASHA's rungs replayed for the new ``max_t``; a PBT sweep refused), and what
+is refused: docs/running.md#growing-a-sweep-in-place. The searcher grows through
+``sweeps._ray.tune_grow.grow_search``; each continued trial gets a ``reopen`` record in the
+decision log, which the log's readers (``sweeps.search.decisions``) take as "not ended".
 
 Order of the writes, so that a kill -9 at any point loses nothing: Tune's state (the trials
 reopened), then the log's reopen records, then the sweep's record with the new identity. Until

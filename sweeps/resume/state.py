@@ -18,6 +18,7 @@ temporary name and renamed.
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
 import logging
 import time
@@ -130,15 +131,11 @@ def new_record(cfg: SweepConfig, params: list[Param],
 
 
 def _optuna_version() -> str:
-    import importlib.metadata
-
     return importlib.metadata.version("optuna")
 
 
 def save_record(sweep_dir: Path, record: SweepRecord) -> None:
     """Write ``state/sweep.json`` atomically (fsync'ed temp file, then rename)."""
-    import importlib.metadata
-
     record.ray_version = importlib.metadata.version("ray")
     # without credentials: they come from the environment (the record may sit in a bucket)
     record.tracking_uri = without_credentials(record.tracking_uri) if record.tracking_uri \
@@ -174,8 +171,6 @@ def load_record(sweep_dir: Path) -> SweepRecord | None:
 
 
 def _check_ray_version(record: SweepRecord, sweep_dir: Path) -> None:
-    import importlib.metadata
-
     running = importlib.metadata.version("ray")
     if record.ray_version and record.ray_version.split(".")[:2] != running.split(".")[:2]:
         raise StateError(f"{display(sweep_dir)} was written with ray {record.ray_version}; "

@@ -104,10 +104,14 @@ class AsyncHalving:
                 return False  # passed this rung already; lower ones were decided before
             if clock < milestone or trial_id in recorded:
                 continue
-            cutoff = self.cutoff(recorded)
+            stop = self._stops(recorded, value)
             recorded[trial_id] = value
-            return cutoff is not None and value < cutoff
+            return stop
         return False
+
+    def _stops(self, recorded: dict[str, Any], value: Any) -> bool:  # below the cutoff
+        cutoff = self.cutoff(recorded)
+        return cutoff is not None and value < cutoff
 
     def judge(self, trial_id: str, clock: float, value: float) -> bool:
         """Whether to stop a running trial on this result (True at ``max_t`` when

@@ -25,10 +25,7 @@ No other log holds the last two, so they have their own: ``state/budget.jsonl``,
 (seconds of this start, worker-seconds of this start), fsync'ed. A start that was killed lost at
 most ``TICK_S`` of each.
 
-The rule: a trial goes on past a report only while its next epoch fits in every budget (one
-epoch; for worker-hours and wall, its last epoch's cost); a trial starts only while one epoch
-of a new trial fits. Trials already training when the budget runs out finish the epoch they
-are in, so a sweep overshoots by at most one epoch per trial running at once.
+The rule (one more epoch must fit: ``over``) and its overshoot: docs/running.md#a-compute-budget.
 """
 
 from __future__ import annotations

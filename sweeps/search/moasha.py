@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Any
 
 from sweeps.search.asha import AsyncHalving
 
@@ -115,18 +116,11 @@ class MOHalving(AsyncHalving):
     _levels: list[tuple[float, dict[str, Point]]]  # type: ignore[assignment]
 
     def on_result(self, trial_id: str, clock: float, value: Point) -> bool:  # type: ignore[override]
-        """Record ``value`` at the highest rung ``clock`` reached where ``trial_id`` has none;
-        True when ``keeps`` says stop. The loop is ``AsyncHalving.on_result``'s."""
-        value = tuple(float(v) for v in value)
-        for milestone, recorded in self._levels:
-            if clock >= milestone and trial_id in recorded and not self.stop_last_trials:
-                return False
-            if clock < milestone or trial_id in recorded:
-                continue
-            stop = not keeps(list(recorded.values()), value, self.rf)
-            recorded[trial_id] = value
-            return stop
-        return False
+        """``AsyncHalving.on_result`` with a point; True when ``keeps`` says stop."""
+        return super().on_result(trial_id, clock, tuple(float(v) for v in value))
+
+    def _stops(self, recorded: dict[str, Any], value: Any) -> bool:
+        return not keeps(list(recorded.values()), value, self.rf)
 
     def describe(self) -> str:
         """Each rung's milestone and how many trials it holds (a front has no one cutoff)."""

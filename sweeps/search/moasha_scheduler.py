@@ -53,6 +53,8 @@ class ResumableMOASHA(_Rungs, FIFOScheduler):
         grace_period, reduction_factor, stop_last_trials: as ``ResumableASHA``.
     """
 
+    _label = "MO-ASHA"
+
     def __init__(self, sweep_dir: str | Path, objective: Objective, objectives: dict[str, str],
                  grace_period: float = 1, reduction_factor: float = 4,
                  stop_last_trials: bool = True) -> None:
@@ -74,11 +76,7 @@ class ResumableMOASHA(_Rungs, FIFOScheduler):
         self._init_log(sweep_dir, objective, grace_period)
 
     def __getstate__(self) -> dict[str, Any]:
-        """Pickled with empty rungs: the log, replayed on first use, is what fills them."""
-        h = self._halving
-        fresh = MOHalving(h.grace_period, h.max_t, h.rf, h.stop_last_trials)
-        return {**super().__getstate__(), "_halving": fresh, "_num_stopped": 0,
-                "_last_each": {}}
+        return {**super().__getstate__(), "_last_each": {}}
 
     def on_trial_result(self, tune_controller: Any, trial: Any, result: dict) -> str:
         self._ensure_replayed()
@@ -167,12 +165,3 @@ class ResumableMOASHA(_Rungs, FIFOScheduler):
             self._last_each.setdefault(record["trial"], {}).update(reported or {})
         self._num_stopped += bool(replay_record(self._halving, record,
                                                 logged_point(record, self._modes)))
-
-    def rungs(self) -> list[tuple[float, dict[str, tuple[float, ...]]]]:
-        """(milestone, {trial id: signed point, primary first}), highest milestone first."""
-        self._ensure_replayed()
-        return self._halving.rungs()  # type: ignore[return-value]
-
-    def debug_string(self) -> str:
-        self._ensure_replayed()
-        return f"Using MO-ASHA: num_stopped={self._num_stopped}\n" + self._halving.describe()

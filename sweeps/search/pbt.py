@@ -210,12 +210,6 @@ class ResumablePBT(_Logged, FIFOScheduler):
                  tid, clock, exploit["donor"], exploit["donor_epoch"], exploit["changed"])
         return TrialScheduler.PAUSE
 
-    def on_trial_complete(self, tune_controller: Any, trial: Any, result: dict) -> None:
-        self._ensure_replayed()
-        result = result or trial.last_result
-        self._record(trial.trial_id, result, end=True,
-                     **self._complete_unseen(trial.trial_id, result))
-
     def debug_string(self) -> str:
         self._ensure_replayed()
         return f"PopulationBasedTraining: {self._exploits} exploits"

@@ -52,9 +52,7 @@ def grid_point(low: Number, step: Number, k: int, integer: bool = False) -> Numb
         >>> grid_point(0.1, 0.2, 1), grid_point(-1.0, 0.1, 3), grid_point(1, 2, 4, integer=True)
         (0.3, -0.7, 9)
     """
-    if integer:
-        return int(low) + k * int(step)
-    return float(_exact(low) + k * _exact(step))
+    return int(low) + k * int(step) if integer else float(_exact(low) + k * _exact(step))
 
 
 def grid_points(low: Number, high: Number, step: Number, integer: bool = False) -> list[Number]:

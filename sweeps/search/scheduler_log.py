@@ -162,6 +162,13 @@ class _Logged:
                         "report in a Tune function), or set experiment.metric to one of those "
                         "keys")
 
+    def on_trial_complete(self, tune_controller: Any, trial: Any, result: dict) -> None:
+        """The trial's end, logged (the rung schedulers also record its last result)."""
+        self._ensure_replayed()
+        result = result or trial.last_result
+        self._record(trial.trial_id, result, end=True,
+                     **self._complete_unseen(trial.trial_id, result))
+
     def _fail(self, trial_id: str, result: dict[str, Any], error: str) -> str:
         log.warning("trial %s: %s", trial_id, error)
         self._record(trial_id, result, epoch=result.get(CLOCK_KEY), value=None,

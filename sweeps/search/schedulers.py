@@ -52,6 +52,25 @@ class _Rungs(_Logged):
     and mode it judges (the Objective's primary), and which trials are live."""
 
     _live: set[str]
+    _halving: AsyncHalving
+    _num_stopped: int
+    _label = "AsyncHyperBand"  # what debug_string names it, as Ray's
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickled with empty rungs: the log, replayed on first use, is what fills them."""
+        h = self._halving
+        fresh = type(h)(h.grace_period, h.max_t, h.rf, h.stop_last_trials)
+        return {**super().__getstate__(), "_halving": fresh, "_num_stopped": 0}
+
+    def rungs(self) -> list[tuple[float, dict[str, Any]]]:
+        """(milestone, {trial id: signed metric, or point}), highest milestone first."""
+        self._ensure_replayed()
+        return self._halving.rungs()
+
+    def debug_string(self) -> str:
+        self._ensure_replayed()
+        return f"Using {self._label}: num_stopped={self._num_stopped}\n" + \
+            self._halving.describe()
 
     @property
     def metric(self) -> str:
@@ -97,12 +116,6 @@ class ResumableASHA(_Rungs, FIFOScheduler):
         self._num_stopped = 0
         self._init_log(sweep_dir, objective, grace_period)
 
-    def __getstate__(self) -> dict[str, Any]:
-        """Pickled with empty rungs: the log, replayed on first use, is what fills them."""
-        h = self._halving
-        fresh = AsyncHalving(h.grace_period, h.max_t, h.rf, h.stop_last_trials)
-        return {**super().__getstate__(), "_halving": fresh, "_num_stopped": 0}
-
     def on_trial_result(self, tune_controller: Any, trial: Any, result: dict) -> str:
         self._ensure_replayed()
         if trial.trial_id in self._ended:  # ended before an interruption; only re-reported
@@ -145,16 +158,6 @@ class ResumableASHA(_Rungs, FIFOScheduler):
         self._num_stopped += bool(replay_record(self._halving, record,
                                                 logged_point(record, {o.metric: o.mode})))
 
-    def rungs(self) -> list[tuple[float, dict[str, float]]]:
-        """(milestone, {trial id: signed metric}), highest milestone first."""
-        self._ensure_replayed()
-        return self._halving.rungs()
-
-    def debug_string(self) -> str:
-        self._ensure_replayed()
-        return f"Using AsyncHyperBand: num_stopped={self._num_stopped}\n" + \
-            self._halving.describe()
-
 
 class ResumableFIFO(_Logged, FIFOScheduler):
     """``FIFOScheduler`` (every trial trains until the budget or until its loop returns) with
@@ -181,9 +184,3 @@ class ResumableFIFO(_Logged, FIFOScheduler):
             self._record(trial.trial_id, result, epoch=clock,
                          value=result[self._objective.metric], action=action)
         return action
-
-    def on_trial_complete(self, tune_controller: Any, trial: Any, result: dict) -> None:
-        self._ensure_replayed()
-        result = result or trial.last_result
-        self._record(trial.trial_id, result, end=True,
-                     **self._complete_unseen(trial.trial_id, result))

@@ -188,26 +188,17 @@ def _parse_one(path: str, expr: Any) -> Param | Scalar | list | dict:
             raise SearchSpaceError(key, expr, "repeats a choice", "list each value once")
         return Param(path, "choice", choices=choices)
     if isinstance(value, RangeSweep):
-        return _range_param(key, path, expr, value, log)
+        if log:
+            raise SearchSpaceError(key, expr, "puts tag(log) on a range",
+                                   "use tag(log, int(interval(lo, hi))) for a log-spaced int")
+        lo, hi, step = value.start, value.stop, value.step
+        is_int = check_range(key, expr, lo, hi, step)
+        return Param(path, "int" if is_int else "float", low=lo, high=hi, step=step)
     if isinstance(value, IntervalSweep):
-        return _interval_param(key, path, expr, value, log)
+        is_int = check_interval(key, expr, value.start, value.end, log)
+        return Param(path, "int" if is_int else "float", low=value.start, high=value.end, log=log)
     raise SearchSpaceError(key, expr, "is a sweep kind this package does not support",
                            "use choice, range or interval")
-
-
-def _range_param(key: str, path: str, expr: str, value: Any, log: bool) -> Param:
-    if log:
-        raise SearchSpaceError(key, expr, "puts tag(log) on a range",
-                               "use tag(log, int(interval(lo, hi))) for a log-spaced int")
-    lo, hi, step = value.start, value.stop, value.step
-    is_int = check_range(key, expr, lo, hi, step)
-    return Param(path, "int" if is_int else "float", low=lo, high=hi, step=step)
-
-
-def _interval_param(key: str, path: str, expr: str, value: Any, log: bool) -> Param:
-    lo, hi = value.start, value.end
-    is_int = check_interval(key, expr, lo, hi, log)
-    return Param(path, "int" if is_int else "float", low=lo, high=hi, log=log)
 
 
 def parse_space(search_space: dict[str, Any]) -> tuple[list[Param], dict[str, Any]]:

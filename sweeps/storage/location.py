@@ -73,14 +73,6 @@ def sweep_root(raw: str | os.PathLike[str]) -> Path:
     return Path(raw).expanduser().absolute()
 
 
-def _token(uri: str) -> str:
-    return base64.urlsafe_b64encode(uri.encode()).decode().rstrip("=")
-
-
-def _untoken(token: str) -> str:
-    return base64.urlsafe_b64decode(token + "=" * (-len(token) % 4)).decode()
-
-
 def stand_in(uri: str, base: str | None = None) -> Path:
     """The local stand-in path of the sweep directory ``uri`` (no trailing slash kept).
 
@@ -90,7 +82,7 @@ def stand_in(uri: str, base: str | None = None) -> Path:
         ('/tmp/sweeps-storage', 's3://bucket/sweeps/digits/state/sweep.json')
     """
     root = Path(base or os.environ.get("SWEEPS_STORAGE_TMP") or tempfile.gettempdir())
-    return root / MARKER / _token(uri.rstrip("/"))
+    return root / MARKER / base64.urlsafe_b64encode(uri.rstrip("/").encode()).decode().rstrip("=")
 
 
 def remote_of(path: str | os.PathLike[str]) -> tuple[str, PurePosixPath] | None:
@@ -105,8 +97,9 @@ def remote_of(path: str | os.PathLike[str]) -> tuple[str, PurePosixPath] | None:
     parts = PurePosixPath(os.fspath(path)).parts
     for i in range(len(parts) - 1):
         if parts[i] == MARKER:
+            token = parts[i + 1]
             try:
-                root = _untoken(parts[i + 1])
+                root = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4)).decode()
             except (ValueError, UnicodeDecodeError):
                 return None
             if is_uri(root):
@@ -185,11 +178,6 @@ def _filesystem(root: str, env: tuple[str | None, ...] = ()) -> tuple[Any, str]:
     return pyarrow.fs.FileSystem.from_uri(root)
 
 
-def _env_key() -> tuple[str | None, ...]:
-    return tuple(os.environ.get(k) for k in ("AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3",
-                                             "AWS_ACCESS_KEY_ID", "AWS_PROFILE"))
-
-
 def filesystem(path: str | os.PathLike[str]) -> tuple[Any, str] | None:
     """(pyarrow filesystem, object path) of a stand-in path or a URI; None for a local path
     (or ``file://``). One filesystem per scheme, host and options, per process.
@@ -207,8 +195,9 @@ def filesystem(path: str | os.PathLike[str]) -> tuple[Any, str] | None:
     if raw.startswith("file://"):
         return None
     parts = urlsplit(raw)
-    fs, base = _filesystem(f"{parts.scheme}://{parts.netloc}/" + (f"?{parts.query}"
-                                                                if parts.query else ""),
-                           _env_key())
+    env = tuple(os.environ.get(k) for k in ("AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3",
+                                            "AWS_ACCESS_KEY_ID", "AWS_PROFILE"))
+    query = f"?{parts.query}" if parts.query else ""
+    fs, base = _filesystem(f"{parts.scheme}://{parts.netloc}/{query}", env)
     return fs, (base.rstrip("/") + "/" + parts.path.strip("/")).strip("/") \
         if base.rstrip("/") else "/" + parts.path.strip("/")

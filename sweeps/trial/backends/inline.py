@@ -12,15 +12,9 @@ checkpoint directory rank 0 names and registers, as a Train run merges them.
 A Ray Train run of one worker costs a controller, a worker, a synchronization and a queue
 process per trial, each a cold Python start that imports Ray and torch: about 10 s per trial on
 2 cores, for a world of size 1 that needs no process group. Here the loop runs in the Tune
-trial actor, with Ray Train's per-worker API served in-process (``sweeps._ray.train_fn``):
-``ray.train.report``, ``get_checkpoint``, ``get_context`` (world size 1, rank 0),
-``get_dataset_shard`` and ``ray.train.torch.prepare_model``/``prepare_data_loader``/
-``get_device`` behave as in a 1-worker Train run.
-
-What the loop and the rest of the sweep see is what a Train run leaves: the run directory is
-written as Train writes it (``sweeps.trial.backends.inline_run``), so resume, the best
-checkpoint, MLflow and a later ``trial.executor=train`` run of the same trial all read it
-unchanged. A loop that raises is
+trial actor, with Ray Train's per-worker API served in-process (``sweeps._ray.train_fn``; which
+calls: docs/backends.md#trial-backends-inline-or-a-ray-train-run), and the run directory is
+written as Train writes it (``sweeps.trial.backends.inline_run``). A loop that raises is
 restarted from its latest checkpoint up to ``trial.max_failures`` times, as Train restarts its
 worker group (not after running out of GPU memory: ``sweeps.loop.gpu_memory``); a trial
 process that dies is Tune's to retry (``trial.max_retries``).

@@ -12,12 +12,8 @@ with their imports, for the next trial Tune gives that process (``trial.reuse_pr
 attempt of a trial's loop makes a new ``torch.distributed`` process group over rank 0's store
 (``sweeps.trial.backends.rendezvous``).
 
-A peer serves Ray Train's per-worker API as a Train worker does: ``get_context()`` answers its
-rank, ``report`` is a collective of all ranks (rank 0's metrics are the trial's; each rank's
-checkpoint files go into the same checkpoint directory, named by rank 0, as Train merges them),
-``get_checkpoint()`` is the trial's latest checkpoint. When Tune stops the trial, each peer's
-loop ends at its next wait with ``TrialStopped``; when any rank fails, the others' waits and
-collectives fail and rank 0 restarts the attempt from the latest checkpoint
+What a peer serves of Ray Train's API: ``sweeps.trial.backends.peer`` (rank 0's metrics are the
+trial's). When any rank fails, rank 0 restarts the attempt from the latest checkpoint
 (``trial.max_failures``) with the peers still alive and new ones for any that died.
 """
 
@@ -27,6 +23,8 @@ from __future__ import annotations
 import threading
 import uuid
 from typing import Any
+
+import ray
 
 from sweeps.trial.backends.peer import Peer, PeerJob, traceback_of
 from sweeps.trial.backends.rank_error import PeerError
@@ -81,8 +79,6 @@ class PeerGroup:
 
     def ensure(self) -> None:
         """Peers for ranks 1..N-1, alive: the kept ones, and new ones where one died."""
-        import ray
-
         actor = ray.remote(Peer)
         while len(self.peers) < self.num_workers - 1:
             self.peers.append(None)
@@ -100,8 +96,6 @@ class PeerGroup:
     def worlds(self, host: str, port: int, prefix: str, backend: str) -> list[WorldSpec]:
         """Every rank's place: rank 0 here, then the peers; local ranks by node, nodes
         numbered in order of first appearance (rank 0's first), as Ray Train numbers them."""
-        import ray
-
         nodes = [ray.get_runtime_context().get_node_id(), *self.nodes]
         order = list(dict.fromkeys(nodes))
         return [WorldSpec(world_size=len(nodes), rank=rank,
@@ -129,8 +123,6 @@ class PeerGroup:
         group lives on in the loop's traceback); closed sockets end it at once, as Ray Train
         ends a failed run by killing its worker group. The peers are replaced at the next
         attempt."""
-        import ray
-
         pending = list(refs)
         while pending and self._watching.is_set():
             done, pending = ray.wait(pending, num_returns=1, timeout=0.2)
@@ -146,8 +138,6 @@ class PeerGroup:
     def alive(self) -> None:
         """While rank 0 waits on its peers: raise ``PeerFailed`` when a peer failed, and
         ``ReportMismatch`` when a peer's loop returned (it reported fewer times than rank 0)."""
-        import ray
-
         if self.failed is not None:
             raise PeerFailed(self.failed)
         done, _ = ray.wait(self.refs, num_returns=1, timeout=0)
@@ -162,8 +152,6 @@ class PeerGroup:
     def _outcome(self, rank: int, ref: Any) -> tuple[str, str]:
         """(returned | stopped | ended | raised | died, a sentence) of a peer's finished run;
         what a peer raised is kept in ``errors`` (its own exception, and its traceback)."""
-        import ray
-
         try:
             kind = ray.get(ref)
             return kind, f"rank {rank} ended its loop ({kind})"
@@ -182,8 +170,6 @@ class PeerGroup:
         every worker; after rank 0 stopped or raised, a peer still running after
         ``STOP_GRACE_S`` is blocked in a collective with rank 0 and is killed (and replaced
         at the next attempt)."""
-        import ray
-
         if not self.refs:
             return []
         wait_s = STORE_TIMEOUT.total_seconds() if returned else STOP_GRACE_S
@@ -203,8 +189,6 @@ class PeerGroup:
 
     def replace(self) -> None:
         """End every peer now; the next ``ensure`` starts new ones."""
-        import ray
-
         for peer in self.peers:
             if peer is not None:
                 ray.kill(peer, no_restart=True)

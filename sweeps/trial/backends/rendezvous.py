@@ -102,9 +102,7 @@ class Rendezvous:
             self.store.compare_set("abort", "", reason)  # the first reason stays
 
     def aborted(self) -> str | None:
-        if not self.store.check(["abort"]):
-            return None
-        return self.store.get("abort").decode()
+        return self.store.get("abort").decode() if self.store.check(["abort"]) else None
 
     def wait(self, key: str) -> bytes:
         """The value of ``key`` once a rank sets it; raises if the attempt was aborted first."""
