@@ -2,16 +2,12 @@
 
     client, fresh = open_client("sqlite:////work/mlflow.db")   # MLflowSink, in the writer
 
-MLflow makes a new SQLite store by running its migrations in the file itself; a kill then
-leaves a store MLflow can never open ("duplicate column name: step"). So a missing store is made
-under a temporary name beside it and linked in whole. One that fails MLflow's open with such a
-migration error and holds nothing of its own is moved aside (``<name>.broken-<time>-<pid>``)
-and made again, under a lock beside it; one that holds something, or has an older schema, is
-left alone (``StoreUnusable``: why, and the fix). Other failures are the caller's to retry.
-``fresh``: this call made the store. MLflow's migrations take seconds of CPU (6 s on 2 cores,
-beside the first trial's start), so the first store made with an MLflow version is kept as a
-template (``~/.cache/sweeps/mlflow-<version>.db``, without its Default experiment, which MLflow
-makes again on opening a copy, with this store's artifact root) and later ones are copies.
+Why and how (the temporary name, the lock, the ``.broken-<time>-<pid>`` file, when
+``StoreUnusable`` leaves a store alone): docs/running.md#tracking-in-detail. ``fresh``: this call
+made the store. MLflow's migrations take seconds of CPU (6 s on 2 cores), so the first store made
+with an MLflow version is kept as a template (``~/.cache/sweeps/mlflow-<version>.db``, without its
+Default experiment, which MLflow makes again with this store's artifact root on opening a copy)
+and later ones are copies.
 """
 
 from __future__ import annotations

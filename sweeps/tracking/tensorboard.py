@@ -6,16 +6,11 @@
                                                    ("lr", "hidden")))    # in the sweep driver
     tune.Tuner(..., run_config=tune.RunConfig(callbacks=[..., events]))
 
-Each trial's events go to ``<sweep dir>/tensorboard/<trial id>/`` (``SweepLayout``): scalars at
-MLflow's step (``STEP_KEY``, else the report count), never a step twice per tag (a resumed
-trial's existing files are read back with ``sweeps.tracking.event_files``), and one HParams
-session per run. The class subclasses Tune's ``TBXLoggerCallback`` only so that Tune adds no
-default one; with ``tracking.tensorboard=false`` it is passed with no settings and writes
-nothing. On an object store the file being written is uploaded after every result (at most
-``ROTATE_BYTES``). A TensorBoard failure never stops the sweep: it is logged.
-
-What a run holds across resumes, PBT restarts and object stores:
-docs/running.md#tracking-in-detail.
+Each trial's events go to ``<sweep dir>/tensorboard/<trial id>/`` (``SweepLayout``), scalars at
+MLflow's step (``STEP_KEY``), never Tune's ``training_iteration``. The class subclasses Tune's
+``TBXLoggerCallback`` only so that Tune adds no default one; with ``tracking.tensorboard=false``
+it is passed with no settings and writes nothing. The rest (no step twice, the HParams session,
+resumes, PBT restarts, object stores, failures): docs/running.md#tracking-in-detail.
 """
 
 from __future__ import annotations
