@@ -5,12 +5,13 @@
         result, error = self._screen(trial_id, result)   # then _fail, or _record a decision
 
 ``_Logged`` appends every judged result and each trial's end to
-``<sweep dir>/state/scheduler.jsonl`` (``sweeps.search.decisions``), fsync'ed before the
-decision goes back to Tune, and replays it on first use after a restore (``_replay``: each
-scheduler re-applies a record to its own state). It stops a trial that ended before an
-interruption at once (``_ended``), screens each result (a NaN/inf metric judged the worst; a
-trial that never reports the metric by its first judgement fails, naming the keys it did
-report) and saves Tune's experiment state before a new trial starts
+``<sweep dir>/state/scheduler.jsonl`` (``sweeps.search.decisions``), fsync'ed before the decision
+goes back to Tune, and replays it on first use after a restore (``_replay``: each scheduler
+re-applies a record to its own state). It stops a trial that ended before an interruption at once
+(``_ended``), screens each result (a NaN/inf metric judged the worst; a trial that never reports the
+metric by its first judgement (ASHA's grace period, or epoch 1) fails, naming the keys it did
+report; a result carrying ``ERROR_KEY``, a trial driver ending its trial without a retry, e.g. out
+of GPU memory, stops it with that error) and saves Tune's experiment state before a new trial starts
 (``sweeps._ray.tune_state.save_experiment_state``). ``sweeps/search/schedulers.py`` says why.
 """
 

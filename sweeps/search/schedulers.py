@@ -19,14 +19,10 @@ further.
 
 Both judge on the trial's clock (``sweeps_epoch``, see ``sweeps.trial.clock``), never on a key
 of the loop's own, and both stop a trial when its clock reaches ``scheduler.max_t`` (the budget).
-Before judging they screen each result: a NaN/inf metric is judged as the worst value (logged once
-per trial), and a trial whose clock reaches the first judgement (ASHA's grace period, or epoch 1)
-without ever reporting the metric is stopped with an error naming the keys it did report
-(``sweeps.search.outcome`` then calls it ``error``). Results without the metric are otherwise
-fine: a loop may report a training loss between evaluations. A result carrying ``ERROR_KEY`` (a
-trial driver ending its trial without a retry, e.g. out of GPU memory) is stopped with that error.
-The log, its replay and the screen are ``_Logged``'s (``sweeps.search.scheduler_log``), which
-``sweeps.search.pbt`` shares.
+The log, its replay and the screen of each result (a NaN/inf metric, a metric never reported, a
+result carrying ``ERROR_KEY``) are ``_Logged``'s (``sweeps.search.scheduler_log``), which
+``sweeps.search.pbt`` shares. Results without the metric are otherwise fine: a loop may report a
+training loss between evaluations.
 """
 
 from __future__ import annotations

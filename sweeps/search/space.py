@@ -15,11 +15,10 @@
 Expressions are parsed with Hydra's own ``OverridesParser``. Deliberate divergences:
 
 * ``range(lo, hi[, step])`` INCLUDES ``hi`` (as Optuna's ``IntDistribution`` and the Hydra
-  Optuna sweeper do; Hydra's own sweeps and ``tune.randint`` exclude it). ``hi`` must be
-  reachable from ``lo`` in whole steps: ``range(1, 10, 2)`` is rejected, write ``range(1, 9, 2)``.
-  Its values are exactly ``lo + k * step`` computed on the decimals written (``0.3``, never
-  ``0.30000000000000004``; ``sweeps.search.ranges``), and a float step too small to tell its
-  points apart is rejected. ``tag(log, range(...))`` is rejected: use ``tag(log, int(...))``.
+  Optuna sweeper do; Hydra's own sweeps and ``tune.randint`` exclude it), which must be one of
+  its exact points ``lo + k * step`` (``sweeps.search.ranges``; the rules:
+  docs/experiments.md#search-space-grammar). ``tag(log, range(...))`` is rejected: use
+  ``tag(log, int(...))``.
 * ``shuffle(...)`` and other tags than ``log`` are rejected: they mean nothing to a sampler.
 * ``choice`` takes scalars only (Optuna's categorical rule); map a string to a structure in
   the trainable instead.
@@ -39,11 +38,9 @@ What each kind becomes (bounds inclusive; every search gives a trial only these 
     tag(log, interval(a, b))  tune.loguniform(a, b)              FloatDistribution(log=True)
     tag(log, int(interval))   tune.lograndint(a, b + 1)          IntDistribution(log=True)
 
-Not ``tune.qrandint`` / ``tune.quniform``: they round to multiples of the step, not to
-``lo + k * step`` (``qrandint(1, 9, 2)`` draws 2, 4, 6, 8). * Optuna suggests a stepped float
-as ``low + k * step`` in floats (0.30000000000000004): ``DefineByRun`` hands the trial the
-exact point instead. Grid search walks the same points (``sweeps.search.grid``); PBT's explore
-and warm start put values back on them with ``Param.snap``.
+Not ``tune.qrandint`` / ``tune.quniform`` (why: ``sweeps.search.tune_space``). * Optuna suggests
+a stepped float as ``low + k * step`` in floats (0.30000000000000004): ``DefineByRun`` hands the
+trial the exact point instead. PBT's explore and warm start snap values back with ``Param.snap``.
 """
 
 from __future__ import annotations

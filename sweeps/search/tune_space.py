@@ -4,10 +4,8 @@
                tune_config=tune.TuneConfig(search_alg=BasicVariantGenerator(random_state=seed)))
 
 Built by ``sweeps.search.searchers.tune_param_space`` for ``search=random`` (and PBT's initial
-population). Bounds are inclusive, as in ``sweeps.search.space``: ``range(1, 3)`` is
-``tune.randint(1, 4)`` (Tune's int upper bound is exclusive), ``tag(log, int(interval(8,
-256)))`` is ``tune.lograndint(8, 257)``; ``choice``, ``interval`` and ``tag(log, interval)``
-are ``tune.choice``, ``tune.uniform`` and ``tune.loguniform``.
+population). Bounds are inclusive; what each expression becomes: the table in
+``sweeps.search.space``.
 
 A stepped range (an int step above 1, or any float range) is a Tune ``Integer`` / ``Float``
 domain sampled by ``OnGrid``: an index ``k`` drawn uniformly from Tune's seeded generator, the
