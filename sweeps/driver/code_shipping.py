@@ -5,20 +5,17 @@
     python -m sweeps +experiment=mine ray.address=auto ray.working_dir=none  # installed there
 
 A trainable such as ``train_mnist:train_func`` lives in the user's project, not in an installed
-package. On the private local instance its workers import it anyway: ``ray.init`` puts the
-driver's current directory on every worker's ``sys.path`` (Ray's job config does it), Train
-workers included. On a cluster the code has to travel:
-``runtime_env()`` builds ``{"working_dir", "py_modules", "excludes"}`` for
-``ray.init(address=..., runtime_env=...)``. Ray zips each package (stored, not compressed) and
-refuses one of ``GCS_STORAGE_MAX_SIZE`` bytes or more only after zipping it (the numbers and
-the matcher come from Ray through ``sweeps._ray.shipping``); ``check_shipping()`` measures the
-same files before Ray starts and names the biggest, so a stray dataset fails in a second, not after
-minutes of zipping.
+package. On the private local instance ``ray.init`` puts the driver's current directory on every
+worker's ``sys.path``; on a cluster ``runtime_env()`` builds
+``{"working_dir", "py_modules", "excludes"}`` for ``ray.init(address=..., runtime_env=...)``. Ray
+refuses a package of ``GCS_STORAGE_MAX_SIZE`` bytes or more only after zipping it (the numbers and
+the matcher come from Ray through ``sweeps._ray.shipping``); ``check_shipping()`` measures the same
+files before Ray starts and names the biggest. What the user sees:
+docs/clusters.md#your-code-reaches-the-workers-through-rays-runtime-env.
 
 Divergences from Ray, deliberate: more default excludes (``DEFAULT_EXCLUDES``: sweep outputs
 and MLflow stores, which grow with every sweep) and they apply to ``py_modules`` too; the
-sweep's own directory is never shipped. With a working_dir, Ray makes the unpacked copy the
-workers' current directory: relative paths in the loop resolve there, not in your project.
+sweep's own directory is never shipped.
 """
 
 from __future__ import annotations

@@ -6,14 +6,9 @@
 (Ray up, before Tune starts) calls or reads each, checks it is a ``ray.data.Dataset`` with rows, and
 materializes it: the pipeline runs once per sweep (not once per trial) and its blocks stay in the
 object store, so a trial's workers read their ``streaming_split`` shard with no Ray Data tasks and
-so no CPUs beyond the trial's own workers. That is how Ray Data's CPU use is accounted for: on 2
-CPUs with two trials at once, data tasks could otherwise get a budget of 0 (Ray Data shares only
-what Train's workers leave free) and wait forever. A dataset larger than the object store spills to
-disk.
-
-The workers read them the way Ray Train's docs write it:
-``ray.train.get_dataset_shard("train").iter_torch_batches(batch_size=...)``. Every dataset is
-split across a trial's workers (Ray Train's default ``DataConfig``).
+so no CPUs beyond the trial's own workers (why that matters, and how the workers read them:
+docs/experiments.md#ray-data-datasets-built-once-read-by-every-trial). A dataset larger than the
+object store spills to disk.
 """
 
 from __future__ import annotations

@@ -10,10 +10,7 @@ Ray is not started and nothing is written. The second line names the file the ex
 from (``--config-dir``, a ``hydra.searchpath`` entry or the built-in ``conf/``), so a user file
 that shadows a built-in one is visible.
 
-The ASHA estimate is successive halving's expectation: every trial trains to the first rung,
-a ``1/reduction_factor`` share of them continues to each next rung, and the survivors of the
-last rung train to ``max_t``. Asynchronous ASHA promotes somewhat more than that early in a
-sweep (the first trials to reach a rung have nobody to lose to), so treat it as a lower bound.
+The ASHA estimate, successive halving's expectation, is a lower bound: docs/running.md#plan-first.
 """
 
 from __future__ import annotations

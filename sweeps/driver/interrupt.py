@@ -4,14 +4,12 @@
     with interrupt.handling_sigterm():          # run_sweep, around the claimed sweep
         ... interrupt.tune_running = True; tuner.fit() ...
 
-- **SIGTERM** (``kill``, Kubernetes' or Slurm's preemption notice): while Tune runs, it does
-  what Ctrl-C does (Tune stops the trials, saves the sweep's state and returns, and ``fit``
-  raises ``SweepInterrupted``); before or after Tune's run it raises ``SweepInterrupted`` where
-  the driver is. Either way the claim is released on the way out and the driver exits 143. A
-  second SIGTERM changes nothing. If the sweep has not ended ``sweep.stop_grace_s`` after the
-  first (a trial stuck in a collective, Ray slow to go down, a blocking call), ``GraceTimer``
-  ends it: it kills this driver's own processes (its local Ray), releases the claim and exits
-  143. Nothing is lost that a ``kill -9`` keeps: Tune's last saved state and every checkpoint.
+- **SIGTERM** (what the user sees: docs/running.md#one-driver-per-sweep): while Tune runs, it does
+  what Ctrl-C does (Tune stops the trials, saves the sweep's state and returns, and ``fit`` raises
+  ``SweepInterrupted``); before or after Tune's run it raises ``SweepInterrupted`` where the driver
+  is; the claim is released on the way out (exit 143). A second SIGTERM changes nothing; if the
+  sweep runs on ``sweep.stop_grace_s`` after the first, ``GraceTimer`` kills this driver's own
+  processes (its local Ray), releases the claim and exits 143.
 - **A stop** (``stop``: the sweep directory refused a write) does what the first SIGTERM does
   while Tune runs, once.
 - **A lost claim** (``lost``: another driver took the sweep over, or the claim could not be

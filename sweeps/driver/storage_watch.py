@@ -4,12 +4,10 @@
     ...; watch.refused                             # the StorageFull to raise, or None
 
 A trial that failed because the sweep directory refused a write (``sweeps.storage.full``) is
-not retried and no other trial starts: the sweep stops as Ctrl-C stops it, so Tune saves what
-it can and every checkpoint written before stays. ``fit`` then raises ``StorageFull`` (one
-line: the path, the errno, what to do; exit status 3), and the same command resumes the trial
-from its last checkpoint once the directory takes writes: a refused write is never recorded as
-the trial's failure (Tune resumes errored trials, ``resume_errored=True``). The driver's own
-refused writes reach ``run_sweep`` as exceptions and become the same ``StorageFull`` there.
+not retried and no other trial starts: the sweep stops as Ctrl-C stops it and ``fit`` raises
+``StorageFull`` (what the user sees: docs/running.md#one-driver-per-sweep). A refused write is
+never recorded as the trial's failure (Tune resumes errored trials, ``resume_errored=True``). The
+driver's own refused writes reach ``run_sweep`` as exceptions and become the same ``StorageFull``.
 """
 
 from __future__ import annotations
