@@ -6,16 +6,11 @@
 
     sweeps predict outputs/digits --input data/digits.parquet --output preds/    # the CLI
 
-The last step of Ray's batch-inference guide, for whatever a sweep produced: the model loads
-once per actor (``map_batches`` with a callable class over a pool of ``concurrency`` actors),
-and each batch gains ``prediction`` (the class index), ``score`` (its softmax probability) and,
-when the model names its classes (a Transformers ``id2label`` other than ``LABEL_i``),
-``label``. A model with one output per row (regression) gets ``prediction`` alone.
-
-Everything that can be checked before Ray runs is: the source (``resolve_source``), the input
-files, the output directory; the column as soon as the Dataset's schema is known. Output is
-written to a temporary directory beside ``output`` and renamed into place, so a failure leaves
-nothing half-written.
+The last step of Ray's batch-inference guide (``map_batches`` over a pool of ``concurrency``
+actors, each loading the model once); the columns it adds and what it checks before Ray runs:
+docs/running.md#batch-inference-with-the-best-model-sweeps-predict. A model with one output per
+row (regression) gets ``prediction`` alone. Output is written to a temporary directory beside
+``output`` and renamed into place, so a failure leaves nothing half-written.
 
 Ray: the running instance when ``ray.is_initialized()``; else ``ray_address`` (a cluster) or a
 new local instance. Deliberate divergence from "shut down what you start": a Ray instance this

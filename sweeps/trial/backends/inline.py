@@ -5,19 +5,17 @@
     InlineBackend().run(attempt)            # from sweeps.trial.driver.run_trial
 
 With more than one worker, rank 0 runs here and ranks 1.. in peer processes this process keeps
-for its next trial (``sweeps.trial.backends.peers``): every ``report`` is then a collective of all
-ranks, rank 0's metrics are the trial's, and each rank's checkpoint files go into the one
-checkpoint directory rank 0 names and registers, as a Train run merges them.
+for its next trial (``sweeps.trial.backends.peers``), reporting as a Train run's ranks do.
 
-A Ray Train run of one worker costs a controller, a worker, a synchronization and a queue
-process per trial, each a cold Python start that imports Ray and torch: about 10 s per trial on
-2 cores, for a world of size 1 that needs no process group. Here the loop runs in the Tune
-trial actor, with Ray Train's per-worker API served in-process (``sweeps._ray.train_fn``; which
-calls: docs/backends.md#trial-backends-inline-or-a-ray-train-run), and the run directory is
-written as Train writes it (``sweeps.trial.backends.inline_run``). A loop that raises is
-restarted from its latest checkpoint up to ``trial.max_failures`` times, as Train restarts its
-worker group (not after running out of GPU memory: ``sweeps.loop.gpu_memory``); a trial
-process that dies is Tune's to retry (``trial.max_retries``).
+A Ray Train run of one worker costs a controller, a worker, a synchronization and a queue process
+per trial, each a cold Python start that imports Ray and torch: about 10 s per trial on 2 cores, for
+a world of size 1 that needs no process group. Here the loop runs in the Tune trial actor, with Ray
+Train's per-worker API served in-process (``sweeps._ray.train_fn``; which calls, and what a rank is
+served: docs/backends.md#trial-backends-inline-or-a-ray-train-run), and the run directory is written
+as Train writes it (``sweeps.trial.backends.inline_run``). A loop that raises is restarted from its
+latest checkpoint up to ``trial.max_failures`` times, as Train restarts its worker group (not after
+running out of GPU memory: ``sweeps.loop.gpu_memory``); a trial process that dies is Tune's to retry
+(``trial.max_retries``).
 
 The device: the trial process holds the worker's resources (``scaling.gpus_per_worker`` of a GPU
 too, a share below 1 included), so Ray sets its ``CUDA_VISIBLE_DEVICES`` to the GPU it was given,

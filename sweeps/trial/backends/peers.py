@@ -4,8 +4,7 @@
     group = peer_group(plan)        # in the Tune trial process (rank 0): backends.inline
     refs = group.start(jobs)        # each peer runs the loop as its rank (sweeps...backends.peer)
 
-A Ray Train run of N workers starts a controller, N workers and a synchronization actor for
-every trial, each a cold Python process that imports Ray and torch. An inline trial of N
+What a Train run costs per trial: ``sweeps.trial.backends.inline``. An inline trial of N
 workers runs rank 0 in the Tune trial process and ranks 1..N-1 in peers: Ray actors the trial
 process creates in its own placement group (Tune reserves one bundle per worker) and keeps,
 with their imports, for the next trial Tune gives that process (``trial.reuse_process``). Each

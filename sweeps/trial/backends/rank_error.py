@@ -3,14 +3,12 @@
     raise from_train_run(error, world_size=2) from None   # trial_driver: a Train run's error
     raise attempt_error(exc, failed, peer_error, ...)     # inline: rank 0's or a peer's
 
-When one rank of a run raises, the others fail too, later and of something else: rank 0 waiting
-in a collective with it reads gloo's "Connection closed by peer", a timeout, or the abort of the
-attempt. What the user must see is the first rank's own exception: its type and message, as the
-loop raised them (so ``sweeps.error`` in MLflow, the summary and the console read
-``ValueError: ...``), with its traceback and its rank in notes, and the other ranks' symptoms
-named after it as consequences. The exception raised is the loop's own object, whose type and
-args are unchanged; ``sweeps_rank``/``sweeps_world_size`` on it (``sweeps.protocol.RANK_ATTR``)
-name the rank for ``sweeps.report.failure``.
+When one rank of a run raises, the others fail too, later and of something else (gloo's
+"Connection closed by peer", a timeout, the attempt's abort); what the user sees is the first
+rank's own exception (docs/backends.md#trial-backends-inline-or-a-ray-train-run). The exception
+raised is the loop's own object, type and args unchanged, with its traceback and rank in notes;
+``sweeps_rank``/``sweeps_world_size`` on it (``sweeps.protocol.RANK_ATTR``) name the rank for
+``sweeps.report.failure``.
 """
 
 from __future__ import annotations

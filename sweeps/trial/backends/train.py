@@ -11,9 +11,7 @@ clock back to Tune: ``sweeps.trial.backends.report_bridge``) and the placement-g
 (``sweeps.placement``). A Train run resumes from its latest checkpoint when started again with
 the same (storage path, name), so a retried or resumed trial picks up where it stopped; Train
 restarts its worker group up to ``trial.max_failures`` times. Elastic trials
-(``scaling.num_workers=[min, max]``) hand Train the range: it starts them with what the cluster
-holds and resizes them, each time restarting the workers from the latest checkpoint, the same
-path a restart after a failure takes (so the trial's clock and report log go on unchanged).
+(``scaling.num_workers=[min, max]``) hand Train the range (docs/clusters.md#elastic-trials).
 
 What it costs: the Tune trial process reserves next to nothing (the run's workers reserve the
 trial's resources), and on a cluster it is pinned to the head node
@@ -108,14 +106,9 @@ class TrainBackend(TrialBackend):
         """Every trial's ``TrainOptions``. On a cluster (``ray.address``, or a connected Ray
         with more than one node), Train's preemption watcher, and the trial's driver pinned to
         the head node, and with it its Train controller (Ray places it beside its caller).
-        Divergence from Tune, which places a trial wherever its resources fit: a driver that
-        reserves no CPU could land on any worker node, and losing that node then restarted the
-        trial (a Tune retry, ``trial.max_retries``) even when all its workers were elsewhere;
-        measured on a 3-node test cluster, one node's loss retried all 3 running trials. On
-        the head, a lost worker node costs only the trials whose workers ran there, which
-        Train restarts from their checkpoints (``trial.max_failures``). Cost: the head holds
-        both processes of every running trial (about 0.4 GB RSS each, measured with a small
-        torch loop)."""
+        Divergence from Tune, which places a trial wherever its resources fit; why, and its
+        cost (the head holds both processes of every running trial, about 0.4 GB RSS each
+        with a small torch loop): docs/clusters.md#where-things-run."""
         from sweeps._ray.placement import alive_nodes, head_node_pin
 
         split = cfg.experiment.datasets_to_split
@@ -236,12 +229,9 @@ def start_limits(start_timeout_s: float, elastic: bool = False) -> tuple[float, 
     """(seconds per worker-group start attempt, start failures tolerated) for a trial whose
     workers may wait ``start_timeout_s`` for resources (-1: forever, Ray Train's default).
 
-    An elastic trial's attempts last at most ``ELASTIC_START_ATTEMPT_S``: Train sizes each
-    start from its AutoscalingCoordinator's view of the nodes, which that actor refreshes every
-    20 s (its actor's ``TICK_INTERVAL_S`` in Ray Data's default autoscaling coordinator,
-    Ray 2.60: docs/clusters.md#elastic-trials cites the line). Right after a node is lost that
-    view still counts it, Train asks for workers that cannot fit, and only a timed-out
-    attempt makes it ask again (measured: a shrink took 60 s longer with Train's 60 s attempt).
+    An elastic trial's attempts last at most ``ELASTIC_START_ATTEMPT_S``: for 20 s after a node
+    is lost Train still asks for its workers, and only a timed-out attempt makes it ask again
+    (docs/clusters.md#elastic-trials; measured: a shrink took 60 s longer with 60 s attempts).
 
     Example:
         >>> start_limits(600), start_limits(20), start_limits(-1), start_limits(600, True)
