@@ -5,27 +5,18 @@
     ledger.observe("ab12", clock=4, seconds=1.5)   # every result the scheduler sees
     ledger.over("ab12")                            # "epochs" once its next epoch would exceed
 
-Three amounts, each with a limit under ``sweep.budget`` (``sweeps.config.budget``):
+Three amounts, each with a limit under ``sweep.budget`` (``sweeps.config.budget``; what each
+counts, the rule ``over`` applies and its overshoot: docs/running.md#a-compute-budget):
 
-* ``epochs``: trial-epochs over all trials, each trial counting its furthest epoch (its clock,
-  ``sweeps.trial.clock``; an epoch trained again after a restart from a checkpoint counts once);
-  under PBT, each exploit starts a new run of the trial's clock at the donor's epoch, and the
-  epochs it trains again from there count too (``EpochCount``).
-  Derived from logs that exist anyway and are fsync'ed: the scheduler's decision log
-  (``state/scheduler.jsonl``) and each trial's report log (``train/<trial>/reports.jsonl``,
-  written before Tune sees a report), so a resumed sweep, even after kill -9 of its driver,
-  continues the count it had.
-* ``worker_hours``: Train workers x the seconds between a trial's reports (Tune's
-  ``time_this_iter_s``; the first includes the trial's start-up) / 3600. The time after a
-  trial's last report (its teardown) is not counted.
-* ``wall``: the sweep's wall time, summed over its starts.
-
-No other log holds the last two, so they have their own: ``state/budget.jsonl``, one line per
-``TICK_S`` seconds at most (and at each trial's end) per start, ``{"start", "wall", "ws"}``
-(seconds of this start, worker-seconds of this start), fsync'ed. A start that was killed lost at
-most ``TICK_S`` of each.
-
-The rule (one more epoch must fit: ``over``) and its overshoot: docs/running.md#a-compute-budget.
+* ``epochs``: each trial's furthest epoch (its clock, ``sweeps.trial.clock``); under PBT each
+  exploit starts a new run of the trial's clock at the donor's epoch, and the epochs it trains
+  again from there count too (``EpochCount``). Derived from the fsync'ed logs that exist anyway:
+  the decision log (``state/scheduler.jsonl``) and each trial's report log
+  (``train/<trial>/reports.jsonl``, written before Tune sees a report).
+* ``worker_hours`` (from Tune's ``time_this_iter_s``) and ``wall``: no other log holds them, so
+  they have their own, ``state/budget.jsonl``: one line per ``TICK_S`` seconds at most (and at
+  each trial's end) per start, ``{"start", "wall", "ws"}`` (seconds and worker-seconds of this
+  start), fsync'ed.
 """
 
 from __future__ import annotations

@@ -3,15 +3,10 @@
     cfg = settle_defaults(cfg, record.identity)          # sweeps.driver.prepare
     startup_trials(8)                                    # 3
 
-Unset, ``search.n_startup_trials`` (TPE's random trials before it models) is ``startup_trials
-(search.num_samples)``, a third of the trials within 2..4, and ``search.params_first`` is true
-for TPE alone (trial 1 runs ``experiment.params`` where it lies inside the search space); TPE is
-multivariate with constant liar, grouped where the space has conditional params. A value the
-user set is kept; a resumed sweep keeps the ``search.n_startup_trials`` in its record
-(``identity``), so its identity does not change.
-
-Why these values, and the measurements (``bench/results/search_sim.json``,
-``bench/results/search_defaults.json``): docs/search.md#the-defaults.
+What each default is, that a value the user set is kept and that a resumed sweep keeps the
+``search.n_startup_trials`` in its record (``identity``), why these values, and the measurements
+(``bench/results/search_sim.json``, ``bench/results/search_defaults.json``):
+docs/search.md#the-defaults.
 """
 
 from __future__ import annotations

@@ -6,14 +6,10 @@
 
 Syne Tune's MOASHA rule, as in syne-tune/syne-tune at d9970f2b (June 2026), on the rungs of
 ``sweeps.search.asha``: the first result at a rung continues; otherwise the rung's recorded
-points and the new one are ordered front by front, each front by an epsilon-net scaled to
-[0, 1] per objective, and the new trial stops when ``rank * reduction_factor > n``. Values are
-signed so that higher is better on every objective (the caller multiplies a ``min`` objective
-by -1); a non-finite objective makes the point the worst on all; a point equal on every
-objective to one ranked before it gets that one's rank. Single-objective sweeps keep
-``AsyncHalving`` (Ray's rule).
-
-Syne Tune's code line by line, and where and why this departs from it:
+points and the new one are ordered front by front, each front by an epsilon-net, and the new
+trial stops when ``rank * reduction_factor > n``. Values are signed so that higher is better on
+every objective (the caller multiplies a ``min`` objective by -1). Syne Tune's code line by
+line, and where and why this departs from it (scaling, ties, non-finite values):
 docs/development.md#mo-asha-against-syne-tunes-code.
 """
 

@@ -3,14 +3,11 @@
     python -m sweeps +experiment=digits scheduler=pbt search=random scheduler.max_t=8
     scheduler = ResumablePBT(sweep_dir, objective, params, cfg.scheduler, seed=cfg.sweep.seed)
 
-Every ``perturbation_interval`` epochs of a trial's clock (``sweeps_epoch``), a trial ranked in
-the bottom ``quantile_fraction`` of the live trials (by its latest metric, ties by trial id)
-copies the latest checkpoint of a trial drawn from the top fraction (exploit) and goes on with
-that trial's values, ``scheduler.mutate``'s perturbed (explore). The scheduler freezes the
-donor's checkpoint, appends the decision (a ``PAUSE`` record with an ``exploit``) to
-``state/scheduler.jsonl`` and returns ``PAUSE``; ``sweeps.trial.exploit`` seeds the restarted
-trial from the frozen checkpoint. Every draw comes from ``decision_rng``, so a decision does
-not depend on the order results arrived in.
+Every ``perturbation_interval`` epochs of a trial's clock (``sweeps_epoch``), a bottom trial
+exploits a top one and explores (docs/experiments.md#search-algorithms-schedulers-and-objectives):
+the scheduler freezes the donor's checkpoint, appends the decision (a ``PAUSE`` record with an
+``exploit``) to ``state/scheduler.jsonl`` and returns ``PAUSE``; ``sweeps.trial.exploit`` seeds
+the restarted trial from the frozen checkpoint. Every draw comes from ``decision_rng``.
 Like ``ResumableFIFO``, a trial is stopped when its clock reaches ``max_t``, and results are
 screened (a NaN metric is judged the worst; a trial that never reports the metric fails). A
 PAUSE record is neither an end nor a stop for ``ended_trials`` and ``verdicts``.

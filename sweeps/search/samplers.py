@@ -3,18 +3,13 @@
     python -m sweeps +experiment=digits search=optuna \\
         search.sampler._target_=optuna.samplers.CmaEsSampler ++search.sampler.sigma0=0.5
 
-``search=tpe`` is ``TPESampler(**sweeps.search.defaults.tpe_arguments(cfg, conditional))``:
-seeded by ``sweep.seed``, ``search.n_startup_trials`` start-up trials, multivariate and
-constant liar, grouped when the parsed space has conditional params.
+``search=tpe`` is ``TPESampler(**sweeps.search.defaults.tpe_arguments(cfg, conditional))``.
 ``search=optuna`` instantiates ``search.sampler``: ``_target_`` must name a sampler class in
 ``optuna.samplers`` (nothing else is imported, so a config cannot run arbitrary code), the other
 keys are its arguments, checked against its signature, and a nested ``{_target_: ...}`` (e.g.
-CMA-ES's ``independent_sampler``) is built by the same rule. ``seed`` defaults to
-``sweep.seed`` for every sampler that takes one, nested ones included.
-
-``check_sampler`` runs the sampler on a throwaway in-memory study over the sweep's own space
-and objectives for a few trials, so a sampler that cannot serve the sweep (CMA-ES with several
-objectives, brute force over a continuous interval) fails here, in one line, not in a trial.
+CMA-ES's ``independent_sampler``) is built by the same rule; ``seed`` defaults to ``sweep.seed``.
+``check_sampler`` runs the sampler on a throwaway in-memory study over the sweep's own space and
+objectives (what it catches: docs/experiments.md#search-algorithms-schedulers-and-objectives).
 """
 
 from __future__ import annotations
