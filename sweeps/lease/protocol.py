@@ -11,12 +11,10 @@ creating the next generation, which exactly one racer wins (``sweeps.storage.cla
 loser reads the winner's claim and is refused like any other second driver.
 
 While held, a thread rewrites the claim every ``heartbeat_s``. Before each heartbeat it looks
-for a newer generation: one means another driver judged this one dead (this process was
-stopped or cut off longer than its expiry) and took over; ``on_lost`` is then called once, so
-the sweep stops. What a lease cannot guarantee: between such a stall's end and the next
-heartbeat (at most ``heartbeat_s``), the old driver may still write; nothing fences a write
-already under way. A heartbeat that keeps failing (the store unreachable, the disk full) calls
-``on_lost`` before the claim could be judged expired. On exit the claim is marked released.
+for a newer generation: one means another driver judged this one dead and took over; ``on_lost``
+is then called once, so the sweep stops. A heartbeat that keeps failing calls ``on_lost`` before
+the claim could be judged expired. On exit the claim is marked released. What a lease cannot
+guarantee: docs/running.md#one-driver-per-sweep.
 """
 
 from __future__ import annotations

@@ -21,10 +21,8 @@ only rewritten by its holder (heartbeats, release).
   other's bid before deciding); both may lose, and then retry. A bid older than ``BID_TTL_S``
   is ignored (a racer killed mid-claim). It assumes no racer stalls longer than that between
   writing its bid and listing.
-- **Ages** are measured on the storage's own clock: a probe file is written and its
-  modification time compared with the claim's, both stamped by the same server, so hosts whose
-  clocks disagree still agree on how long a claim has been silent. Where the probe cannot be
-  written (a full or read-only disk), this host's clock is used.
+- **Ages** are measured on the storage's own clock (a probe file's modification time against
+  the claim's); where the probe cannot be written (a full or read-only disk), this host's clock.
 """
 
 from __future__ import annotations

@@ -5,10 +5,8 @@
     for index, record in journal.pending(): ...; journal.mark_applied(index + 1)
 
 Every tracking event of a sweep is appended here (and fsync'ed) before anything is sent to
-MLflow, so a tracking server that goes away loses nothing: whatever was not applied is applied
-when it answers again, in this run or the next. Records carry their own timestamps, and MLflow
-ignores a metric point it already has (same key, step, timestamp, value), so re-applying a
-record whose reply was lost does not duplicate it.
+MLflow; what that guarantees: docs/running.md#tracking-in-detail. Records carry their own
+timestamps, so re-applying a record whose reply was lost does not duplicate it.
 
 A crash mid-append leaves at most one torn last line: it is skipped on read and the next append
 starts on a fresh line. The applied count is written to a temporary file and renamed.

@@ -4,13 +4,10 @@
     target.uri, target.uri_from        # 'http://mlflow:5000', 'MLFLOW_TRACKING_URI'
     target.describe()                  # the plan's and the summary's line
 
-The tracking URI is ``tracking.uri`` if set, else ``MLFLOW_TRACKING_URI`` (the variable every
-MLflow tool reads), else ``sqlite:///<cwd>/mlflow.db`` (the store ``mlflow ui`` opens in that
-directory). A resumed sweep that names neither keeps the store it already logs to, so the same
-command continues the same runs from any directory. The experiment is ``tracking.experiment_name``
-if set, else ``MLFLOW_EXPERIMENT_NAME``, else ``experiment.name``. Relative local stores are made
-absolute at the current directory; credentials in a URI are masked wherever it is printed
-(``shown``).
+The order (``tracking.uri``, ``MLFLOW_TRACKING_URI``, ``sqlite:///<cwd>/mlflow.db``; the same for
+the experiment) and what a resumed sweep keeps: docs/running.md#tracking-in-detail. Relative
+local stores are made absolute at the current directory; credentials in a URI are masked
+wherever it is printed (``shown``).
 """
 
 from __future__ import annotations
