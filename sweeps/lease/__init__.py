@@ -3,9 +3,8 @@
     with hold(claim_store(sweep_dir), this_driver(name, 5, 45), on_lost=stop) as lease:
         ...   # run the sweep; a second driver on the same directory gets SweepBusy
 
-Runs in the sweep driver (and in ``sweeps status``, which only reads). ``holder`` is the claim's
-content and the rule that judges it, ``protocol`` the acquire / heartbeat / release cycle; the
-exclusive create on a file system or an object store is storage's (``sweeps.storage.claims``).
+Runs in the sweep driver (and in ``sweeps status``, which only reads). Its modules:
+docs/development.md#how-the-code-is-laid-out.
 """
 
 from sweeps.lease.holder import ClaimVerdict, Holder, describe, judge, read_holder, this_driver
