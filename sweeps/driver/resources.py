@@ -10,9 +10,7 @@ of the trial's placement group (each backend's ``trial_resources``). Deliberate 
 Tune's default of 1 CPU per trial: the driver only blocks on ``trainer.fit()``, so it reserves no
 CPU, just 1 MiB of Ray's ``memory`` resource (a trial with no resource at all is rejected by Tune).
 Reserving a core for an idle process would halve the trials a 2-core machine runs. On a cluster that
-driver (and the Train controller Ray places beside it) runs on the head node
-(``sweeps.trial.backends.train``), so losing a worker node costs only the trials whose workers
-ran there.
+driver runs on the head node (docs/clusters.md#where-things-run).
 
 Elastic trials (``scaling.num_workers=[min, max]``, ``sweeps.config.workers``) run on Ray Train
 and are planned at ``max`` workers each, at least 1 trial at once when ``min`` fits; a cluster

@@ -8,12 +8,9 @@
 persistent id (MLflow tags and Ray key-value keys use it, so a resumed sweep continues the same
 runs), how many times it was started, and its identity: the config values that make two sweeps
 the same sweep (trainable, metric, mode, search space, fixed params, search algorithm and seed,
-scheduler). ``sweep.resume`` says what to do when the directory already holds a sweep:
-``auto`` resumes it (and starts a new one otherwise), ``never`` refuses to touch it, ``must``
-refuses when there is nothing to resume. A resumed sweep must have the same identity; the first
-key that differs is named in the error, except a larger ``search.num_samples`` or
-``scheduler.max_t``, which grows the sweep in place (``sweeps.resume.grow``). Written to a
-temporary name and renamed.
+scheduler). ``sweep.resume`` (``auto``, ``never``, ``must``) and what a resume refuses:
+docs/running.md#resuming-in-detail; a larger ``search.num_samples`` or ``scheduler.max_t``
+grows the sweep in place (``sweeps.resume.grow``). Written to a temporary name and renamed.
 """
 
 from __future__ import annotations

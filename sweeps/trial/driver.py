@@ -6,10 +6,8 @@ Runs inside the Tune trial process. It merges the trial's sampled values into th
 fixed params (that flat dict is the loop's ``config``, as ``train_loop_config`` is in Ray's
 docs), restores the trial's records (a pending PBT exploit, its run directory, its clock, the
 reports Tune never saw), then hands one attempt to the backend ``plan.executor`` names
-(``sweeps.trial.backends``): ``train`` starts a Train run named by the trial id under
-``<sweep dir>/train``, ``inline`` runs the loop here. Both write the same run directory, so a
-retried or resumed trial picks up where it stopped on either. A loop that ran out of GPU memory
-ends its trial without raising, so Tune does not retry it (``sweeps.loop.gpu_memory``).
+(``sweeps.trial.backends.base``). A loop that ran out of GPU memory ends its trial without
+raising, so Tune does not retry it (``sweeps.loop.gpu_memory``).
 """
 
 from __future__ import annotations
