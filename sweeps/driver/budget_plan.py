@@ -2,11 +2,9 @@
 
     python -m sweeps +experiment=digits sweep.dry_run=true sweep.budget.epochs=20
 
-The epochs budget is compared with the plan's worst case (every trial trains ``max_t``) and,
-under ASHA, successive halving's expectation (``sweeps.driver.dry_run.expected_epochs``). A
-budget smaller than one trial's first rung (ASHA's ``grace_period``, else one epoch) is a
-warning, not an error: the sweep would stop its first trials before anything was compared.
-Worker-hours and wall time have no estimate before the first epoch; they are printed as set.
+What the lines say: docs/running.md#a-compute-budget ("Plan it"). The expectation is
+``sweeps.driver.dry_run.expected_epochs``; a budget below the first rung is a warning, not an
+error.
 """
 
 from __future__ import annotations

@@ -10,13 +10,11 @@
             ...train one epoch...
             session.report(epoch, {"val_acc": acc}, model, opt)
 
-Optional: any Ray Train loop runs in a sweep unchanged. ``config`` is the trial's flat
+Optional: any Ray Train loop runs in a sweep unchanged (what ``report`` adds and when it
+checkpoints: docs/experiments.md#the-short-path-trialsession). ``config`` is the trial's flat
 hyperparameter dict (``session.params`` is the same dict); the epoch budget, seed and checkpoint
 cadence come from ``sweeps.trial_context()``. Outside a sweep (a plain ``TorchTrainer``) the
-session trains ``max_epochs`` epochs (argument, else ``config["epochs"]``, else 1). Every rank
-calls ``report`` (Ray Train's rule); only rank 0 writes the checkpoint, in the format
-``sweeps.load_model`` rebuilds (so the best one is registered in MLflow as a model). Epochs are
-1-based and reported as ``epoch``.
+session trains ``max_epochs`` epochs (argument, else ``config["epochs"]``, else 1).
 """
 
 from __future__ import annotations

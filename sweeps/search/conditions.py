@@ -11,9 +11,8 @@
           sample: interval(0.8, 0.99)
 
 ``parse_space`` (``sweeps.search.space``) calls ``resolve_conditions`` with the ``when`` of every
-such entry. A parent must be a ``choice`` of the same space (it may itself be conditional), every
-value listed must be one of its choices, and several parents must all hold. The params come back
-parents first, the order a define-by-run sampler asks them in (``sweeps.search.optuna_space``).
+such entry (the rules: docs/experiments.md#conditional-parameters). The params come back parents
+first, the order a define-by-run sampler asks them in (``sweeps.search.optuna_space``).
 """
 
 from __future__ import annotations

@@ -5,9 +5,8 @@
     written.steps["val_acc"], written.best("val_acc", "max"), written.last_step
     "_hparams_/session_start_info" in written.plugin_tags
 
-``sweeps.tracking.tensorboard`` reads a trial's run back the first time the sweep driver touches
-the trial (a resumed sweep, a new driver process), so that what it writes next continues the
-curves: a step at or below one already written for a tag is not written again.
+``sweeps.tracking.tensorboard`` reads a trial's run back, so that what it writes next continues
+the curves (docs/running.md#tracking-in-detail).
 
 Event files are TFRecord files of ``Event`` protos (tensorboardX's own protos parse them; no
 TensorFlow, no ``tensorboard`` package needed): per record a little-endian uint64 length, its
