@@ -6,11 +6,8 @@
 
 Every check that can fail on user input runs before Ray starts (``prepare``). A Ray instance
 this function starts is shut down by it; a running one (``ray.init`` done by the caller, or
-``ray.address``) is left running, with every placement group of the sweep released.
-
-The steps live in their own modules: ``prepare`` (input checks, Ray-free), ``ray_session``
-(Ray, its log file, SIGTERM), ``fit`` (Tune's run and the sweep's end),
-``sweeps.report.console`` (the printout of ``python -m sweeps``).
+``ray.address``) is left running, with every placement group of the sweep released. The steps'
+modules: docs/development.md#how-the-code-is-laid-out.
 """
 
 from __future__ import annotations

@@ -3,12 +3,9 @@
     tuner = build_tuner(cfg, space, plan, sweep_dir, callbacks)
     results = tuner.fit()
 
-Search: ``sweeps.search.searchers`` (Optuna through Ray's ``OptunaSearch``, or Tune's seeded
-``BasicVariantGenerator`` for random and grid search). Scheduler: ASHA (``sweeps.search.asha``;
-MO-ASHA, ``sweeps.search.moasha``, with several objectives) on the trial's clock
-(``sweeps_epoch``, see ``sweeps.trial.clock``; never Tune's ``training_iteration``, which
-restarts at 1 after a restore), PBT (``sweeps.search.pbt``) or
-FIFO; all stop a trial at the budget ``scheduler.max_t``.
+Search: ``sweeps.search.searchers``. Scheduler: ASHA (MO-ASHA with several objectives), PBT or
+FIFO, on the trial's clock (``sweeps.trial.clock``), never Tune's ``training_iteration``, which
+restarts at 1 after a restore; all stop a trial at the budget ``scheduler.max_t``.
 """
 
 from __future__ import annotations

@@ -4,13 +4,10 @@ points of a stepped range.
     is_int = check_range(key, expr, lo, hi, step)       # sweeps.search.space, while parsing
     grid_point(0.1, 0.2, 1)                              # 0.3, not 0.30000000000000004
 
-A stepped range holds exactly the points ``lo + k * step`` for ``k = 0, 1, ...`` up to and
-including ``hi`` (which must be one of them). Every consumer computes them here, so random
-search, grid search, Optuna's suggestions, PBT's explore and warm start's snapping agree on the
-same floats. The arithmetic is exact, on the decimal numbers the config wrote (``0.1`` is
-1/10, as Optuna's own ``Decimal(str(x))`` reads it), and each point is the float nearest to
-its exact value: ``range(0.1, 0.9, 0.2)`` is 0.1, 0.3, 0.5, 0.7, 0.9 with no float noise.
-Int ranges are Python ints throughout.
+The points of a stepped range (docs/experiments.md#search-space-grammar) are computed here for
+every consumer, so all agree on the same floats. The arithmetic is exact, on the decimal numbers
+the config wrote (``0.1`` is 1/10, as Optuna's own ``Decimal(str(x))`` reads it), and each point
+is the float nearest to its exact value. Int ranges are Python ints throughout.
 """
 
 from __future__ import annotations
