@@ -9,12 +9,8 @@ trainable (``def objective(config): ... tune.report({...})``, Tune's docs) with
 unchanged (``sweeps.loop.worker`` serves Tune's function API to a ``tune`` loop); a Tune
 function is one process, so its trials take one worker (``scaling.num_workers`` unset: 1).
 
-Refused here, in one line each, before the module is imported: a module that runs a
-``Tuner``/``Trainer`` or ``ray.init`` at import time (Tune's examples do, outside
-``if __name__ == "__main__":``), a loop whose module calls both APIs (Ray drops
-``ray.tune.report`` in a Train worker and refuses ``ray.train.report`` in a Tune function, so
-one of the two is always lost), and a ``tune.Trainable`` class. The scan reads the module's
-syntax, not its comments or strings. Imports no Ray.
+What is refused here, before the module is imported: docs/experiments.md#from-ray-tune. The
+scan reads the module's syntax, not its comments or strings. Imports no Ray.
 """
 
 from __future__ import annotations

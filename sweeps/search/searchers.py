@@ -13,9 +13,8 @@
   Tuner's ``param_space`` is then empty. Several objectives (``experiment.metrics``) become
   Optuna's ``directions``.
 
-``search.params_first`` (``sweeps.search.defaults``): the values of ``experiment.params`` inside
-the space go to the searcher as Ray's ``points_to_evaluate``, so the first trial runs them
-(not with warm-start trials, which already give the searcher known points).
+``search.params_first`` (docs/search.md#the-defaults) goes to the searcher as Ray's
+``points_to_evaluate``.
 
 Warm start (``search.warm_start``): the earlier trials go into the Optuna study as finished
 trials before the first suggestion, through an ``InMemoryStorage`` handed to ``OptunaSearch``

@@ -16,8 +16,7 @@ sweep's reaper (``sweeps.placement``).
 
 Every backend writes the same run directory (checkpoints, Train's run snapshot, the report
 log, the clock), so resume, the best checkpoint and MLflow read any backend's trials, and a
-trial may change backend between runs of the sweep. ``tests/conformance`` runs one corpus of
-Ray Train loops on every registered backend against plain Ray Train.
+trial may change backend between runs of the sweep (docs/backends.md#the-conformance-suite).
 """
 
 from __future__ import annotations
