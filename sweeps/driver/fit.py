@@ -248,7 +248,8 @@ def _finish(prep: Prepared, objective: Objective, results: ResultGrid,
     whole = with_history(results, prep.sweep_dir)  # a resumed trial's earlier reports too
     summary = summarize(whole, objective, [p.path for p in prep.params],
                         verdicts(prep.sweep_dir), prep.cfg.experiment.metrics)
-    summary.importance = param_importance(summary.table, prep.params, prep.objectives)
+    summary.importance = param_importance(summary.table, prep.params, prep.objectives,
+                                          pbt=prep.cfg.scheduler.name == "pbt")
     summary.budget = budget_lines(list(logged_epochs(prep.sweep_dir).values()),
                                   verdicts(prep.sweep_dir), ledger, prep.cfg.scheduler.max_t)
     if summary.best:

@@ -3,10 +3,11 @@
     found = param_importance(summary.table, prep.params, {"val_acc": "max"})   # driver.fit
     print("\n".join(importance_lines(found)))
 
-The trials that completed or were stopped early with finite scores (the summary table's values)
-become an in-memory Optuna study ranked by ``PedAnovaImportanceEvaluator`` (Optuna 5's default,
-named so Optuna 4 ranks alike); what a user reads: docs/running.md#which-parameters-mattered.
-A trial whose values left the space (a grown sweep's changed range) is left out.
+The trials that completed or were stopped early with finite scores (the summary table's values;
+with several objectives, each at the primary metric's best report) become an in-memory Optuna
+study ranked by ``PedAnovaImportanceEvaluator``, Optuna 5's default; what a user reads:
+docs/running.md#which-parameters-mattered. A trial whose values are outside the space (a first
+trial run from ``experiment.params``) is left out.
 """
 
 from __future__ import annotations
@@ -61,45 +62,55 @@ def _trials(table: pd.DataFrame, params: list[Param], objectives: dict[str, str]
     return out
 
 
-def param_importance(table: pd.DataFrame, params: list[Param],
-                     objectives: dict[str, str]) -> Importance:
+def param_importance(table: pd.DataFrame, params: list[Param], objectives: dict[str, str],
+                     pbt: bool = False) -> Importance:
     """Rank ``params`` by the scored trials of the summary ``table`` for ``objectives``
-    (metric -> ``max``/``min``, the primary first).
+    (metric -> ``max``/``min``); ``pbt``: a PBT sweep, whose trials change values as they
+    train, so no value earned a score alone. Never raises: a failure is the note.
 
     Example:
         >>> table = pd.DataFrame({"trial_id": ["a", "b"], "lr": [0.1, 0.2],
         ...                       "val_acc": [0.9, 0.8], "status": ["completed"] * 2})
         >>> param_importance(table, [Param("lr", "float", low=0.01, high=1.0)],
         ...                  {"val_acc": "max"}).note
-        'not ranked: 2 trial(s) scored, PED-ANOVA needs 11 (set search.num_samples=11 or more)'
+        'not ranked: 2 trial(s) scored, PED-ANOVA needs 11'
     """
+    found = Importance(objectives=list(objectives))
+    try:
+        _rank(found, table, params, objectives, pbt)
+    except Exception as exc:  # a ranking must never fail a finished sweep
+        found.values, found.note = {}, f"not ranked: it failed ({type(exc).__name__}: {exc})"
+    return found
+
+
+def _rank(found: Importance, table: pd.DataFrame, params: list[Param],
+          objectives: dict[str, str], pbt: bool) -> None:
     import optuna
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)  # as the driver's samplers do
-    trials = _trials(table, params, objectives) if params else []
-    found = Importance(trials=len(trials), objectives=list(objectives))
-    if not params:
-        found.note = "nothing to rank: the search space has no searched parameter"
-    elif len(trials) < MIN_TRIALS:
-        found.note = (f"not ranked: {len(trials)} trial(s) scored, PED-ANOVA needs "
-                      f"{MIN_TRIALS} (set search.num_samples={MIN_TRIALS} or more)")
-    if found.note:
-        return found
-    try:
-        with warnings.catch_warnings():  # experimental-API and equal-quantile warnings
-            warnings.simplefilter("ignore")
-            study = optuna.create_study(directions=[
-                "maximize" if mode == "max" else "minimize" for mode in objectives.values()])
-            study.add_trials(trials)
-            ranked = optuna.importance.get_param_importances(
-                study, evaluator=optuna.importance.PedAnovaImportanceEvaluator())
-    except Exception as exc:  # a ranking must never hide a finished sweep
-        found.note = f"not ranked: Optuna's importance failed ({type(exc).__name__}: {exc})"
-        return found
+    trials = _trials(table, params, objectives) if params and not pbt else []
+    found.trials = len(trials)
+    if pbt or not params:
+        found.note = ("not ranked: PBT changes a trial's values as it trains" if pbt else
+                      "nothing to rank: the search space has no searched parameter")
+        return
+    if len(trials) < MIN_TRIALS:
+        found.note = f"not ranked: {len(trials)} trial(s) scored, PED-ANOVA needs {MIN_TRIALS}"
+        return
+    with warnings.catch_warnings():  # experimental-API and equal-quantile warnings
+        warnings.simplefilter("ignore")
+        study = optuna.create_study(directions=[
+            "maximize" if mode == "max" else "minimize" for mode in objectives.values()])
+        study.add_trials(trials)
+        raw = optuna.importance.get_param_importances(  # Optuna spreads a zero sum evenly
+            study, evaluator=optuna.importance.PedAnovaImportanceEvaluator(), normalize=False)
+    total = sum(raw.values())
+    if not total > 0:
+        found.note = "not ranked: no parameter sets the best trials apart from the rest"
+        return
     paths = {optuna_name(p.path): p.path for p in params}
-    found.values = {paths[k]: float(v) for k, v in
-                    sorted(ranked.items(), key=lambda kv: (-kv[1], kv[0]))}
-    return found
+    found.values = {paths[k]: v / total for k, v in
+                    sorted(raw.items(), key=lambda kv: (-kv[1], kv[0]))}
 
 
 def importance_lines(found: Importance) -> list[str]:

@@ -26,6 +26,7 @@ import numpy as np
 import pandas as pd
 
 from sweeps.errors import SweepError
+from sweeps.files import remove_file
 from sweeps.protocol import CLOCK_KEY
 from sweeps.report.importance import Importance, importance_plot
 from sweeps.report.pareto import pareto_plot
@@ -197,6 +198,6 @@ def plot_sweep(table: pd.DataFrame, histories: dict[str, pd.DataFrame], params: 
         paths.append(pareto_plot(table, pareto.objectives, out_dir / "pareto.png"))
     if importance is not None and importance.values:
         paths.append(importance_plot(importance, out_dir / "importance.png"))
-    else:  # an earlier end's ranking must not outlive this one
-        (out_dir / "importance.png").unlink(missing_ok=True)
+    else:  # an earlier end's ranking must not outlive this one (on a store too)
+        remove_file(out_dir / "importance.png")
     return paths

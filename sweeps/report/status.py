@@ -65,7 +65,8 @@ def status_lines(root: Path) -> list[str]:
               for t in view.trials if t.status == moving_status]
     ident = record.identity if record else {}
     total = _total(ident, view.cfg.get("experiment") or {}, view.cfg.get("search") or {})
-    counts["not started"] = max(0, total - sum(counts.values()))
+    counts["not started"] = max(total - sum(counts.values()),  # the budget's, if no total
+                                sum(t.status == "not started" for t in view.trials))
     first = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(record.created if record else 0))
     starts = (f"started {record.starts} time{'s' if record.starts != 1 else ''}, first on "
               f"{first}") if record else "no state/sweep.json yet"

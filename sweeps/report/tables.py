@@ -61,16 +61,24 @@ def load(sweep_dir: str | Path) -> SweepTables:
     ran = {f.trial_id: f.params or {} for f in read_sweep_dir(view.root)}
     rows = [_trial_row(t, view, objectives, paths, ran.get(t.trial_id, {}))
             for t in view.trials]
-    history = [{"trial_id": t.trial_id, "report": r.get("n", i),
+    history = [{"trial_id": t.trial_id, "report": n,
                 **{k: v for k, v in r.items() if k not in _BOOKKEEPING
                    and not k.startswith("config/")},  # the decision log's copy of the config
-                "checkpoint": r.get(CHECKPOINT_PATH_KEY)}
-               for t in view.trials for i, r in enumerate(t.history, 1)]
+                "checkpoint": uri_of(r[CHECKPOINT_PATH_KEY]) if r.get(CHECKPOINT_PATH_KEY)
+                else None}
+               for t in view.trials for n, r in _once(t.history).items()]
     columns = ["trial_id", "status", *paths,
                *(f"{kind}_{m}" for m in objectives for kind in ("best", "final")),
                "epochs", "restarts", "checkpoint"]
-    return SweepTables(pd.DataFrame(rows, columns=columns), pd.DataFrame(history), view.live,
-                       uri_of(view.root))
+    return SweepTables(pd.DataFrame(rows, columns=columns),
+                       pd.DataFrame(history, columns=None if history else ["trial_id", "report"]),
+                       view.live, uri_of(view.root))
+
+
+def _once(reports: list[dict[str, Any]]) -> dict[int, dict[str, Any]]:
+    """Report number -> the report: one made again after a restore (a loop restarted, a sweep
+    resumed) replaces the first, as for the trial (``sweeps.trial.report_log``)."""
+    return dict(sorted({r.get("n", i): r for i, r in enumerate(reports, 1)}.items()))
 
 
 def _trial_row(t: TrialState, view: SweepView, objectives: dict[str, str], paths: list[str],

@@ -14,8 +14,9 @@ trial runs (tag ``sweeps.role=trial``), not the parent sweep runs; a local store
 exist is not opened (MLflow would create it). (4) Else ``ConfigError`` naming what was tried.
 
 In a sweep directory the sampled params come from ``tracking/journal.jsonl`` (``trial_start``:
-the flat, masked dict the MLflow run gets; the last wins, so a PBT trial restarted with new
-values counts with those), or, with tracking off, Tune's ``<trial id>/params.json``. Metrics
+the flat, masked dict the MLflow run gets), or, with tracking off, Tune's
+``<trial id>/params.json``; a PBT trial restarted with new values counts with those (its last
+exploit record's ``config``). Metrics
 and how a trial ended come from the decision log ``state/scheduler.jsonl``
 (``sweeps.search.schedulers``: every judged result and each end, tracking or not), then from the
 journal's ``metrics``/``trial_end``. Not read: ``summary.csv`` (primary metric only, at its best

@@ -11,6 +11,7 @@ sweep's tracking wrote, with the same rules.
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import json
 from dataclasses import dataclass
@@ -60,14 +61,14 @@ def read_sweep_dir(root: Path) -> list[Found]:
     params: dict[str, dict[str, Any]] = {}
     metrics: dict[str, dict[str, Any]] = {}
     logged: dict[str, dict[str, Any]] = {}  # final values in the decision log
-    ended, failed = set(), set()
+    ended, failed, restarted = set(), set(), {}
     for r in Journal(layout.tracking).records():
         trial = r.get("trial")
         if trial is None:
             continue
         order.setdefault(trial)
-        if r.get("op") == "trial_start":
-            params[trial] = dict(r.get("params") or {})
+        if r.get("op") == "trial_start" and (r.get("params") or trial not in params):
+            params[trial] = dict(r.get("params") or {})  # none: a PBT restart (below)
         elif r.get("op") == "metrics":
             metrics.setdefault(trial, {}).update(r.get("values") or {})
         elif r.get("op") == "trial_end" and r.get("status") == "FINISHED":
@@ -80,6 +81,8 @@ def read_sweep_dir(root: Path) -> list[Found]:
             continue
         order.setdefault(trial)
         logged.setdefault(trial, {}).update(r.get("metrics") or {})
+        if isinstance(exploit := r.get("exploit"), dict):  # the values PBT restarted it with
+            restarted[trial] = dict(exploit.get("config") or {})
         if r.get("error"):
             failed.add(trial)
         elif r.get("reopen"):  # a grown sweep's trial training on (decisions.reopens)
@@ -90,7 +93,9 @@ def read_sweep_dir(root: Path) -> list[Found]:
     for trial in order:
         raw = params.get(trial)
         if raw is None and files.is_file(layout.trial_dir(trial) / _TUNE_PARAMS):
-            raw = flatten(json.loads(files.read_text(layout.trial_dir(trial) / _TUNE_PARAMS)))
+            with contextlib.suppress(ValueError):  # Tune writing it now: as if not yet there
+                raw = flatten(json.loads(files.read_text(layout.trial_dir(trial) / _TUNE_PARAMS)))
+        raw = restarted.get(trial, raw)  # PBT's values (every searched one) replace the first
         status = "failed" if trial in failed else "ended" if trial in ended else "unfinished"
         found.append(Found(trial, raw, {**metrics.get(trial, {}), **logged.get(trial, {})},
                             status))

@@ -70,7 +70,7 @@ def test_too_few_scored_trials_are_not_ranked_and_say_how_many_it_takes() -> Non
     found = param_importance(table, params, {"loss": "min"})
     assert (found.values, found.trials) == ({}, MIN_TRIALS - 1)  # "stopped" counts
     assert found.note == (f"not ranked: {MIN_TRIALS - 1} trial(s) scored, PED-ANOVA needs "
-                          f"{MIN_TRIALS} (set search.num_samples={MIN_TRIALS} or more)")
+                          f"{MIN_TRIALS}")
     assert importance_lines(found) == [f"parameter importance: {found.note}"]
     none = param_importance(table, [], {"loss": "min"})
     assert none.note == "nothing to rank: the search space has no searched parameter"
@@ -106,4 +106,28 @@ def test_a_failing_ranking_is_a_note_not_a_failed_sweep(monkeypatch) -> None:
     monkeypatch.setattr(optuna.importance, "get_param_importances", broken)
     found = param_importance(_table(study, ["loss"]), parse_space(SPACE)[0], {"loss": "min"})
     assert found.values == {} and found.note == (
-        "not ranked: Optuna's importance failed (RuntimeError: a bug in the evaluator)")
+        "not ranked: it failed (RuntimeError: a bug in the evaluator)")
+
+
+def test_no_signal_and_pbt_are_notes_not_even_shares() -> None:
+    """Equal scores: Optuna's normalization would print 1/3 each; a PBT sweep's values
+    changed under its scores."""
+    study = _optuna_study(MIN_TRIALS + 1, ["minimize"])
+    table = _table(study, ["loss"]).assign(loss=0.5)
+    params = parse_space(SPACE)[0]
+    flat = param_importance(table, params, {"loss": "min"})
+    assert (flat.values, flat.note) == (
+        {}, "not ranked: no parameter sets the best trials apart from the rest")
+    pbt = param_importance(_table(study, ["loss"]), params, {"loss": "min"}, pbt=True)
+    assert (pbt.values, pbt.note) == ({}, "not ranked: PBT changes a trial's values as it trains")
+
+
+def test_missing_and_conditional_values_and_ints_stored_as_floats() -> None:
+    """A trial without a param (a condition that did not hold: None or NaN in the table) and
+    an int column pandas made float (NaN elsewhere in it) still count."""
+    study = _optuna_study(MIN_TRIALS + 3, ["minimize"])
+    table = _table(study, ["loss"])
+    table["model.width"] = table["model.width"].astype(float)
+    table.loc[0, "model.width"], table.loc[1, "opt"] = math.nan, None
+    found = param_importance(table, parse_space(SPACE)[0], {"loss": "min"})
+    assert found.trials == MIN_TRIALS + 3 and set(found.values) == {"x", "opt", "model.width"}

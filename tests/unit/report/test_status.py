@@ -299,3 +299,25 @@ def test_help(argv, capsys) -> None:
     with pytest.raises(SystemExit) as exc:
         main(argv)
     assert exc.value.code == 0 and "Exit code 0 for a sweep" in capsys.readouterr().out
+
+
+def test_a_trial_the_budget_ended_unstarted_and_the_last_ends_importance(tmp_path) -> None:
+    """A trial ``sweep.budget`` stopped before its first report is not started (as the
+    summary says), also where the sweep's total is unknown; the importance of the last end
+    is read from importance.json."""
+    from sweeps.report.importance import Importance
+    from sweeps.search.decisions import decision_log
+
+    root = _trials(_sweep(tmp_path / "s"))
+    decision_log(root).append({"trial": "d", "epoch": 0, "action": "STOP", "budget": "epochs",
+                               "limit": 6.0, "t": time.time(), "metrics": {}})
+    files.write_atomic(SweepLayout(root).importance, json.dumps(
+        Importance({"lr": 0.7, "hidden": 0.3}, 12, ["val_acc"]).to_json()))
+    lines = status_lines(root)
+    assert lines[2] == ("  trials: 1 completed, 1 stopped early, 0 failed, 1 interrupted, "
+                        "1 not started (of 4)")
+    assert "  importance (at the last end): lr 0.70, hidden 0.30" in lines
+    _tune_state(root, {"a": "TERMINATED", "b": "TERMINATED", "c": "RUNNING"})
+    for gone in (SweepLayout(root).record, SweepLayout(root).config(1)):
+        files.remove_file(gone)  # no record, no config: no total, the budget's still counted
+    assert status_lines(root)[3].endswith(" interrupted, 1 not started")  # no "(of N)"

@@ -12,7 +12,9 @@ import pytest
 from sweeps import files, load
 from sweeps.layout import SweepLayout
 from sweeps.lease import claim_store, hold
+from sweeps.protocol import CLOCK_KEY
 from sweeps.storage import stand_in, uri_of
+from sweeps.trial import report_log
 from tests.unit.report.test_status import _me, _sweep, _trials
 
 PARAMS = {"lr": 0.01, "hidden": 64, "depth": 2, "dropout": 0.1, "batch_size": 32}
@@ -48,6 +50,8 @@ def _check(tables, root) -> None:
         "a": [1, 2, 3], "b": [1], "c": [1, 2]}
     assert history[history.trial_id == "a"]["val_acc"].tolist() == [0.5, 0.7, 0.9]
     assert {"epoch", "sweeps_epoch", "checkpoint"} <= set(history.columns)
+    assert history[history.trial_id == "c"]["checkpoint"].tolist() == [  # URIs on a store
+        uri_of(SweepLayout(root).run_dir("c") / f"checkpoint_epoch_000{e}") for e in (1, 2)]
     assert "n" not in history and "checkpoint_path" not in history
 
 
@@ -69,6 +73,14 @@ def test_a_sweep_on_s3(moto_s3) -> None:
     tables = load(uri)
     assert tables.root == uri
     _check(tables, root)
+
+
+def test_a_report_made_again_after_a_restore_replaces_the_first(tmp_path) -> None:
+    root = _trials(_sweep(tmp_path / "s"))
+    report_log.append(SweepLayout(root).run_dir("c"), {"val_acc": 0.96, CLOCK_KEY: 2.0}, 2, None)
+    history = load(root).history
+    assert history[history.trial_id == "c"][["report", "val_acc"]].values.tolist() == [
+        [1, 0.95], [2, 0.96]]
 
 
 def test_a_trial_without_params_or_reports_and_no_sweep(tmp_path) -> None:

@@ -261,6 +261,25 @@ def test_a_sweep_without_tracking_reads_tunes_params_json(tmp_path: Path) -> Non
     assert not (tmp_path / "quiet" / "tracking").exists()  # reading created nothing
 
 
+@pytest.mark.parametrize("tracking", [True, False])
+def test_a_trial_pbt_exploited_counts_with_the_values_it_went_on_with(tmp_path: Path,
+                                                                       tracking: bool) -> None:
+    """PBT's restart of t1 with a donor's values journals a trial_start with no params (MLflow
+    keeps the first ones) and the new values in the scheduler's exploit record."""
+    journal = write_sweep(tmp_path / "pbt", tracking=tracking)
+    layout = SweepLayout(tmp_path / "pbt")
+    if journal is not None:
+        journal.append({"op": "trial_start", "trial": "t1", "params": {}, "rebase": True})
+    Journal(layout.state, SCHEDULER_LOG).append({
+        "trial": "t1", "epoch": 3.0, "action": "PAUSE", "t": 3_000, "metrics": {},
+        "exploit": {"donor": "t3", "donor_epoch": 1.0, "generation": 1,
+                    "config": {"lr": 0.0012, "optim.name": "adam"},  # ResumablePBT._plan
+                    "changed": {"lr": [0.01, 0.0012], "optim.name": ["sgd", "adam"]}}})
+    warm = load_warm_start(str(layout.root), STORE_SPACE, {"val_acc": "max"}, None)
+    assert warm.trials[0] == EarlierTrial({"lr": 0.0012, "optim.name": "adam"},
+                                          {"val_acc": 0.6}, "t1")
+
+
 def test_a_plain_directory_with_the_name_falls_through_to_mlflow(tmp_path: Path,
                                                                   store: Store) -> None:
     (tmp_path / "digits").mkdir()  # e.g. the data set's folder
