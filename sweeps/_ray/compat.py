@@ -6,8 +6,11 @@
 
 Run by the sweep before it starts Ray (a changed internal fails the sweep there, never as a
 hang mid-sweep) and by ``tests/unit/ray_adapter/test_ray_compat.py`` (the canary a Ray upgrade trips
-first). Each probe imports one private symbol the adapter uses and checks the attributes and
-parameters the adapter's functions rely on; the list is the adapter's inventory.
+first). Each probe imports one private symbol the adapter uses and checks the attributes,
+parameters and constants the adapter's functions rely on. What the adapter reads in Ray's source
+text (an attribute a method sets, a call a function makes) is checked by the canary alone
+(``tests/unit/ray_adapter/source_probes.py``): a Ray edit there alerts the suite, not a user's
+sweep, which the pin to tested Ray releases already guards.
 """
 
 from __future__ import annotations
@@ -19,14 +22,7 @@ import logging
 from collections.abc import Callable
 
 from sweeps import protocol
-from sweeps._ray.compat_probes import (
-    _attrs,
-    _equals,
-    _fields,
-    _params,
-    _source_mentions,
-    _source_sets,
-)
+from sweeps._ray.compat_probes import _attrs, _equals, _fields, _params
 from sweeps.errors import RayIncompatible
 
 __all__ = ["check", "problems", "degraded", "RayIncompatible", "SOFT", "TESTED"]
@@ -44,7 +40,6 @@ def _probes() -> dict[str, Callable[[], None]]:
         train_fn,
         train_snapshot,
         tune,
-        tune_state,
     )
 
     kv = "ray.experimental.internal_kv:"
@@ -55,8 +50,6 @@ def _probes() -> dict[str, Callable[[], None]]:
         # tune.py: reopen_search (the budget), then kv.py
         "SearchAlgorithm._finished": _attrs("ray.tune.search.search_algorithm:SearchAlgorithm",
                                             "_finished", "set_finished", "is_finished"),
-        "SearchGenerator keeps _finished": _source_sets(
-            "ray.tune.search.search_generator:SearchGenerator", "_finished"),
         "internal_kv put": _params(kv + "_internal_kv_put", "key", "value", "overwrite",
                                    "namespace"),
         "internal_kv get": _params(kv + "_internal_kv_get", "key", "namespace"),
@@ -83,12 +76,8 @@ def _probes() -> dict[str, Callable[[], None]]:
         # train.py
         "TorchTrainer default callbacks": _attrs("ray.train.torch:TorchTrainer",
                                                  "_create_default_callbacks"),
-        "TorchTrainer datasets": _source_sets(
-            "ray.train.v2.api.data_parallel_trainer:DataParallelTrainer", "datasets"),
         "Train's cleaner callback": _attrs(cleaner_module, cleaner),
         "Train's datasets callback": _attrs(datasets_module, datasets),
-        "trial session queues": _source_sets(f"{train.SESSION_MODULE}:_TrainSession",
-                                             "result_queue", "_inter_actor_queue"),
         "Train's health-check env var": _equals(constants + "HEALTH_CHECK_INTERVAL_S_ENV_VAR",
                                                 train.HEALTH_CHECK_ENV),
         "Train's start-timeout env var": _equals(
@@ -98,11 +87,6 @@ def _probes() -> dict[str, Callable[[], None]]:
         "Tune's report callback": _params(
             "ray.tune.integration.ray_train:TuneReportCallback.after_report", "run_context",
             "metrics", "checkpoint"),
-        "Tune's report callback queue": _source_sets(
-            "ray.tune.integration.ray_train:TuneReportCallback", train.REPORT_QUEUE_ATTR),
-        "Tune's report callback puts into its queue": _source_mentions(
-            "ray.tune.integration.ray_train:TuneReportCallback.after_report",
-            f"self.{train.REPORT_QUEUE_ATTR}.put("),
         # train_fn.py
         "Train's local-mode worker API": _params(
             f"{train_fn.TRAIN_FN_UTILS_MODULE}:LocalTrainFnUtils.__init__", "experiment_name",
@@ -114,19 +98,10 @@ def _probes() -> dict[str, Callable[[], None]]:
         "Train's local-mode context": _params(
             f"{train_fn.CONTEXT_MODULE}:LocalTrainContext.__init__", "experiment_name",
             "world_size", "world_rank", "local_rank", "local_world_size", "node_rank"),
-        "Train's local-mode worker API keeps its context": _source_sets(
-            f"{train_fn.TRAIN_FN_UTILS_MODULE}:LocalTrainFnUtils", "_context"),
-        "get_devices asks is_distributed": _source_mentions(
-            "ray.train.v2.torch.train_loop_utils:get_devices", "is_distributed()"),
         "Train's tensor check": _attrs(train_fn.TENSOR_CHECK.partition(":")[0],
                                        train_fn.TENSOR_CHECK.partition(":")[2]),
         "Train's worker API setter": _attrs(train_fn.TRAIN_FN_UTILS_MODULE, "set_train_fn_utils",
                                             "get_train_fn_utils"),
-        "Tune session's world_rank": _source_sets(f"{train.SESSION_MODULE}:_TrainSession",
-                                                  "world_rank"),
-        "Tune's reuse wait env var": _source_mentions(
-            "ray.tune.trainable.function_trainable:FunctionTrainable.reset_config",
-            tune.THREAD_TIMEOUT_ENV),
         # tune_fn.py: Tune's function API reads one session global, a view replaces it
         "Tune's session global": _attrs(train.SESSION_MODULE, "_session", "get_session"),
         "Tune's session answers": _attrs(f"{train.SESSION_MODULE}:_TrainSession", "report",
@@ -134,72 +109,27 @@ def _probes() -> dict[str, Callable[[], None]]:
                                          "experiment_name", "trial_resources"),
         "Tune's trial printer": _attrs("ray.tune.progress_reporter:TrialProgressCallback",
                                        "_print"),
-        "Tune-session check reads world_rank": _source_mentions(
-            "ray.tune.trainable.trainable_fn_utils:_in_tune_session", "world_rank is None"),
         # train_snapshot.py
         "Train's run snapshot": _fields(
             "ray.train.v2._internal.execution.checkpoint.checkpoint_manager:"
             "_CheckpointManagerState", *train_snapshot.ALL_KEYS),
         # tune.py
-        "Tuner._local_tuner": _source_sets("ray.tune:Tuner", "_local_tuner"),
         "TunerInternal": _attrs("ray.tune.impl.tuner_internal:TunerInternal", "get_run_config"),
-        "TunerInternal._tune_config": _source_sets("ray.tune.impl.tuner_internal:TunerInternal",
-                                                   "_tune_config"),
-        "resizable random search": _source_mentions(
-            "ray.tune.search.basic_variant:BasicVariantGenerator.next_trial",
-            "self.max_concurrent"),
-        "resizable ConcurrencyLimiter": _source_mentions(
-            "ray.tune.search:ConcurrencyLimiter.suggest", "self.max_concurrent"),
         "Tuner.restore": _params("ray.tune:Tuner.restore", "resume_unfinished",
                                  "resume_errored", "param_space"),
         "Trial.set_config": _params("ray.tune.experiment:Trial.set_config", "config"),
         # tune_grow.py: growing a sweep in place
-        "SearchGenerator's restored sample count": _source_sets(
-            "ray.tune.search.search_generator:SearchGenerator", "_total_samples", "_finished"),
         "SearchGenerator.set_state": _params(
             "ray.tune.search.search_generator:SearchGenerator.set_state", "state"),
-        "random search's trial iterators": _source_sets(
-            "ray.tune.search.basic_variant:BasicVariantGenerator", "_iterators",
-            "_total_samples", "_finished"),
-        "a trial iterator's samples left": _source_sets(
-            "ray.tune.search.basic_variant:_TrialIterator", "num_samples", "num_samples_left"),
-        "Tune requeues a paused trial": _source_mentions(
-            "ray.tune.execution.tune_controller:TuneController._requeue_restored_trials",
-            "resume_config.unfinished"),
         "Trial.init_local_path": _attrs("ray.tune.experiment:Trial", "init_local_path"),
-        "Trial.relative_logdir": _source_sets("ray.tune.experiment:Trial", "relative_logdir"),
-        "ConcurrencyLimiter's live trials": _source_sets(
-            "ray.tune.search:ConcurrencyLimiter", "live_trials", "num_unfinished_live_trials"),
-        "random search's live trials": _source_sets(
-            "ray.tune.search.basic_variant:BasicVariantGenerator", "_live_trials"),
-        "OptunaSearch's told trials": _source_sets(
-            "ray.tune.search.optuna:OptunaSearch", "_completed_trials"),
         # tune_state.py, tune_state_file.py
-        "Tune's wrapped controller": _source_sets(
-            "ray.tune.execution.tune_controller:TrialRunnerWrapper", "_tune_controller"),
-        "TuneController's storage": _source_sets(
-            "ray.tune.execution.tune_controller:TuneController", "_storage"),
         "TuneController.save_to_dir": _attrs(
             "ray.tune.execution.tune_controller:TuneController", "save_to_dir"),
-        "Tune's state file written with json.dump": _source_mentions(
-            "ray.tune.execution.tune_controller:TuneController.save_to_dir", "json.dump("),
-        "Tune's saves through its checkpoint manager": _source_mentions(
-            "ray.tune.execution.tune_controller:TuneController.checkpoint",
-            "self._checkpoint_manager.sync_up_experiment_state("),
-        "Tune's save throttle": _source_sets(
-            "ray.tune.execution.experiment_state:_ExperimentCheckpointManager",
-            *tune_state.SAVE_THROTTLE),
         "Tune's state file name": _attrs(
             "ray.tune.execution.tune_controller:TuneController", "experiment_state_file_name"),
-        "Tune trial's staging folder name": _source_mentions(
-            "ray.tune.experiment:Trial", "self.storage.trial_dir_name = "),
         "Tune's storage context paths": _attrs(
             "ray.train._internal.storage:StorageContext", "experiment_driver_staging_path",
             "experiment_fs_path"),
-        "Tune's storage syncer": _source_sets("ray.train._internal.storage:StorageContext",
-                                              "syncer"),
-        "Tune's storage filesystem": _source_mentions(
-            "ray.train._internal.storage:StorageContext", "self.storage_filesystem, "),
         # tune.py
         "Tune's experiment-state file": _equals(
             "ray.tune.execution.tune_controller:TuneController.CKPT_FILE_TMPL",
@@ -219,22 +149,13 @@ def _probes() -> dict[str, Callable[[], None]]:
 
 
 # Internals whose adapter function has a fallback: a Ray without them runs, degraded, with a
-# warning (the hand-over wait, the two left-out callbacks, the group recorded at creation, the
-# trial limit following a cluster's size, trial drivers on the head node, the faster state save,
-# Tune's own saves made incremental, a sweep grown in place).
-SOFT = frozenset({"trial session queues", "Train's cleaner callback",
-                  "Train's datasets callback", "worker group creates its placement group",
-                  "raylet notices printed by the driver", "resizable random search",
-                  "resizable ConcurrencyLimiter", "the head node's resource",
-                  "Tune's state file written with json.dump", "Tune trial's staging folder name",
-                  "Tune's saves through its checkpoint manager", "Tune's save throttle",
+# warning (the two left-out callbacks, the group recorded at creation, trial drivers on the head
+# node, the faster state save, a sweep grown in place).
+SOFT = frozenset({"Train's cleaner callback", "Train's datasets callback",
+                  "worker group creates its placement group",
+                  "raylet notices printed by the driver", "the head node's resource",
                   "Tune's state file name",
-                  # tune_grow.py: only a grown sweep needs them
-                  "SearchGenerator's restored sample count", "SearchGenerator.set_state",
-                  "random search's trial iterators", "a trial iterator's samples left",
-                  "Tune requeues a paused trial", "OptunaSearch's told trials",
-                  "ConcurrencyLimiter's live trials", "random search's live trials",
-                  "Trial.init_local_path", "Trial.relative_logdir"})
+                  "SearchGenerator.set_state", "Trial.init_local_path"})  # the last two: tune_grow
 
 
 @functools.cache

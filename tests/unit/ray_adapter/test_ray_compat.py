@@ -2,7 +2,8 @@
 
 No cluster is started. ``sweeps._ray.compat`` imports each private symbol and checks the
 attributes and parameters the adapter relies on; a sweep runs the same check before its first
-trial and fails with one line.
+trial and fails with one line. What the adapter reads in Ray's source text is checked here alone
+(``source_probes``).
 """
 
 from __future__ import annotations
@@ -13,7 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from sweeps._ray import compat, compat_probes
+import tests.unit.ray_adapter.source_probes as source_probes_module
+from sweeps._ray import compat
+from tests.unit.ray_adapter.source_probes import source_probes
 
 SWEEPS = Path(__file__).resolve().parents[3] / "sweeps"
 PRIVATE = re.compile(r"_private|_internal|_raylet|_local_tuner|_experiment_analysis")
@@ -34,18 +37,34 @@ def test_the_installed_ray_has_every_internal_the_adapter_uses() -> None:
 def test_every_probe_fails_when_its_internal_is_gone(monkeypatch) -> None:
     """Each probe really looks: remove what it checks and it reports it, by name."""
     from ray.experimental import internal_kv
-    from ray.train._internal import session
+    from ray.train.v2._internal.execution.worker_group import worker_group
 
     monkeypatch.delattr(internal_kv, "_internal_kv_list")
-    source = "class _TrainSession:\n    def __init__(self):\n        self.queue = None\n"
-    monkeypatch.setattr(compat_probes.inspect, "getsource", lambda obj: source)
+    monkeypatch.delattr(worker_group, "placement_group")
     found = compat.problems()
     assert any(p.startswith("internal_kv list: AttributeError") for p in found), found
     # An internal whose adapter function has a fallback is reported, not refused.
-    assert not any(p.startswith("trial session queues:") for p in found), found
-    assert any(p.startswith("trial session queues:") and "result_queue" in p
+    assert not any(p.startswith("worker group creates its placement group:") for p in found)
+    assert any(p.startswith("worker group creates its placement group:")
                for p in compat.degraded()), compat.degraded()
-    assert session.get_session is not None  # the rest of the module was left alone
+
+
+def test_the_installed_ray_still_has_the_source_the_adapter_reads() -> None:
+    failed = {}
+    for name, probe in source_probes().items():
+        try:
+            probe()
+        except Exception as exc:  # ImportError, AttributeError, AssertionError, OSError, ...
+            failed[name] = f"{type(exc).__name__}: {exc}"
+    assert failed == {}
+
+
+def test_a_source_probe_reports_what_the_source_no_longer_says(monkeypatch) -> None:
+    source = "class _TrainSession:\n    def __init__(self):\n        self.queue = None\n"
+    monkeypatch.setattr(source_probes_module.inspect, "getsource", lambda obj: source)
+    with pytest.raises(AssertionError, match="no longer sets self.result_queue"):
+        source_probes()["trial session queues"]()
+    assert set(source_probes()).isdisjoint(compat._probes())  # each checked in one place
 
 
 def test_an_internal_with_a_fallback_warns_and_the_sweep_runs(monkeypatch, caplog) -> None:
