@@ -1,4 +1,4 @@
-"""Check, in seconds and without a cluster, that this Ray has every internal sweeps relies on.
+"""Check, in seconds and without a cluster, that this Ray has the internals sweeps relies on.
 
     from sweeps._ray import compat
     compat.check()      # raises RayIncompatible: one line naming the Ray version and what changed
@@ -7,10 +7,9 @@
 Run by the sweep before it starts Ray (a changed internal fails the sweep there, never as a
 hang mid-sweep) and by ``tests/unit/ray_adapter/test_ray_compat.py`` (the canary a Ray upgrade trips
 first). Each probe imports one private symbol the adapter uses and checks the attributes,
-parameters and constants the adapter's functions rely on. What the adapter reads in Ray's source
-text (an attribute a method sets, a call a function makes) is checked by the canary alone
-(``tests/unit/ray_adapter/source_probes.py``): a Ray edit there alerts the suite, not a user's
-sweep, which the pin to tested Ray releases already guards.
+parameters and constants the adapter relies on, and the four facts of Ray's source whose change
+would hang a sweep or silently go wrong; the rest of what it reads in Ray's source (a change
+fails loudly, or has a fallback) only the canary checks (``tests/unit/ray_adapter/source_probes``).
 """
 
 from __future__ import annotations
@@ -22,7 +21,14 @@ import logging
 from collections.abc import Callable
 
 from sweeps import protocol
-from sweeps._ray.compat_probes import _attrs, _equals, _fields, _params
+from sweeps._ray.compat_probes import (
+    _attrs,
+    _equals,
+    _fields,
+    _params,
+    _source_mentions,
+    _source_sets,
+)
 from sweeps.errors import RayIncompatible
 
 __all__ = ["check", "problems", "degraded", "RayIncompatible", "SOFT", "TESTED"]
@@ -50,6 +56,8 @@ def _probes() -> dict[str, Callable[[], None]]:
         # tune.py: reopen_search (the budget), then kv.py
         "SearchAlgorithm._finished": _attrs("ray.tune.search.search_algorithm:SearchAlgorithm",
                                             "_finished", "set_finished", "is_finished"),
+        "SearchGenerator keeps _finished": _source_sets(  # else a raised budget adds nothing
+            "ray.tune.search.search_generator:SearchGenerator", "_finished"),
         "internal_kv put": _params(kv + "_internal_kv_put", "key", "value", "overwrite",
                                    "namespace"),
         "internal_kv get": _params(kv + "_internal_kv_get", "key", "namespace"),
@@ -84,6 +92,10 @@ def _probes() -> dict[str, Callable[[], None]]:
             constants + "WORKER_GROUP_START_TIMEOUT_S_ENV_VAR", train.START_TIMEOUT_ENV),
         "Train's preemption-watcher env var": _equals(
             constants + "ENABLE_PREEMPTION_WATCHER_ENV_VAR", train.PREEMPTION_WATCHER_ENV),
+        # else a stopped trial's report would block Train's controller for good
+        "Tune's report callback puts into its queue": _source_mentions(
+            "ray.tune.integration.ray_train:TuneReportCallback.after_report",
+            f"self.{train.REPORT_QUEUE_ATTR}.put("),
         "Tune's report callback": _params(
             "ray.tune.integration.ray_train:TuneReportCallback.after_report", "run_context",
             "metrics", "checkpoint"),
@@ -98,6 +110,8 @@ def _probes() -> dict[str, Callable[[], None]]:
         "Train's local-mode context": _params(
             f"{train_fn.CONTEXT_MODULE}:LocalTrainContext.__init__", "experiment_name",
             "world_size", "world_rank", "local_rank", "local_world_size", "node_rank"),
+        "get_devices asks is_distributed": _source_mentions(  # else a wrong device, silently
+            "ray.train.v2.torch.train_loop_utils:get_devices", "is_distributed()"),
         "Train's tensor check": _attrs(train_fn.TENSOR_CHECK.partition(":")[0],
                                        train_fn.TENSOR_CHECK.partition(":")[2]),
         "Train's worker API setter": _attrs(train_fn.TRAIN_FN_UTILS_MODULE, "set_train_fn_utils",
@@ -115,6 +129,9 @@ def _probes() -> dict[str, Callable[[], None]]:
             "_CheckpointManagerState", *train_snapshot.ALL_KEYS),
         # tune.py
         "TunerInternal": _attrs("ray.tune.impl.tuner_internal:TunerInternal", "get_run_config"),
+        "TunerInternal._tune_config": _source_sets(  # else the trial limit stops following
+            "ray.tune.impl.tuner_internal:TunerInternal", "_tune_config"),  # the cluster
+
         "Tuner.restore": _params("ray.tune:Tuner.restore", "resume_unfinished",
                                  "resume_errored", "param_space"),
         "Trial.set_config": _params("ray.tune.experiment:Trial.set_config", "config"),
@@ -149,8 +166,8 @@ def _probes() -> dict[str, Callable[[], None]]:
 
 
 # Internals whose adapter function has a fallback: a Ray without them runs, degraded, with a
-# warning (the two left-out callbacks, the group recorded at creation, trial drivers on the head
-# node, the faster state save, a sweep grown in place).
+# warning (the two left-out callbacks, the group recorded at creation, raylet notices, trial
+# drivers on the head node, the faster state save, a sweep grown in place).
 SOFT = frozenset({"Train's cleaner callback", "Train's datasets callback",
                   "worker group creates its placement group",
                   "raylet notices printed by the driver", "the head node's resource",

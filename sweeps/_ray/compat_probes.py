@@ -38,6 +38,25 @@ def _attrs(path: str, *names: str) -> Callable[[], None]:
     return probe
 
 
+def _source_sets(path: str, *attributes: str) -> Callable[[], None]:
+    """The class at ``path`` assigns each of ``self.<attribute> =`` in its own methods."""
+    def probe() -> None:
+        source = inspect.getsource(_symbol(path))
+        missing = [a for a in attributes if f"self.{a} =" not in source
+                   and f"self.{a}: " not in source]
+        if missing:
+            raise AssertionError(f"{path} no longer sets self.{', self.'.join(missing)}")
+    return probe
+
+
+def _source_mentions(path: str, text: str) -> Callable[[], None]:
+    """The function at ``path`` still contains ``text`` (the rule the adapter works with)."""
+    def probe() -> None:
+        if text not in inspect.getsource(_symbol(path)):
+            raise AssertionError(f"{path} no longer contains {text!r}")
+    return probe
+
+
 def _fields(path: str, *names: str) -> Callable[[], None]:
     """A dataclass or pydantic model at ``path`` has each of the fields ``names``."""
     def probe() -> None:

@@ -14,8 +14,7 @@ from pathlib import Path
 
 import pytest
 
-import tests.unit.ray_adapter.source_probes as source_probes_module
-from sweeps._ray import compat
+from sweeps._ray import compat, compat_probes
 from tests.unit.ray_adapter.source_probes import source_probes
 
 SWEEPS = Path(__file__).resolve().parents[3] / "sweeps"
@@ -61,10 +60,11 @@ def test_the_installed_ray_still_has_the_source_the_adapter_reads() -> None:
 
 def test_a_source_probe_reports_what_the_source_no_longer_says(monkeypatch) -> None:
     source = "class _TrainSession:\n    def __init__(self):\n        self.queue = None\n"
-    monkeypatch.setattr(source_probes_module.inspect, "getsource", lambda obj: source)
+    monkeypatch.setattr(compat_probes.inspect, "getsource", lambda obj: source)
     with pytest.raises(AssertionError, match="no longer sets self.result_queue"):
         source_probes()["trial session queues"]()
     assert set(source_probes()).isdisjoint(compat._probes())  # each checked in one place
+    assert compat.SOFT <= set(compat._probes())  # a misspelt name would refuse, not warn
 
 
 def test_an_internal_with_a_fallback_warns_and_the_sweep_runs(monkeypatch, caplog) -> None:
