@@ -79,7 +79,8 @@ def param_importance(table: pd.DataFrame, params: list[Param], objectives: dict[
     try:
         _rank(found, table, params, objectives, pbt)
     except Exception as exc:  # a ranking must never fail a finished sweep
-        found.values, found.note = {}, f"not ranked: it failed ({type(exc).__name__}: {exc})"
+        text = " ".join(str(exc).split())[:200]  # one line, whatever the exception's text
+        found.values, found.note = {}, f"not ranked: it failed ({type(exc).__name__}: {text})"
     return found
 
 

@@ -44,9 +44,8 @@ def find_sweep(arg: str) -> Path:
         >>> uri_of(find_sweep("s3://bucket/sweeps/d")), find_sweep("digits").parts[-2:]
         ('s3://bucket/sweeps/d', ('outputs', 'digits'))
     """
-    if is_uri(arg) or "/" in arg or Path(arg).expanduser().exists():
-        return sweep_root(arg)
-    return sweep_root(Path("outputs") / arg)
+    named = is_uri(arg) or "/" in arg or Path(arg).expanduser().exists()
+    return sweep_root(arg if named else Path("outputs") / arg)
 
 
 def claim_line(root: Path, name: str, sweep: dict[str, Any]) -> tuple[str, bool, Holder | None]:
@@ -62,8 +61,7 @@ def claim_line(root: Path, name: str, sweep: dict[str, Any]) -> tuple[str, bool,
     _, holder, verdict = inspect(claim_store(root), here)
     if verdict is None:
         return "never claimed (a sweep from before claims, or none ran)", False, None
-    silent = f"{verdict.silent_s:.0f} s"
-    by = who(holder) if holder else ""
+    silent, by = f"{verdict.silent_s:.0f} s", who(holder) if holder else ""
     expiry = holder.expiry_s if holder else here.expiry_s
     return {
         "live": f"live: held by {describe(holder)} (last heartbeat {silent} ago)",

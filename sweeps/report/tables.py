@@ -78,7 +78,8 @@ def load(sweep_dir: str | Path) -> SweepTables:
 def _once(reports: list[dict[str, Any]]) -> dict[int, dict[str, Any]]:
     """Report number -> the report: one made again after a restore (a loop restarted, a sweep
     resumed) replaces the first, as for the trial (``sweeps.trial.report_log``)."""
-    return dict(sorted({r.get("n", i): r for i, r in enumerate(reports, 1)}.items()))
+    return dict(sorted({r["n"] if CHECKPOINT_PATH_KEY in r else i: r  # a report log's line
+                        for i, r in enumerate(reports, 1)}.items()))
 
 
 def _trial_row(t: TrialState, view: SweepView, objectives: dict[str, str], paths: list[str],
