@@ -58,9 +58,7 @@ def read_sweep_dir(root: Path) -> list[Found]:
     docstring for which file says what)."""
     layout = SweepLayout(root)
     order: dict[str, None] = {}  # trial ids, first seen first
-    params: dict[str, dict[str, Any]] = {}
-    metrics: dict[str, dict[str, Any]] = {}
-    logged: dict[str, dict[str, Any]] = {}  # final values in the decision log
+    params, metrics, logged = {}, {}, {}  # trial -> a dict (logged: the decision log's values)
     ended, failed, restarted = set(), set(), {}
     for r in Journal(layout.tracking).records():
         trial = r.get("trial")
@@ -133,7 +131,9 @@ def read_mlflow(uri: str, name: str) -> tuple[list[Found] | None, str]:
     except Exception as exc:  # an unreachable server, a store MLflow cannot read
         line = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
         return None, mask_text(f"MLflow at {uri} could not be read ({line})")
-    return [Found(r.data.tags.get("sweeps.trial_id", r.info.run_id), dict(r.data.params),
-                   dict(r.data.metrics), "ended" if r.info.status == "FINISHED" else
+    pbt = "sweeps.pbt.value."  # a PBT-exploited trial's current values (report.exploits)
+    return [Found(r.data.tags.get("sweeps.trial_id", r.info.run_id), {**r.data.params, **{
+                  k.removeprefix(pbt): v for k, v in r.data.tags.items() if k.startswith(pbt)}},
+                  dict(r.data.metrics), "ended" if r.info.status == "FINISHED" else
                    "failed" if _failed(r.info.status, r.data.tags) else "unfinished")
             for r in runs], f"MLflow experiment {name!r} at {uri}"

@@ -273,11 +273,28 @@ def test_a_trial_pbt_exploited_counts_with_the_values_it_went_on_with(tmp_path: 
     Journal(layout.state, SCHEDULER_LOG).append({
         "trial": "t1", "epoch": 3.0, "action": "PAUSE", "t": 3_000, "metrics": {},
         "exploit": {"donor": "t3", "donor_epoch": 1.0, "generation": 1,
-                    "config": {"lr": 0.0012, "optim.name": "adam"},  # ResumablePBT._plan
-                    "changed": {"lr": [0.01, 0.0012], "optim.name": ["sgd", "adam"]}}})
+                    # ResumablePBT._plan: every searched value (PBT refuses conditions)
+                    "config": {"lr": 0.0012, "optim.name": "sgd", "optim.momentum": 0.95},
+                    "changed": {"lr": [0.01, 0.0012], "optim.momentum": [0.9, 0.95]}}})
+    went_on = {"lr": 0.0012, "optim.name": "sgd", "optim.momentum": 0.95}
     warm = load_warm_start(str(layout.root), STORE_SPACE, {"val_acc": "max"}, None)
-    assert warm.trials[0] == EarlierTrial({"lr": 0.0012, "optim.name": "adam"},
-                                          {"val_acc": 0.6}, "t1")
+    assert warm.trials[0] == EarlierTrial(went_on, {"val_acc": 0.6}, "t1")
+    if journal is None:
+        return
+    # The same sweep through MLflow: the run keeps t1's first params; the exploit's tags
+    # (report.exploits.exploit_tags) hold the values it went on with.
+    journal.append({"op": "trial_tags", "tags": {"t1": {
+        "sweeps.pbt.exploits": "1", "sweeps.pbt.value.lr": "0.0012",
+        "sweeps.pbt.value.optim.momentum": "0.95"}}, "ts": 3_001})
+    journal.append({"op": "trial_end", "trial": "t1", "status": "FINISHED", "ts": 3_002,
+                    "tags": {"sweeps.status": "completed"}})
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    sink = MLflowSink(uri, "pbt_runs", layout.tracking, model_name=None)
+    for record in journal.records():
+        sink.apply(record)
+    from_mlflow = load_warm_start("pbt_runs", STORE_SPACE, {"val_acc": "max"}, uri, tmp_path)
+    assert from_mlflow.source.startswith("MLflow experiment 'pbt_runs'")
+    assert from_mlflow.trials[0].params == went_on
 
 
 def test_a_plain_directory_with_the_name_falls_through_to_mlflow(tmp_path: Path,
