@@ -164,14 +164,14 @@ class ResumablePBT(_Logged, FIFOScheduler):
 
     def on_trial_add(self, tune_controller: Any, trial: Any) -> None:
         self._ensure_replayed()
-        tid = trial.trial_id
-        flat = self._searched(trial.config or {})
+        tid, flat = trial.trial_id, self._searched(trial.config or {})
         logged = self._configs.get(tid)
         if logged is not None and self._members.get(tid, _Member()).generation and logged != flat:
             # Exploited before an interruption that Tune's saved state did not see.
             set_trial_config(trial, deep_merge(trial.config or {}, unflatten(logged)))
         else:
             self._configs[tid] = flat
+        self.hold_past_cap(tune_controller, trial)  # as FIFO and ASHA: past the trial limit
 
     def on_trial_result(self, tune_controller: Any, trial: Any, result: dict) -> str:
         self._ensure_replayed()

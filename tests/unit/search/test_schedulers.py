@@ -430,7 +430,7 @@ def test_tune_state_is_saved_before_a_new_trial_can_start(tmp_path, make) -> Non
 
 class _Held:
     def __init__(self, trial_id: str, status: str) -> None:
-        self.trial_id, self.status = trial_id, status
+        self.trial_id, self.status, self.config = trial_id, status, {}
 
     def set_status(self, status: str) -> None:
         self.status = status
@@ -444,6 +444,13 @@ class _AddedTo:
         return self.trials
 
 
+def _pbt(directory):
+    from tests.unit.search.test_pbt import _pbt as pbt
+
+    return pbt(directory)
+
+
+@pytest.mark.parametrize("make", [_fifo, _asha, _pbt], ids=["fifo", "asha", "pbt"])
 @pytest.mark.parametrize(("cap", "before", "added"), [
     (None, ["RUNNING", "RUNNING"], "PENDING"),   # no search.max_concurrent_trials: no hold
     (2, ["RUNNING"], "PENDING"),                 # room for it
@@ -451,11 +458,12 @@ class _AddedTo:
     (1, ["TERMINATED", "TERMINATED"], "PENDING"),
     (1, ["PAUSED"], "PENDING"),                  # held ones do not count: one starts
 ])
-def test_trials_restored_past_the_trial_limit_wait_paused(tmp_path, cap, before, added) -> None:
+def test_trials_restored_past_the_trial_limit_wait_paused(tmp_path, make, cap, before,
+                                                          added) -> None:
     """Tune starts pending trials without asking the scheduler, so the ones a resume restores
     past search.max_concurrent_trials (reopened by a grown max_t or a raised budget) are
-    added paused, which only choose_trial_to_run starts, under the cap."""
-    scheduler = ResumableFIFO(tmp_path, Objective("val_acc", "max", 3))
+    added paused, which only choose_trial_to_run starts, under the cap (PBT held none)."""
+    scheduler = make(tmp_path)
     scheduler.max_running = cap
     trials = [_Held(f"t{i}", s) for i, s in enumerate(before)]
     new = _Held("new", "PENDING")
