@@ -13,7 +13,6 @@ trial run from ``experiment.params``) is left out.
 from __future__ import annotations
 
 import contextlib
-import math
 import warnings
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -23,6 +22,7 @@ import pandas as pd
 
 from sweeps.search.optuna_space import optuna_name, optuna_params
 from sweeps.search.space import Param
+from sweeps.trial.clock import finite_float
 
 __all__ = ["Importance", "MIN_TRIALS", "param_importance", "importance_lines", "importance_plot"]
 
@@ -49,16 +49,15 @@ def _trials(table: pd.DataFrame, params: list[Param], objectives: dict[str, str]
 
     out = []
     for row in table.to_dict("records"):
-        values = [row.get(m) for m in objectives]
-        if row.get("status") not in SCORED or not all(
-                isinstance(v, int | float) and math.isfinite(v) for v in values):
+        values = [finite_float(row.get(m)) for m in objectives]
+        if row.get("status") not in SCORED or None in values:
             continue
         given = {p.path: v for p in params  # None or NaN: a condition that did not hold
                  if (v := row.get(p.path)) is not None and not (isinstance(v, float) and v != v)}
         named, spaces = optuna_params(given, params)
         with contextlib.suppress(ValueError):  # a value outside today's space
             out.append(optuna.trial.create_trial(params=named, distributions=spaces,
-                                                 values=[float(v) for v in values]))
+                                                 values=values))
     return out
 
 

@@ -87,10 +87,9 @@ def _trial_row(t: TrialState, view: SweepView, objectives: dict[str, str], paths
     row: dict[str, Any] = {"trial_id": t.trial_id, "status": t.status,
                            **{p: params.get(p) for p in paths}}
     for metric, mode in objectives.items():
-        values = [(v, i) for i, r in enumerate(t.history)
-                  if (v := finite_float(r.get(metric))) is not None]
-        pick = (max if mode == "max" else min)(values, default=(math.nan, None))
-        row[f"best_{metric}"], row[f"final_{metric}"] = pick[0], (values or [(math.nan,)])[-1][0]
+        values = [v for r in t.history if (v := finite_float(r.get(metric))) is not None]
+        row[f"best_{metric}"] = (max if mode == "max" else min)(values, default=math.nan)
+        row[f"final_{metric}"] = values[-1] if values else math.nan
     restarts = [r[RESTARTS_KEY] for r in t.history if r.get(RESTARTS_KEY) is not None]
     row.update(epochs=math.ceil(t.clock), restarts=int(restarts[-1]) if restarts else 0,
                checkpoint=_best_checkpoint(t, view.objective.metric, view.objective.mode))
