@@ -37,6 +37,7 @@ from sweeps.lease.holder import remember_command
 register_schema()
 register_primary()
 COMMANDS = {"predict": "sweeps.inference.cli", "status": "sweeps.report.status",
+            "optuna-log": "sweeps.tracking.optuna_log",
             "template": "sweeps.templates"}  # sweeps NAME ...: the module whose main runs it
 
 
@@ -111,9 +112,8 @@ def prepare_argv(argv: list[str]) -> list[str]:
 def run() -> None:
     """``python -m sweeps ...``: prepare ``sys.argv``, then let Hydra run ``main``.
 
-    ``sweeps predict ...`` goes to ``sweeps.inference.cli`` instead, ``sweeps status ...`` to
-    ``sweeps.report.status`` and ``sweeps template ...`` to ``sweeps.templates``, before Hydra
-    reads the command line (a Hydra override is never one bare word).
+    ``sweeps NAME ...`` for a NAME in ``COMMANDS`` goes to that module's ``main`` instead,
+    before Hydra reads the command line (a Hydra override is never one bare word).
     """
     command = COMMANDS.get(sys.argv[1]) if len(sys.argv) > 1 else None
     if command is not None:

@@ -19,6 +19,7 @@ sweep writes at its end (``summary.csv``/``.parquet``, ``best.json``, ``plots/``
       tracking/journal.jsonl    MLflow records not sent yet (meta.json, runs.json: its ids;
                                 held.json: what the sweep's end left unsent, and why)
       tensorboard/<trial id>/   the trial's TensorBoard event files (sweeps.tracking.tensorboard)
+      optuna.log                the trials as an Optuna journal (sweeps.tracking.optuna_log)
       summary.csv, summary.parquet, best.json, plots/*.png
 
 Only paths: nothing here touches the file system.
@@ -123,6 +124,10 @@ class SweepLayout:
     @property
     def pareto_json(self) -> Path:  # a multi-objective sweep's front (sweeps.report.pareto)
         return self.root / "pareto.json"
+
+    @property
+    def optuna_log(self) -> Path:  # optuna-dashboard's file (sweeps.tracking.optuna_log)
+        return self.root / "optuna.log"
 
     @property
     def importance(self) -> Path:  # the searched params ranked (sweeps.report.importance)

@@ -6,11 +6,12 @@
 Before Tune: the sweep's record (one more start), this start's config file, the opening lines
 (and, resuming, what was recovered). Tune runs with the sweep's callbacks: the placement-group
 reaper, the live progress, the unread-keys check, on a cluster the cluster watch (nodes that
-join or leave, trials at once following its size), MLflow tracking and the TensorBoard events
-(which also keep Tune's own TBX logger out, ``sweeps.tracking.tensorboard``). After Tune,
-whatever it ended with: every placement group of the sweep is released. A run that Tune
-returned from early (Ctrl-C, SIGTERM) raises ``SweepInterrupted``; a finished one is summarized
-(``summary.csv``, ``best.json``), plotted and closed in MLflow.
+join or leave, trials at once following its size), MLflow tracking, the TensorBoard events
+(which also keep Tune's own TBX logger out, ``sweeps.tracking.tensorboard``) and Optuna's
+journal (``sweeps.tracking.optuna_log``). After Tune, whatever it ended with: every placement
+group of the sweep is released. A run that Tune returned from early (Ctrl-C, SIGTERM) raises
+``SweepInterrupted``; a finished one is summarized (``summary.csv``, ``best.json``), plotted
+and closed in MLflow.
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ from sweeps.resume.state import SweepRecord, new_record, save_record
 from sweeps.search.budget import logged_epochs
 from sweeps.search.decisions import decision_log, ended_trials
 from sweeps.search.outcome import Objective
-from sweeps.storage.location import display
+from sweeps.storage.location import display, filesystem
 from sweeps.storage.trees import publish
 
 if TYPE_CHECKING:  # Ray, pandas and MLflow are imported once a sweep really runs
@@ -73,6 +74,7 @@ def fit(prep: Prepared, interrupt: Interrupt | None = None) -> SweepResult:
     from sweeps.driver.unread import UnreadKeysCheck
     from sweeps.placement.reaper import PlacementGroupReaper, job_groups
     from sweeps.report.progress import ProgressLines
+    from sweeps.tracking.optuna_log import OptunaLog
 
     cfg, layout, objective = prep.cfg, prep.layout, objective_of(prep.cfg)
     datasets = build_datasets(dict(cfg.experiment.datasets))  # before anything is recorded
@@ -93,9 +95,13 @@ def fit(prep: Prepared, interrupt: Interrupt | None = None) -> SweepResult:
                        datasets)
     watch = _cluster_watch(prep, sweep_id, progress)
     events = _tensorboard(prep)
+    optuna_log = None if filesystem(prep.sweep_dir) else OptunaLog(  # an object store's: export
+        str(layout.optuna_log), cfg.sweep.name, prep.objectives, prep.params, objective,
+        str(prep.sweep_dir))
     storage = StorageWatch(prep.sweep_dir, interrupt)
     callbacks: list[Callback] = ([storage, reaper, progress, unread] + ([watch] if watch else [])
                                  + ([tracking] if tracking else []) + ([events] if events else [])
+                                 + ([optuna_log] if optuna_log else [])
                                  + ([] if cfg.sweep.verbose else [quiet_trial_lines()]))
     groups_before = job_groups()
     try:

@@ -149,7 +149,11 @@ def print_result(result: SweepResult, cfg: SweepConfig) -> None:
 
 
 def _tensorboard_line(result: SweepResult, cfg: SweepConfig) -> None:
-    """The command that opens the trials' TensorBoard runs (``sweeps.tracking.tensorboard``),
-    if the sweep wrote any."""
+    """The commands that open the trials' TensorBoard runs (``sweeps.tracking.tensorboard``),
+    if the sweep wrote any, and optuna-dashboard."""
     if cfg.tracking.tensorboard and files.is_dir(result.layout.tensorboard):
         print(f"  tensorboard: tensorboard --logdir {display(result.layout.tensorboard)}")
+    log = result.layout.optuna_log  # sweeps.tracking.optuna_log; an object store's: exported
+    print(f"  optuna-dashboard: optuna-dashboard {display(log)}" if files.exists(log) else
+          f"  optuna-dashboard: python -m sweeps optuna-log {display(result.sweep_dir)} "
+          "optuna.log && optuna-dashboard optuna.log")

@@ -2,7 +2,9 @@
 on x and not on z ranks z last (x first in 98.5 % of 200 seeds of 24 random trials under
 PED-ANOVA; this seed is one of them), and the ranking is the same in the
 console, ``importance.json``, the parent MLflow run's ``importance.<param>`` metrics,
-``plots/importance.png`` and ``sweeps status``; ``sweeps.load`` has the summary's trials.
+``plots/importance.png`` and ``sweeps status``; ``sweeps.load`` has the summary's trials, and so
+has ``optuna.log``, read with Optuna's journal storage (what optuna-dashboard opens) while the
+sweep runs and after, where Optuna's own PED-ANOVA ranks as the sweep did.
 
     python -m pytest tests/integration/test_importance.py
 """
@@ -10,6 +12,7 @@ console, ``importance.json``, the parent MLflow run's ``importance.<param>`` met
 from __future__ import annotations
 
 import json
+import threading
 from pathlib import Path
 
 import mlflow
@@ -36,7 +39,14 @@ def test_a_sweep_ranks_its_params_and_says_so_everywhere(tmp_path: Path, ray_clu
         *(f"+experiment.params.{p}=0.5" for p in "xz"),
         *(f"+experiment.search_space.{p}='interval(0, 1)'" for p in "xz"),
         f"sweep.dir={tmp_path / 'sweep'}", f"tracking.uri={uri}"], config_dir=CONF)
-    result = run_sweep(cfg)
+    seen, stop = [], threading.Event()
+    poller = threading.Thread(target=_watch_optuna_log, args=(tmp_path / "sweep", seen, stop))
+    poller.start()
+    try:
+        result = run_sweep(cfg)
+    finally:
+        stop.set()
+        poller.join()
     print_result(result, cfg)
     console = capsys.readouterr().out
 
@@ -71,3 +81,46 @@ def test_a_sweep_ranks_its_params_and_says_so_everywhere(tmp_path: Path, ray_clu
     status = status_lines(tmp_path / "sweep")
     assert "  importance (at the last end): " + ", ".join(
         f"{p} {v:.2f}" for p, v in ranked.items()) in status, status
+
+    # optuna.log: read while the sweep ran (as a dashboard: one storage, reading on), and after
+    import optuna
+    from optuna.storages import JournalStorage
+    from optuna.storages.journal import JournalFileBackend
+
+    assert [e for e in seen if isinstance(e, Exception)] == []
+    assert any(0 < done < 24 for done, _ in seen), seen  # a sweep part way through
+    assert seen[-1][0] == 24
+    study = optuna.load_study(study_name=None, storage=JournalStorage(
+        JournalFileBackend(str(tmp_path / "sweep" / "optuna.log"))))
+    by_id = {t.user_attrs["sweeps_trial_id"]: t for t in study.trials}
+    assert sorted(by_id) == sorted(summary.index) and seen[-1][1] == by_id.keys()
+    assert {t.state for t in study.trials} == {optuna.trial.TrialState.COMPLETE}
+    assert [by_id[i].params for i in summary.index] == summary[["x", "z"]].to_dict("records")
+    assert [by_id[i].value for i in summary.index] == summary["loss"].tolist()
+    assert "optuna-dashboard: optuna-dashboard " + str(tmp_path / "sweep" / "optuna.log") in console
+    theirs = optuna.importance.get_param_importances(
+        study, evaluator=optuna.importance.PedAnovaImportanceEvaluator())
+    assert list(theirs) == list(ranked)
+
+
+def _watch_optuna_log(root: Path, seen: list, stop: threading.Event) -> None:
+    """Read ``optuna.log`` as optuna-dashboard does (one storage, reading on) until ``stop``:
+    (trials complete, their sweep ids) per read, or the error a read raised."""
+    from optuna.storages import JournalStorage
+    from optuna.storages.journal import JournalFileBackend
+    from optuna.trial import TrialState
+
+    storage = None
+    while True:
+        last = stop.wait(0.2)
+        try:
+            if storage is None and (root / "optuna.log").exists():
+                storage = JournalStorage(JournalFileBackend(str(root / "optuna.log")))
+            if storage is not None and storage.get_all_studies():
+                trials = storage.get_all_trials(storage.get_all_studies()[0]._study_id)
+                seen.append((sum(t.state == TrialState.COMPLETE for t in trials),
+                             {t.user_attrs["sweeps_trial_id"] for t in trials}))
+        except Exception as exc:  # noqa: BLE001 - what the test reports
+            seen.append(exc)
+        if last:
+            return

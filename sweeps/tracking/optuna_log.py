@@ -1,0 +1,210 @@
+"""optuna-dashboard on any sweep: ``<sweep dir>/optuna.log``, an Optuna journal kept as it runs.
+
+    optuna-dashboard outputs/digits/optuna.log                  # a live or a finished sweep
+    python -m sweeps optuna-log s3://bucket/sweeps/digits out.log   # written here, from its files
+
+``OptunaLog``, a Tune callback in the sweep driver, appends to the journal in the order things
+happen (a dashboard reads a live journal from where it stopped, so it must only grow): one
+Optuna trial per sweep trial, its params with their distributions (``sweeps.search.optuna_space``;
+a PBT trial keeps the values it started with), each report's metric as an intermediate value at
+the trial's epoch (one objective: Optuna keeps none for several), and its end: COMPLETE with
+the final value(s), PRUNED when the scheduler or the budget stopped it (the last reported value,
+as Optuna's ``tell`` keeps), FAIL when it raised or never reported the metric. A resumed sweep
+continues the journal; an ended trial a grown ``scheduler.max_t`` continues keeps its first end
+there (Optuna never changes a finished trial): ``python -m sweeps optuna-log DIR`` writes the
+journal anew from the sweep's files (an object store's sweep, which gets no live journal, too).
+A failure here is logged once and ends the journal; it never fails the sweep.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from ray.tune import Callback
+
+from sweeps.protocol import CLOCK_KEY, STEP_KEY
+from sweeps.search.optuna_space import optuna_params
+from sweeps.search.outcome import Objective
+from sweeps.search.schedulers import verdicts
+from sweeps.search.space import Param, flatten
+from sweeps.trial.clock import finite_float
+
+__all__ = ["OptunaLog", "export"]
+
+log = logging.getLogger(__name__)
+TRIAL_ATTR = "sweeps_trial_id"  # the sweep's trial id, on each Optuna trial
+
+
+class OptunaLog(Callback):
+    """The sweep's Optuna journal at ``path`` (a local file), for ``objectives`` (metric ->
+    mode, the primary first) over ``params``; ``sweep_dir`` holds the scheduler's verdicts."""
+
+    def __init__(self, path: str, study: str, objectives: dict[str, str], params: list[Param],
+                 objective: Objective, sweep_dir: str) -> None:
+        self.path, self.study, self.objectives = path, study, dict(objectives)
+        self.params, self.objective, self.sweep_dir = list(params), objective, sweep_dir
+        self._storage: Any = None
+        self._ids: dict[str, int] = {}  # sweep trial id -> Optuna trial id
+        self._off = False
+
+    def __getstate__(self) -> dict[str, Any]:  # Tune pickles callbacks with the experiment
+        return {**self.__dict__, "_storage": None, "_ids": {}, "_off": False}
+
+    def _open(self) -> Any:
+        if self._storage is None:
+            from optuna.storages import JournalStorage
+            from optuna.storages.journal import JournalFileBackend
+            from optuna.study import StudyDirection
+
+            _mend(Path(self.path))
+            storage = JournalStorage(JournalFileBackend(self.path))
+            try:
+                self._study_id = storage.get_study_id_from_name(self.study)
+            except KeyError:
+                self._study_id = storage.create_new_study(
+                    [StudyDirection.MAXIMIZE if m == "max" else StudyDirection.MINIMIZE
+                     for m in self.objectives.values()], self.study)
+            self._ids = {t.user_attrs[TRIAL_ATTR]: t._trial_id
+                         for t in storage.get_all_trials(self._study_id, deepcopy=False)
+                         if TRIAL_ATTR in t.user_attrs}
+            self._storage = storage
+        return self._storage
+
+    def _safely(self, step: Any, *args: Any) -> None:
+        if self._off:
+            return
+        try:
+            step(*args)
+        except Exception as exc:  # the dashboard's file never fails the sweep
+            self._off = True
+            log.warning("%s: not written from here on: %s: %s (python -m sweeps optuna-log "
+                        "%s writes it anew)", self.path, type(exc).__name__, exc, self.sweep_dir)
+
+    def begin(self, trial_id: str, values: dict[str, Any]) -> None:
+        """Open an Optuna trial for the sweep's trial ``trial_id`` (once), with its ``values``
+        (flat dotted keys) for the searched params."""
+        from optuna.trial import TrialState, create_trial
+
+        storage = self._open()
+        if trial_id in self._ids:
+            return
+        named, spaces = optuna_params(values, self.params)
+        template = create_trial(state=TrialState.RUNNING, params=named, distributions=spaces,
+                                user_attrs={TRIAL_ATTR: trial_id})
+        self._ids[trial_id] = storage.create_new_trial(self._study_id, template)
+
+    def report(self, trial_id: str, result: dict[str, Any]) -> None:
+        """One report: the primary metric at the trial's epoch (one objective only)."""
+        value = finite_float(result.get(next(iter(self.objectives))))
+        step = result.get(STEP_KEY, result.get(CLOCK_KEY))
+        if len(self.objectives) == 1 and value is not None and step is not None:
+            storage = self._open()
+            if not storage.get_trial(self._ids[trial_id]).state.is_finished():
+                storage.set_trial_intermediate_value(self._ids[trial_id], int(step), value)
+
+    def end(self, trial_id: str, status: str, last: dict[str, Any]) -> None:
+        """End the trial: ``status`` as the summary says it (completed, stopped, else failed),
+        ``last`` its last report."""
+        from optuna.trial import TrialState
+
+        storage, values = self._open(), [finite_float(last.get(m)) for m in self.objectives]
+        optuna_id = self._ids[trial_id]
+        trial = storage.get_trial(optuna_id)
+        if trial.state.is_finished():
+            return
+        if status == "completed" and None not in values:
+            storage.set_trial_state_values(optuna_id, TrialState.COMPLETE, values)
+        elif status == "stopped":
+            steps = trial.intermediate_values
+            storage.set_trial_state_values(optuna_id, TrialState.PRUNED,
+                                           [steps[max(steps)]] if steps else None)
+        else:
+            storage.set_trial_state_values(optuna_id, TrialState.FAIL)
+
+    def on_trial_start(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
+        self._safely(self.begin, trial.trial_id, flatten(trial.config or {}))
+
+    def on_trial_result(self, iteration: int, trials: list, trial: Any, result: dict,
+                        **info: Any) -> None:
+        if trial.trial_id not in self._ids:  # restored by a resume: its trial is in the log
+            self._safely(self.begin, trial.trial_id, flatten(trial.config or {}))
+        self._safely(self.report, trial.trial_id, result)
+
+    def on_trial_complete(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
+        last = trial.last_result or {}
+        if CLOCK_KEY not in last:
+            return  # never started (ended by sweep.budget while pending)
+        clock = finite_float(last.get(CLOCK_KEY)) or 0.0
+        status = self.objective.outcome(clock, verdicts(Path(self.sweep_dir)).get(trial.trial_id),
+                                        False)
+        self._safely(self.begin, trial.trial_id, flatten(trial.config or {}))
+        self._safely(self.end, trial.trial_id, status, last)
+
+    def on_trial_error(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
+        self._safely(self.begin, trial.trial_id, flatten(trial.config or {}))
+        self._safely(self.end, trial.trial_id, "failed", {})
+
+
+def _mend(path: Path) -> None:
+    """Cut a torn last line (a driver killed mid-append) so the next append starts clean."""
+    if path.exists() and (data := path.read_bytes()) and not data.endswith(b"\n"):
+        with open(path, "r+b") as f:
+            f.truncate(data.rfind(b"\n") + 1)
+
+
+def export(sweep_dir: str, out: str) -> int:
+    """Write the journal of the sweep in ``sweep_dir`` (a path, an ``s3://`` URI, or a NAME)
+    anew at ``out`` from its files; return the trials written.
+
+    Example:
+        >>> export("s3://bucket/sweeps/digits", "digits.log")  # doctest: +SKIP
+        12
+    """
+    from sweeps.report.sweep_state import find_sweep, read_sweep
+    from sweeps.search.space import parse_space
+    from sweeps.search.warm_start_sources import read_sweep_dir
+
+    view = read_sweep(find_sweep(sweep_dir))
+    exp = view.cfg.get("experiment") or {}
+    objectives = dict(exp.get("metrics") or {}) or {view.objective.metric: view.objective.mode}
+    ran = {f.trial_id: f.params or {} for f in read_sweep_dir(view.root)}
+    temp = f"{out}.{os.getpid()}.tmp"
+    journal = OptunaLog(temp, view.name, objectives, parse_space(exp.get("search_space") or {})[0],
+                        view.objective, str(view.root))
+    if view.live and Path(out).resolve() == Path(view.root, "optuna.log").resolve():
+        raise FileExistsError(f"{out}: the running sweep keeps it up to date; write elsewhere")
+    started = [t for t in view.trials if t.status != "not started"]
+    for t in started:
+        journal.begin(t.trial_id, ran.get(t.trial_id, {}))
+        for r in t.history:
+            journal.report(t.trial_id, r)
+        if t.status not in ("running", "interrupted"):
+            journal.end(t.trial_id, t.status, t.history[-1] if t.history else {})
+    os.replace(temp, out)
+    return len(started)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m sweeps optuna-log DIR [OUT]``: OUT defaults to ``<DIR>/optuna.log`` for a
+    local sweep, ``./optuna.log`` for an object store's."""
+    from sweeps.report.sweep_state import find_sweep
+    from sweeps.storage.location import filesystem
+
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) not in (1, 2) or args[0].startswith("-"):
+        print("usage: python -m sweeps optuna-log DIR [OUT]", file=sys.stderr)
+        return 2
+    root = find_sweep(args[0])
+    out = args[1] if len(args) == 2 else (
+        "optuna.log" if filesystem(root) is not None else str(root / "optuna.log"))
+    try:
+        count = export(args[0], out)
+    except (FileNotFoundError, FileExistsError) as exc:
+        print(f"sweeps optuna-log: {exc}", file=sys.stderr)
+        return 1
+    print(f"{out}: {count} trials; open it with: optuna-dashboard {out}")
+    return 0
