@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import pickle
+import uuid
 
 import optuna
 import pytest
@@ -16,6 +17,7 @@ from sweeps.lease import claim_store, hold
 from sweeps.protocol import CLOCK_KEY, STEP_KEY
 from sweeps.search.outcome import Objective
 from sweeps.search.space import parse_space
+from sweeps.storage import stand_in
 from sweeps.tracking.optuna_log import TRIAL_ATTR, OptunaLog, export, main
 from tests.unit.report.test_status import _me, _sweep, _trials
 from tests.unit.report.test_tables import _with_params
@@ -140,3 +142,13 @@ def test_export_writes_a_sweeps_files_as_the_live_journal_would(tmp_path, capsys
                                             f"{root / 'optuna.log'}\n")
     assert len(_study(root / "optuna.log").trials) == 3
     assert main([str(tmp_path / "none")]) == 1 and main([]) == 2
+
+
+def test_export_of_a_sweep_on_s3_writes_here(moto_s3, tmp_path, monkeypatch, capsys) -> None:
+    uri = f"s3://{moto_s3.BUCKET}/optuna-log/{uuid.uuid4().hex[:8]}"
+    _with_params(_trials(_sweep(stand_in(uri))))
+    monkeypatch.chdir(tmp_path)
+    assert main([uri]) == 0
+    assert capsys.readouterr().out == "optuna.log: 3 trials; open it with: optuna-dashboard " \
+                                      "optuna.log\n"
+    assert sorted(_by_id(_study(tmp_path / "optuna.log"))) == ["a", "b", "c"]
