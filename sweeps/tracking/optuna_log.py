@@ -49,10 +49,11 @@ class OptunaLog(Callback):
         self.params, self.objective, self.sweep_dir = list(params), objective, sweep_dir
         self._storage: Any = None
         self._ids: dict[str, int] = {}  # sweep trial id -> Optuna trial id
+        self._ended: set[str | None] = set()  # sweep trial ids whose Optuna trial is finished
         self._off = False
 
     def __getstate__(self) -> dict[str, Any]:  # Tune pickles callbacks with the experiment
-        return {**self.__dict__, "_storage": None, "_ids": {}, "_off": False}
+        return {**self.__dict__, "_storage": None, "_ids": {}, "_ended": set(), "_off": False}
 
     def _open(self) -> Any:
         if self._storage is None:
@@ -64,13 +65,15 @@ class OptunaLog(Callback):
             storage = JournalStorage(JournalFileBackend(self.path))
             try:
                 self._study_id = storage.get_study_id_from_name(self.study)
-            except KeyError:
+            except KeyError:  # Optuna's "A new study created" line is not the sweep's news
+                logging.getLogger(JournalStorage.__module__).setLevel(logging.WARNING)
                 self._study_id = storage.create_new_study(
                     [StudyDirection.MAXIMIZE if m == "max" else StudyDirection.MINIMIZE
                      for m in self.objectives.values()], self.study)
+            trials = storage.get_all_trials(self._study_id, deepcopy=False)
             self._ids = {t.user_attrs[TRIAL_ATTR]: t._trial_id
-                         for t in storage.get_all_trials(self._study_id, deepcopy=False)
-                         if TRIAL_ATTR in t.user_attrs}
+                         for t in trials if TRIAL_ATTR in t.user_attrs}
+            self._ended = {t.user_attrs.get(TRIAL_ATTR) for t in trials if t.state.is_finished()}
             self._storage = storage
         return self._storage
 
@@ -101,10 +104,9 @@ class OptunaLog(Callback):
         """One report: the primary metric at the trial's epoch (one objective only)."""
         value = finite_float(result.get(next(iter(self.objectives))))
         step = result.get(STEP_KEY, result.get(CLOCK_KEY))
-        if len(self.objectives) == 1 and value is not None and step is not None:
-            storage = self._open()
-            if not storage.get_trial(self._ids[trial_id]).state.is_finished():
-                storage.set_trial_intermediate_value(self._ids[trial_id], int(step), value)
+        storage = self._open()
+        if len(self.objectives) == 1 and None not in (value, step) and trial_id not in self._ended:
+            storage.set_trial_intermediate_value(self._ids[trial_id], int(step), value)
 
     def end(self, trial_id: str, status: str, last: dict[str, Any]) -> None:
         """End the trial: ``status`` as the summary says it (completed, stopped, else failed),
@@ -114,6 +116,7 @@ class OptunaLog(Callback):
         storage, values = self._open(), [finite_float(last.get(m)) for m in self.objectives]
         optuna_id = self._ids[trial_id]
         trial = storage.get_trial(optuna_id)
+        self._ended.add(trial_id)
         if trial.state.is_finished():
             return
         if status == "completed" and None not in values:
