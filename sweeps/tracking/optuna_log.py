@@ -70,6 +70,8 @@ class OptunaLog(Callback):
                 self._study_id = storage.create_new_study(
                     [StudyDirection.MAXIMIZE if m == "max" else StudyDirection.MINIMIZE
                      for m in self.objectives.values()], self.study)
+                storage.set_study_system_attr(self._study_id, "study:metric_names",
+                                              list(self.objectives))  # Study.set_metric_names
             trials = storage.get_all_trials(self._study_id, deepcopy=False)
             self._ids = {t.user_attrs[TRIAL_ATTR]: t._trial_id
                          for t in trials if TRIAL_ATTR in t.user_attrs}

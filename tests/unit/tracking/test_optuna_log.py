@@ -111,6 +111,7 @@ def test_several_objectives_end_with_every_value(tmp_path) -> None:
     assert study.directions == [optuna.study.StudyDirection.MAXIMIZE,
                                 optuna.study.StudyDirection.MINIMIZE]
     assert study.trials[0].values == [0.9, 2.0] and study.trials[0].intermediate_values == {}
+    assert study.metric_names == ["acc", "latency"]  # what optuna-dashboard labels plots with
 
 
 def test_a_failure_is_logged_once_and_never_reaches_tune(tmp_path, caplog) -> None:
