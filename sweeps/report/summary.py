@@ -39,7 +39,7 @@ from sweeps.report.failure import error_line, rank_of
 from sweeps.report.history import own_metrics
 from sweeps.report.importance import Importance
 from sweeps.report.pareto import ParetoFront, front_of, pareto_records
-from sweeps.search.outcome import Objective, Verdict
+from sweeps.search.outcome import Objective, Verdict, not_started
 from sweeps.search.space import flatten
 from sweeps.storage.location import uri_of
 
@@ -106,7 +106,7 @@ def _trial_row(result: Any, objective: Objective, verdicts: dict[str, Verdict],
         0 if history is None else len(history))
     epochs = int(math.ceil(clock)) if math.isfinite(clock) else 0
     status = objective.outcome(clock, verdict, bool(result.error))
-    if verdict is not None and verdict.budget and not clock and not result.error:
+    if not_started(verdict, clock) and not result.error:
         row.update({metric: math.nan, **missing, "epochs": 0, "status": "not started"})
         return row, None, None  # ended by sweep.budget before it started
     if history is None or history.empty or metric not in history:

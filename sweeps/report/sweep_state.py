@@ -28,7 +28,7 @@ from sweeps.lease.holder import who
 from sweeps.protocol import CLOCK_KEY
 from sweeps.resume.notes import unended_runs
 from sweeps.search.decisions import decision_log, ended_ids
-from sweeps.search.outcome import Objective, read_verdicts
+from sweeps.search.outcome import Objective, not_started, read_verdicts
 from sweeps.storage.location import display, is_uri, sweep_root
 from sweeps.trial import report_log  # up a layer on purpose: reads the file trials write
 from sweeps.trial.clock import finite_float
@@ -162,8 +162,8 @@ def _trial_states(layout: SweepLayout, objective: Objective, live: bool) -> list
         verdict = verdicts.get(trial)
         if tune.get(trial) == "ERROR" or (verdict is not None and verdict.error):
             status = "failed"
-        elif verdict is not None and verdict.budget and not clock:
-            status = "not started"  # sweep.budget ended it before it started, as the summary
+        elif not_started(verdict, clock):
+            status = "not started"
         elif trial in ended or tune.get(trial) == "TERMINATED":
             status = objective.outcome(clock, verdict, errored=False)
         elif tune.get(trial) == "PENDING" and not history:
