@@ -15,7 +15,7 @@ running while the sweep is live, else interrupted: what a resume continues
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -115,6 +115,7 @@ class SweepView:
     holder: Holder | None
     notes: list[str]
     trials: list[TrialState]
+    log: list[dict[str, Any]] = field(default_factory=list)  # the decision log, as read
 
 
 def read_sweep(root: Path) -> SweepView:
@@ -145,12 +146,13 @@ def read_sweep(root: Path) -> SweepView:
     objective = Objective(ident.get("experiment.metric") or exp.get("metric") or "",
                           ident.get("experiment.mode") or exp.get("mode") or "max",
                           float(ident.get("scheduler.max_t") or sched.get("max_t") or math.inf))
+    log = decision_log(root).records()
     return SweepView(root, name, record, cfg, objective, state, live, holder, notes,
-                     _trial_states(layout, objective, live))
+                     _trial_states(layout, objective, live, log), log)
 
 
-def _trial_states(layout: SweepLayout, objective: Objective, live: bool) -> list[TrialState]:
-    log = decision_log(layout.root).records()
+def _trial_states(layout: SweepLayout, objective: Objective, live: bool,
+                  log: list[dict[str, Any]]) -> list[TrialState]:
     verdicts, tune, ended = read_verdicts(log), newest_trial_statuses(layout.root), ended_ids(log)
     runs = {p.name for p in unended_runs(layout, ended)}
     out = []

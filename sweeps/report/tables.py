@@ -58,7 +58,7 @@ def load(sweep_dir: str | Path) -> SweepTables:
         view.objective.metric: view.objective.mode}
     space = (view.cfg.get("experiment") or {}).get("search_space") or {}
     paths = [p.path for p in parse_space(space)[0]]
-    ran = {f.trial_id: f.params or {} for f in read_sweep_dir(view.root)}
+    ran = {f.trial_id: f.params or {} for f in read_sweep_dir(view.root, view.log)}
     rows = [_trial_row(t, view, objectives, paths, ran.get(t.trial_id, {}))
             for t in view.trials]
     history = [{"trial_id": t.trial_id, "report": n,
