@@ -54,7 +54,9 @@ def _failed(status: str, tags: dict[str, Any]) -> bool:
 
 
 def read_sweep_dir(root: Path, log: list[dict[str, Any]] | None = None) -> list[Found]:
-    """Every trial the sweep directory knows of, in the order it started; ``log``: its decision
+    """Every trial the sweep directory knows of, in the order it started: params from the
+    journal's ``trial_start`` (tracking off: Tune's ``params.json``), replaced by a PBT
+    exploit's; metrics and ends from the decision log, then the journal. ``log``: the decision
     log's records when already read (``sweeps.load``), so both see the same log."""
     layout = SweepLayout(root)
     order: dict[str, None] = {}  # trial ids, first seen first
