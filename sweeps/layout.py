@@ -3,25 +3,7 @@
     layout = SweepLayout(prepared.sweep_dir)     # or prepared.layout
     layout.ray_log, layout.config(record.starts), layout.error_file(trial_id)
 
-A sweep directory holds Tune's experiment (its state files and one directory per trial, named
-by trial id, with Tune's ``error.txt`` when the trial failed), Train's runs under ``train/``,
-the sweep's own state under ``state/``, the tracking journal under ``tracking/``, and what the
-sweep writes at its end (``summary.csv``/``.parquet``, ``best.json``, ``plots/``):
-
-    <sweep dir>/
-      config.yaml               the config of the first start (config.startN.yaml: start N)
-      ray.log                   Ray's own log records (unless sweep.verbose)
-      state/sweep.json          the sweep's record (sweeps.resume.state)
-      state/scheduler.jsonl     the scheduler's decisions (sweeps.search.schedulers)
-      state/end.json            placement groups still held at the end
-      train/<trial id>/         Train's run of a trial (checkpoints, reports.jsonl)
-      <trial id>/error.txt      Tune's traceback of a failed trial
-      tracking/journal.jsonl    MLflow records not sent yet (meta.json, runs.json: its ids;
-                                held.json: what the sweep's end left unsent, and why)
-      tensorboard/<trial id>/   the trial's TensorBoard event files (sweeps.tracking.tensorboard)
-      optuna.log                the trials as an Optuna journal (sweeps.tracking.optuna_log)
-      summary.csv, summary.parquet, best.json, plots/*.png
-
+What each path holds: docs/running.md#what-a-sweep-writes, and each property's docstring below.
 Only paths: nothing here touches the file system.
 """
 
@@ -59,7 +41,7 @@ class SweepLayout:
         return self.state / "sweep.json"
 
     @property
-    def end(self) -> Path:
+    def end(self) -> Path:  # placement groups still held at the end
         return self.state / "end.json"
 
     def config(self, start: int) -> Path:
@@ -96,11 +78,11 @@ class SweepLayout:
         return self.tracking / "journal.jsonl"
 
     @property
-    def tracking_meta(self) -> Path:
+    def tracking_meta(self) -> Path:  # the tracking settings (driver.tracking_run)
         return self.tracking / "meta.json"
 
     @property
-    def tracking_held(self) -> Path:
+    def tracking_held(self) -> Path:  # what the sweep's end left unsent, and why
         return self.tracking / "held.json"
 
     @property

@@ -14,6 +14,7 @@ how each kind loads lives in ``sweeps.inference.bundle`` (``sweeps.predict`` use
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Iterable
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -21,8 +22,9 @@ from sweeps import files
 from sweeps.errors import SweepError
 from sweeps.layout import SweepLayout
 from sweeps.storage.location import display, sweep_root
+from sweeps.trial.clock import finite_float
 
-__all__ = ["best_checkpoint", "best_record", "no_sweep_error"]
+__all__ = ["best_checkpoint", "best_kept", "best_record", "no_sweep_error"]
 
 FIX = ("pass the directory a sweep ran in (outputs/<sweep name>), a checkpoint directory, or a "
        "models:/NAME/VERSION or runs:/RUN_ID/model URI")
@@ -34,6 +36,24 @@ def best_checkpoint(sweep_dir: str | Path, who: str = "load_best") -> Path | str
     store (``s3://bucket/prefix``, or its ``result.sweep_dir``), the checkpoint's URI (a
     ``str``): download it with ``pyarrow.fs.copy_files`` or read it with ``sweeps.load_best``."""
     return files.shown(best_record(sweep_root(sweep_dir), who, display(sweep_dir))[0])
+
+
+def best_kept(reports: Iterable[tuple[Any, Any, Any]], mode: str,
+              kept: Callable[[str], bool] = files.exists) -> tuple[Any, str] | None:
+    """(key, checkpoint) of the best of a trial's ``reports``, (key, metric value, checkpoint
+    path) oldest first, whose checkpoint Train kept (it deletes all but ``checkpoint.keep``): of
+    equal values the latest, as Train ranks them; None when none is kept. For the summary's
+    ``best.json`` and ``sweeps.load``'s ``checkpoint`` column.
+
+    Example:
+        >>> kept = {"/a", "/b"}.__contains__
+        >>> best_kept([(1, 0.9, "/gone"), (2, 0.8, "/a"), (3, 0.8, "/b")], "max", kept)
+        (3, '/b')
+    """
+    sign = -1.0 if mode == "max" else 1.0
+    ranked = sorted((sign * v, -i, key, str(path)) for i, (key, value, path) in enumerate(reports)
+                    if path and (v := finite_float(value)) is not None)
+    return next(((key, path) for *_, key, path in ranked if kept(path)), None)
 
 
 def no_sweep_error(root: Path, who: str, shown: str) -> SweepError:

@@ -3,19 +3,11 @@
     sweeps status outputs/digits        # a sweep directory: a path, or s3://bucket/prefix/name
     python -m sweeps status digits      # a NAME that is no path: outputs/NAME, sweep.dir's default
 
-Whether a driver runs the sweep and which (the claim on its directory, ``sweeps.lease``), its
-trials by outcome, the best so far, the epochs spent, the parameter importance of its last end
-(``importance.json``) and the command that resumes it, read from the sweep directory's files
-alone, on disk or on an object store (``sweeps.files``). Neither Ray nor torch nor MLflow is
-imported, so it answers in well under a second and is safe while the sweep runs (its one
-write, the claim store's clock probe, is removed at once).
-
-Trials as ``sweeps.report.sweep_state`` reads them (epochs spent: the sum of each trial's last
-epoch). The resume command is the claim's own with ``sweep.dir`` set to this directory (so it
-runs from anywhere), or, for a directory from before claims, one built from its stored config.
-
-Exit code 0 for a sweep, running or not (its second line starts with ``live:`` when a driver
-holds it); 2 with one ``sweeps: error:`` line for a path that holds no sweep or cannot be read.
+What it prints and its exit codes: docs/running.md#is-a-sweep-running-sweeps-status. Read from
+the sweep directory's files alone (``sweeps.report.sweep_state``; epochs spent: the sum of each
+trial's last epoch), with neither Ray nor torch nor MLflow imported. The resume command is the
+claim's own with ``sweep.dir`` set to this directory (so it runs from anywhere), or, for a
+directory from before claims, one built from its stored config.
 """
 
 from __future__ import annotations

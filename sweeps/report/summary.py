@@ -34,11 +34,12 @@ from sweeps.files import listdir, remove_file, write_atomic
 from sweeps.layout import SweepLayout
 from sweeps.protocol import CHECKPOINT_PATH_KEY as CHECKPOINT_KEY
 from sweeps.protocol import CLOCK_KEY, FAILURE_KEY, RESTARTS_KEY
+from sweeps.report.best import best_kept
 from sweeps.report.failure import error_line, rank_of
 from sweeps.report.history import own_metrics
 from sweeps.report.importance import Importance
 from sweeps.report.pareto import ParetoFront, front_of, pareto_records
-from sweeps.search.outcome import Objective, Verdict
+from sweeps.search.outcome import Objective, Verdict, not_started
 from sweeps.search.space import flatten
 from sweeps.storage.location import uri_of
 
@@ -105,7 +106,7 @@ def _trial_row(result: Any, objective: Objective, verdicts: dict[str, Verdict],
         0 if history is None else len(history))
     epochs = int(math.ceil(clock)) if math.isfinite(clock) else 0
     status = objective.outcome(clock, verdict, bool(result.error))
-    if verdict is not None and verdict.budget and not clock and not result.error:
+    if not_started(verdict, clock) and not result.error:
         row.update({metric: math.nan, **missing, "epochs": 0, "status": "not started"})
         return row, None, None  # ended by sweep.budget before it started
     if history is None or history.empty or metric not in history:
@@ -124,29 +125,21 @@ def _trial_row(result: Any, objective: Objective, verdicts: dict[str, Verdict],
                 **{m: _value_at(history, pick, m) for m in missing},
                 "epochs": epochs, "status": status})
 
-    def record(reports: pd.DataFrame, at: Any, checkpoint: str | None) -> dict[str, Any]:
-        clock = reports.loc[at, clock_col] if clock_col else len(reports)
-        return {"trial_id": trial_id, "metric": metric, "value": float(reports.loc[at, metric]),
-                "epoch": int(math.ceil(float(clock))), "checkpoint": checkpoint,
-                "config": result.config if metrics else None}
-
-    with_ckpt = history.dropna(subset=[CHECKPOINT_KEY]) if CHECKPOINT_KEY in history else None
-    if with_ckpt is not None:
-        with_ckpt = with_ckpt[[_kept(p) for p in with_ckpt[CHECKPOINT_KEY]]]
-    if with_ckpt is None or with_ckpt.empty:
-        return row, record(history, pick, None), failure
-    # Ties go to the latest epoch, as in Train's own ranking (equal scores: the newer
-    # checkpoint is kept, the older deleted).
-    latest_first = with_ckpt.iloc[::-1]
-    at = latest_first[metric].idxmax() if mode == "max" else latest_first[metric].idxmin()
-    return row, record(with_ckpt, at, str(with_ckpt.loc[at, CHECKPOINT_KEY])), failure
+    paths = history[CHECKPOINT_KEY] if CHECKPOINT_KEY in history else [None] * len(history)
+    found = best_kept(((at, v, p if isinstance(p, str) else None)  # NaN: no checkpoint
+                       for at, v, p in zip(history.index, history[metric], paths, strict=True)),
+                      mode, _kept)
+    at, checkpoint = found or (pick, None)
+    clock = history.loc[at, clock_col] if clock_col else len(history)
+    return row, {"trial_id": trial_id, "metric": metric, "value": float(history.loc[at, metric]),
+                 "epoch": int(math.ceil(float(clock))), "checkpoint": checkpoint,
+                 "config": result.config if metrics else None}, failure
 
 
-def _kept(path: Any) -> bool:
-    """Whether a reported checkpoint is still there (Train deletes all but ``keep``), on the
-    local filesystem or the object store (``sweeps.files``; one listing per run directory)."""
-    path = Path(str(path))
-    return path.name in _listing(str(path.parent))
+def _kept(path: str) -> bool:
+    """Whether a reported checkpoint is still there, on the local filesystem or the object
+    store (``sweeps.files``; one listing per run directory)."""
+    return Path(path).name in _listing(str(Path(path).parent))
 
 
 @functools.lru_cache(maxsize=4096)

@@ -15,7 +15,7 @@ running while the sweep is live, else interrupted: what a resume continues
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +28,7 @@ from sweeps.lease.holder import who
 from sweeps.protocol import CLOCK_KEY
 from sweeps.resume.notes import unended_runs
 from sweeps.search.decisions import decision_log, ended_ids
-from sweeps.search.outcome import Objective, read_verdicts
+from sweeps.search.outcome import Objective, not_started, read_verdicts
 from sweeps.storage.location import display, is_uri, sweep_root
 from sweeps.trial import report_log  # up a layer on purpose: reads the file trials write
 from sweeps.trial.clock import finite_float
@@ -115,6 +115,7 @@ class SweepView:
     holder: Holder | None
     notes: list[str]
     trials: list[TrialState]
+    log: list[dict[str, Any]] = field(default_factory=list)  # the decision log, as read
 
 
 def read_sweep(root: Path) -> SweepView:
@@ -145,12 +146,13 @@ def read_sweep(root: Path) -> SweepView:
     objective = Objective(ident.get("experiment.metric") or exp.get("metric") or "",
                           ident.get("experiment.mode") or exp.get("mode") or "max",
                           float(ident.get("scheduler.max_t") or sched.get("max_t") or math.inf))
+    log = decision_log(root).records()
     return SweepView(root, name, record, cfg, objective, state, live, holder, notes,
-                     _trial_states(layout, objective, live))
+                     _trial_states(layout, objective, live, log), log)
 
 
-def _trial_states(layout: SweepLayout, objective: Objective, live: bool) -> list[TrialState]:
-    log = decision_log(layout.root).records()
+def _trial_states(layout: SweepLayout, objective: Objective, live: bool,
+                  log: list[dict[str, Any]]) -> list[TrialState]:
     verdicts, tune, ended = read_verdicts(log), newest_trial_statuses(layout.root), ended_ids(log)
     runs = {p.name for p in unended_runs(layout, ended)}
     out = []
@@ -162,8 +164,8 @@ def _trial_states(layout: SweepLayout, objective: Objective, live: bool) -> list
         verdict = verdicts.get(trial)
         if tune.get(trial) == "ERROR" or (verdict is not None and verdict.error):
             status = "failed"
-        elif verdict is not None and verdict.budget and not clock:
-            status = "not started"  # sweep.budget ended it before it started, as the summary
+        elif not_started(verdict, clock):
+            status = "not started"
         elif trial in ended or tune.get(trial) == "TERMINATED":
             status = objective.outcome(clock, verdict, errored=False)
         elif tune.get(trial) == "PENDING" and not history:

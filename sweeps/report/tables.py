@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sweeps import files
 from sweeps.protocol import CHECKPOINT_PATH_KEY, RESTARTS_KEY
+from sweeps.report.best import best_kept
 from sweeps.report.sweep_state import SweepView, TrialState, find_sweep, read_sweep
 from sweeps.search.space import parse_space
 from sweeps.search.warm_start_sources import read_sweep_dir
@@ -58,7 +58,7 @@ def load(sweep_dir: str | Path) -> SweepTables:
         view.objective.metric: view.objective.mode}
     space = (view.cfg.get("experiment") or {}).get("search_space") or {}
     paths = [p.path for p in parse_space(space)[0]]
-    ran = {f.trial_id: f.params or {} for f in read_sweep_dir(view.root)}
+    ran = {f.trial_id: f.params or {} for f in read_sweep_dir(view.root, view.log)}
     rows = [_trial_row(t, view, objectives, paths, ran.get(t.trial_id, {}))
             for t in view.trials]
     history = [{"trial_id": t.trial_id, "report": n,
@@ -91,16 +91,8 @@ def _trial_row(t: TrialState, view: SweepView, objectives: dict[str, str], paths
         row[f"best_{metric}"] = (max if mode == "max" else min)(values, default=math.nan)
         row[f"final_{metric}"] = values[-1] if values else math.nan
     restarts = [r[RESTARTS_KEY] for r in t.history if r.get(RESTARTS_KEY) is not None]
+    best = best_kept(((None, r.get(view.objective.metric), r.get(CHECKPOINT_PATH_KEY))
+                      for r in t.history), view.objective.mode)
     row.update(epochs=math.ceil(t.clock), restarts=int(restarts[-1]) if restarts else 0,
-               checkpoint=_best_checkpoint(t, view.objective.metric, view.objective.mode))
+               checkpoint=uri_of(best[1]) if best else None)
     return row
-
-
-def _best_checkpoint(t: TrialState, metric: str, mode: str) -> str | None:
-    """The checkpoint of the trial's best report that Train kept (of equal values the latest,
-    as Train ranks them), as the sweep names it (a URI on an object store)."""
-    sign = -1.0 if mode == "max" else 1.0
-    ranked = sorted(((sign * v, -i, r[CHECKPOINT_PATH_KEY]) for i, r in enumerate(t.history)
-                     if r.get(CHECKPOINT_PATH_KEY) and (v := finite_float(r.get(metric)))
-                     is not None))
-    return next((uri_of(path) for *_, path in ranked if files.exists(path)), None)

@@ -22,7 +22,7 @@ import numbers
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Objective", "Verdict", "read_verdicts", "WORST"]
+__all__ = ["Objective", "Verdict", "not_started", "read_verdicts", "WORST"]
 
 WORST = 1e300  # what a NaN/inf metric counts as (signed to lose), finite so ASHA's percentiles work
 
@@ -79,6 +79,17 @@ class Objective:
                 verdict.stopped_at < self.budget and clock < self.budget):
             return "stopped"
         return "completed"
+
+
+def not_started(verdict: Verdict | None, clock: float) -> bool:
+    """Whether ``sweep.budget`` ended the trial before its first report: status ``not started``
+    in the summary and ``sweeps status`` (``outcome`` still says ``stopped``).
+
+    Example:
+        >>> not_started(Verdict(stopped_at=0, budget="trials"), 0), not_started(None, 0)
+        (True, False)
+    """
+    return verdict is not None and bool(verdict.budget) and not clock
 
 
 def read_verdicts(records: list[dict[str, Any]]) -> dict[str, Verdict]:

@@ -3,33 +3,21 @@
     warm = load_warm_start(cfg.search.warm_start, params, {"val_acc": "max"}, tracking_uri)
     warm.trials[0].params, warm.trials[0].metrics, warm.skipped   # {"lr": 0.01}, ..., {...}
 
-``source`` is, in this order: (1) a sweep directory (it has ``state/sweep.json`` or
-``state/scheduler.jsonl``): ``source`` as a path relative to ``cwd`` (``file:`` allowed), or for
-a bare name ``outputs/<name>`` (the default ``sweep.dir``); read from its files alone. (2) An
-explicit path (``file:``, ``./``, a ``/``) that exists but is no sweep directory: ``ConfigError``.
-A bare name that is some other directory (a data folder) falls through, so
-``warm_start=digits`` still finds the MLflow experiment. (3) The MLflow experiment of that name
-in ``tracking_uri`` (None: ``sqlite:///<cwd>/mlflow.db``, as ``sweeps.tracking.setup``): its
-trial runs (tag ``sweeps.role=trial``), not the parent sweep runs; a local store that does not
-exist is not opened (MLflow would create it). (4) Else ``ConfigError`` naming what was tried.
+``source`` is, in this order: (1) a sweep directory (``state/sweep.json`` or
+``state/scheduler.jsonl``), as a path relative to ``cwd`` (``file:`` allowed) or, for a bare
+name, ``outputs/<name>``; (2) an explicit path (``file:``, ``./``, a ``/``) that is no sweep
+directory: ``ConfigError`` (a bare name that is some other directory falls through, so
+``warm_start=digits`` still finds the MLflow experiment); (3) the MLflow experiment of that name
+in ``tracking_uri`` (None: ``sqlite:///<cwd>/mlflow.db``): its trial runs, never creating a
+local store; (4) else ``ConfigError`` naming what was tried. Which file of a sweep directory
+says what: ``sweeps.search.warm_start_sources`` (not ``summary.csv``, primary metric only and
+written at the end, nor ``trial.json``, where a conditional param not sampled looks present).
 
-In a sweep directory the sampled params come from ``tracking/journal.jsonl`` (``trial_start``:
-the flat, masked dict the MLflow run gets), or, with tracking off, Tune's
-``<trial id>/params.json``; a PBT trial restarted with new values counts with those (its last
-exploit record's ``config``). Metrics
-and how a trial ended come from the decision log ``state/scheduler.jsonl``
-(``sweeps.search.schedulers``: every judged result and each end, tracking or not), then from the
-journal's ``metrics``/``trial_end``. Not read: ``summary.csv`` (primary metric only, at its best
-epoch, written only once the sweep ends) and ``train/<id>/trial.json`` (fixed params merged in,
-so a conditional param that was not sampled would look present).
-
-Metrics are FINAL values (the last reported value of each objective, MLflow's "latest"), not
-bests: Tune's searchers learn a trial from its last result, and with several objectives the
-final values are one point that existed where per-metric bests mix epochs. A trial counts only
-if it ended (completed, or stopped by the scheduler) with every objective finite (NaN/inf, the
-scheduler's NaN stand-in ``outcome.WORST`` and the sink's inf stand-in, the largest float, are
-not) and its params fit the current space (``screen``). Each skipped trial's first reason is
-counted in ``WarmStart.skipped``.
+Metrics are FINAL values (MLflow's "latest"), not bests: Tune's searchers learn a trial from its
+last result, and with several objectives the final values are one point that existed. A trial
+counts only if it ended (completed or stopped) with every objective finite (not NaN/inf, nor
+``outcome.WORST`` or the sink's largest-float stand-in) and its params fit the current space
+(``screen``); each skipped trial's first reason is counted in ``WarmStart.skipped``.
 """
 
 from __future__ import annotations

@@ -53,9 +53,11 @@ def _failed(status: str, tags: dict[str, Any]) -> bool:
     return status == "FAILED" and tags.get("sweeps.status") != "aborted"
 
 
-def read_sweep_dir(root: Path) -> list[Found]:
-    """Every trial the sweep directory knows of, in the order it started (see the module
-    docstring for which file says what)."""
+def read_sweep_dir(root: Path, log: list[dict[str, Any]] | None = None) -> list[Found]:
+    """Every trial the sweep directory knows of, in the order it started: params from the
+    journal's ``trial_start`` (tracking off: Tune's ``params.json``), replaced by a PBT
+    exploit's; metrics and ends from the decision log, then the journal. ``log``: the decision
+    log's records when already read (``sweeps.load``), so both see the same log."""
     layout = SweepLayout(root)
     order: dict[str, None] = {}  # trial ids, first seen first
     params, metrics, logged = {}, {}, {}  # trial -> a dict (logged: the decision log's values)
@@ -73,7 +75,7 @@ def read_sweep_dir(root: Path) -> list[Found]:
             ended.add(trial)
         elif r.get("op") == "trial_end" and _failed(r["status"], r.get("tags") or {}):
             failed.add(trial)
-    for r in Journal(layout.state, SCHEDULER_LOG).records():
+    for r in Journal(layout.state, SCHEDULER_LOG).records() if log is None else log:
         trial = r.get("trial")
         if trial is None:
             continue

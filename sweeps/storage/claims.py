@@ -4,25 +4,14 @@
     store.create(3, holder.to_bytes())      # True for exactly one of any number of racers
     store.age(3)                            # seconds since generation 3 was written
 
-Claims are numbered generations under ``<sweep dir>/state/claims/NNNNNN.json``. A driver takes
-the sweep by *creating* generation ``g + 1`` after judging generation ``g`` free; creating is
-exclusive, so of two drivers that judged the same generation free, one wins and the other finds
-the winner's claim. A generation file is never deleted (a deleted one could be created twice),
-only rewritten by its holder (heartbeats, release).
-
-- **Local disk and NFS:** the claim is written to a temporary file and hard-linked to its name;
-  ``link`` fails when the name exists, atomically on the server (the classic NFS-safe lock; no
-  ``flock``). File systems without hard links fall back to ``O_CREAT | O_EXCL``.
-- **Object stores** (``s3://``, ``gs://``, ...) through pyarrow, which has no conditional PUT:
-  claim then verify. Each racer writes a bid ``NNNNNN.bids/<random>``, then lists the bids; alone,
-  it wins; with others, the lowest bid waits ``SETTLE_S`` and wins only if it is then alone;
-  every other bid withdraws. Under the read-after-write and list-after-write consistency that
-  S3 (since 2020), GCS and Azure give, two racers never both win (one of any two sees the
-  other's bid before deciding); both may lose, and then retry. A bid older than ``BID_TTL_S``
-  is ignored (a racer killed mid-claim). It assumes no racer stalls longer than that between
-  writing its bid and listing.
-- **Ages** are measured on the storage's own clock (a probe file's modification time against
-  the claim's); where the probe cannot be written (a full or read-only disk), this host's clock.
+Claims are numbered generations under ``<sweep dir>/state/claims/NNNNNN.json``; a driver takes
+the sweep by exclusively *creating* generation ``g + 1`` after judging ``g`` free, and only its
+holder rewrites it (heartbeats, release); none is deleted (it could be created twice). How the
+create stays exclusive (a hard link, else ``O_CREAT | O_EXCL``; on an object store a bid listed
+back, settling ``SETTLE_S``, ignored after ``BID_TTL_S``) and why ages use the storage's clock
+(a probe's modification time; this host's where none can be written):
+docs/running.md#one-driver-per-sweep. It assumes no racer stalls longer than ``BID_TTL_S``
+between writing its bid and listing.
 """
 
 from __future__ import annotations

@@ -4,26 +4,19 @@
     journal.append({"op": "metrics", "trial": "ab12", "step": 3, "ts": 1732250000000, ...})
     for index, record in journal.pending(): ...; journal.mark_applied(index + 1)
 
-Every tracking event of a sweep is appended here (and fsync'ed) before anything is sent to
-MLflow; what that guarantees: docs/running.md#tracking-in-detail. Records carry their own
-timestamps, so re-applying a record whose reply was lost does not duplicate it.
+Every tracking event is appended here (fsync'ed) before anything is sent to MLflow; what that
+guarantees: docs/running.md#tracking-in-detail. Records carry their own timestamps, so
+re-applying one whose reply was lost does not duplicate it. A crash mid-append leaves at most
+one torn last line, skipped on read; the applied count is written to a temporary file and
+renamed.
 
-A crash mid-append leaves at most one torn last line: it is skipped on read and the next append
-starts on a fresh line. The applied count is written to a temporary file and renamed.
-
-``pending()`` runs after every appended record, so it reads only from the byte offset of the
-first unapplied record, never the whole file (a full re-read cost 130 ms at 20,000 records),
-and only complete lines, so a record being appended by another thread is never half-read.
-
-``records()`` of a local journal reads only what was appended since this process last read it
-(a per-process cache by path): the sweep driver reads the scheduler's log at every trial's end
-(its verdict, for the progress line and the MLflow run), and reading it whole made each trial
-end cost more than the last (0.8 -> 5 ms per reader at 200 trials, ``bench.scale``).
-
-On an object store (``sweeps.files``) each record is its own object. ``records()`` reads them
-all from the store (what another process wrote, e.g. the scheduler's log read by a trial);
-``pending()``, used only by the process that appends (the sweep driver's tracking), reads the
-store once and then keeps what it appends in memory.
+Reads are incremental, as a full re-read made each trial's end slower than the last
+(``bench.scale``): ``pending()`` (after every append) reads complete lines from the first
+unapplied record's offset; ``records()`` of a local journal only what was appended since this
+process last read it (a per-process cache by path). On an object store (``sweeps.files``) each
+record is its own object: ``records()`` reads them all (what another process wrote);
+``pending()``, only in the process that appends, reads the store once, then keeps its appends
+in memory.
 """
 
 from __future__ import annotations
