@@ -3,17 +3,10 @@
     optuna-dashboard outputs/digits/optuna.log                  # a live or a finished sweep
     python -m sweeps optuna-log s3://bucket/sweeps/digits out.log   # written here, from its files
 
-``OptunaLog``, a Tune callback in the sweep driver, appends to the journal in the order things
-happen (a dashboard reads a live journal from where it stopped, so it must only grow): one
-Optuna trial per sweep trial, its params with their distributions (``sweeps.search.optuna_space``;
-a PBT trial keeps the values it started with), each report's metric as an intermediate value at
-the trial's epoch (one objective: Optuna keeps none for several), and its end: COMPLETE with
-the final value(s), PRUNED when the scheduler or the budget stopped it (the last reported value,
-as Optuna's ``tell`` keeps), FAIL when it raised or never reported the metric. A resumed sweep
-continues the journal; an ended trial a grown ``scheduler.max_t`` continues keeps its first end
-there (Optuna never changes a finished trial): ``python -m sweeps optuna-log DIR`` writes the
-journal anew from the sweep's files (an object store's sweep, which gets no live journal, too).
-A failure here is logged once and ends the journal; it never fails the sweep.
+``OptunaLog``, a Tune callback in the sweep driver, appends in the order things happen (a
+dashboard reads a live journal on from where it stopped, so the file only grows); what each
+sweep trial becomes: docs/running.md#optuna-dashboard-optunalog. A failure here is logged
+once and ends the journal; it never fails the sweep.
 """
 
 from __future__ import annotations
