@@ -193,8 +193,8 @@ def _check_optuna_version(record: SweepRecord, cfg: SweepConfig, sweep_dir: Path
     raise StateError(
         f"{display(sweep_dir)} was sampled by optuna {record.optuna_version}; this is optuna "
         f"{running}, whose {cfg.search.algorithm} sampler suggests differently (Optuna 5 changed "
-        f"TPE's defaults), so resuming would mix two samplers; install "
-        f"optuna=={record.optuna_version} to resume it as it was, pass "
+        f"TPE's defaults), so resuming would mix two samplers; this sweeps needs optuna "
+        f"{running.split('.')[0]} (the sweeps that started it resumes it as it was): pass "
         "search.allow_optuna_change=true to go on with this one, or start a new sweep with "
         "sweep.name=NEW")
 
