@@ -26,7 +26,7 @@ from sweeps import files
 from sweeps.layout import TRACKING_RUNS
 from sweeps.storage import trees
 from sweeps.tracking.mlflow_best import log_best_model, mark_best, model_key
-from sweeps.tracking.setup import local_store
+from sweeps.tracking.setup import artifacts_beside
 from sweeps.tracking.sqlite_store import open_client
 from sweeps.tracking.writer import TransientTrackingError, is_transient
 
@@ -103,7 +103,7 @@ class MLflowSink:
             exp = self.client.get_experiment_by_name(self.experiment_name)
             if exp is None:
                 eid = self.client.create_experiment(
-                    self.experiment_name, artifact_location=_beside_store(self.uri),
+                    self.experiment_name, artifact_location=artifacts_beside(self.uri),
                     tags={EXPERIMENT_KIND: MODEL_TRAINING})
             else:
                 eid = exp.experiment_id
@@ -306,15 +306,3 @@ class MLflowSink:
                     self.client.set_tag(run, "sweeps.model_error", str(exc)[:500])
         self.client.set_terminated(run, r.get("status", "FINISHED"), end_time=int(r["ts"]))
 
-
-def _beside_store(uri: str) -> str | None:
-    """A SQLite store's artifacts in ``mlruns/`` beside its file (MLflow's default is the
-    current directory's ``mlruns/``, so a sweep resumed from another directory, or with
-    ``tracking.uri`` elsewhere, would scatter them); None: the server's or store's own default.
-
-    Example:
-        >>> _beside_store("sqlite:////w/mlflow.db"), _beside_store("http://h:5000")
-        ('file:///w/mlruns', None)
-    """
-    store = local_store(uri) if uri.startswith("sqlite:") else None
-    return (store.absolute().parent / "mlruns").as_uri() if store is not None else None
