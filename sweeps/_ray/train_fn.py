@@ -37,7 +37,8 @@ from typing import Any
 
 from sweeps._ray.train import tune_session
 
-__all__ = ["serving", "contains_tensor", "TRAIN_FN_UTILS_MODULE", "CONTEXT_MODULE", "TENSOR_CHECK"]
+__all__ = ["serving", "adding_to_reports", "contains_tensor", "TRAIN_FN_UTILS_MODULE",
+           "CONTEXT_MODULE", "TENSOR_CHECK"]
 
 TRAIN_FN_UTILS_MODULE = "ray.train.v2._internal.execution.train_fn_utils"
 CONTEXT_MODULE = "ray.train.v2.api.context"  # LocalTrainContext
@@ -170,3 +171,17 @@ def serving(*, name: str, report: Callable[..., None],
         module.set_train_fn_utils(None)
         if session is not None:
             session.world_rank = rank
+
+
+@contextlib.contextmanager
+def adding_to_reports(extra: Callable[[], dict[str, Any]]) -> Iterator[None]:
+    """While the block runs, each ``ray.train.report`` of this process (a Train worker's, or
+    one ``serving`` serves) also carries ``extra()``'s keys: on the ``TrainFnUtils`` object
+    every per-worker call goes through."""
+    utils = importlib.import_module(TRAIN_FN_UTILS_MODULE).get_train_fn_utils()
+    report = utils.report
+    utils.report = lambda metrics, *args, **kwargs: report({**metrics, **extra()}, *args, **kwargs)
+    try:
+        yield
+    finally:
+        del utils.report
