@@ -24,6 +24,7 @@ from typing import Any
 
 from sweeps import files
 from sweeps.layout import TRACKING_RUNS
+from sweeps.loop.system_metrics import new_points
 from sweeps.storage import trees
 from sweeps.tracking.mlflow_best import log_best_model, mark_best, model_key
 from sweeps.tracking.setup import artifacts_beside
@@ -244,6 +245,17 @@ class MLflowSink:
             return
         self.client.log_batch(self.run_id(r["trial"]), metrics=metrics)
         steps.update({m.key: step for m in metrics})
+        self._save()
+
+    def _op_system(self, r: dict[str, Any]) -> None:
+        """A trial's system metric samples (``sweeps.loop.system_metrics.new_points``)."""
+        from mlflow.entities import Metric
+
+        logged = self.state.setdefault("system", {}).setdefault(r["trial"], {})
+        points, last = new_points(r["samples"], logged)
+        for i in range(0, len(points), 1000):  # MLflow's limit per batch
+            self.client.log_batch(self.run_id(r["trial"]), [Metric(*p) for p in points[i:i + 1000]])
+        logged.update(last)
         self._save()
 
     def _op_trial_end(self, r: dict[str, Any]) -> None:
