@@ -174,13 +174,20 @@ def serving(*, name: str, report: Callable[..., None],
 
 
 @contextlib.contextmanager
-def adding_to_reports(extra: Callable[[], dict[str, Any]]) -> Iterator[None]:
-    """While the block runs, each ``ray.train.report`` of this process (a Train worker's, or
-    one ``serving`` serves) also carries ``extra()``'s keys: on the ``TrainFnUtils`` object
-    every per-worker call goes through."""
-    utils = importlib.import_module(TRAIN_FN_UTILS_MODULE).get_train_fn_utils()
+def adding_to_reports(extra: Callable[[], dict[str, Any]],
+                      aside: Callable[[dict[str, Any]], None]) -> Iterator[None]:
+    """While the block runs, each ``ray.train.report`` of this process takes ``extra()``: into
+    its metrics when sweeps serves the report (inline: rank 0 takes the key off before the loop
+    can see it), else (a Train worker, whose controller keeps each checkpoint's metrics for the
+    loop's ``get_all_reported_checkpoints``) to ``aside`` before the report goes. On the
+    ``TrainFnUtils`` object every per-worker call goes through."""
+    module = importlib.import_module(TRAIN_FN_UTILS_MODULE)
+    utils = module.get_train_fn_utils()
     report = utils.report
-    utils.report = lambda metrics, *args, **kwargs: report({**metrics, **extra()}, *args, **kwargs)
+    if isinstance(utils, module.LocalTrainFnUtils):  # served by sweeps (``serving``)
+        utils.report = lambda metrics, *args, **kw: report({**metrics, **extra()}, *args, **kw)
+    else:
+        utils.report = lambda metrics, *args, **kw: (aside(extra()), report(metrics, *args, **kw))
     try:
         yield
     finally:

@@ -7,13 +7,16 @@ A daemon thread samples every ``INTERVAL_S`` seconds (a report takes one when on
 (percent of one core, as ``top``) and resident memory of the process and its children (DataLoader
 workers); per GPU Ray gave it (``CUDA_VISIBLE_DEVICES``) NVML's utilization and memory used when
 ``nvidia-ml-py`` is importable, else the memory torch's allocator holds. Rank 0's result gathers
-every rank's samples (``report_bridge``; inline, the report collective); the driver logs each at
+every rank's samples (inline, by the report collective; a Train run's workers put theirs in
+Ray's key-value store, never in the metrics Train keeps with a checkpoint, which the loop can
+read back, and ``report_bridge`` takes them from there); the driver logs each at
 its time under MLflow's ``system/`` names (rank k > 0's under ``system/rank_<k>/``).
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import sys
 import threading
@@ -21,13 +24,15 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from sweeps._ray import kv
 from sweeps._ray.train_fn import adding_to_reports
 from sweeps.protocol import SYSTEM_KEY
 
-__all__ = ["INTERVAL_S", "Sampler", "gpu_values", "new_points", "sampled"]
+__all__ = ["INTERVAL_S", "Sampler", "gpu_values", "new_points", "sampled", "taken_aside"]
 
 INTERVAL_S = 5.0  # MLflow's own monitor: 10 s
 MB = 1e6  # MLflow's megabytes
+_ASIDE = "system/"  # Ray key-value keys of a Train worker's samples: system/<run dir>/<rank>/<ns>
 
 
 def gpu_values(index: int, used_bytes: int, utilization: float | None) -> dict[str, float]:
@@ -119,17 +124,33 @@ class Sampler:
 
 
 @contextlib.contextmanager
-def sampled(rank: int, on: bool) -> Iterator[None]:
-    """A ``Sampler`` whose samples this process's reports carry, while the block runs (``on``)."""
+def sampled(rank: int, on: bool, run_dir: str) -> Iterator[None]:
+    """A ``Sampler`` whose samples this process's reports carry, while the block runs (``on``);
+    a Train worker's go through Ray's key-value store to its trial's ``taken_aside``."""
     if not on:
         yield
         return
     sampler = Sampler(rank)
+
+    def aside(taken: dict[str, Any]) -> None:
+        if taken:
+            kv.put(f"{_ASIDE}{run_dir}/{rank}/{time.time_ns()}", json.dumps(taken[SYSTEM_KEY]))
+
     try:
-        with adding_to_reports(sampler.take):
+        with adding_to_reports(sampler.take, aside):
             yield
     finally:
         sampler.close()
+
+
+def taken_aside(run_dir: str) -> list[list]:
+    """The samples the Train workers of the trial in ``run_dir`` put aside, taken off the
+    store (``report_bridge``, in the Train controller, adds them to the trial's result)."""
+    samples = []
+    for key in sorted(kv.keys(f"{_ASIDE}{run_dir}/")):
+        samples += json.loads(kv.get(key) or "[]")
+        kv.delete(key)
+    return samples
 
 
 def new_points(samples: list[list], logged: dict[str, list]) -> tuple[list, dict[str, list]]:

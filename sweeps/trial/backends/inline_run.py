@@ -157,7 +157,7 @@ class InlineRun:
             if samples := [*metrics.get(SYSTEM_KEY, ()), *self.ranks.samples()]:
                 metrics = {**metrics, SYSTEM_KEY: samples}
         if name is not None:
-            self._register(name, dict(metrics))
+            self._register(name, {k: v for k, v in metrics.items() if k != SYSTEM_KEY})
         self.next_index += 1
         stamped = report_log.record(self.clock, dict(metrics), path)
         handover = {**stamped, CHECKPOINT_PATH_KEY: path} if path else stamped
