@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["NAMESPACE", "put", "get", "keys", "delete_prefix"]
+__all__ = ["NAMESPACE", "put", "get", "keys", "delete", "delete_prefix"]
 
 NAMESPACE = "sweeps"
 
@@ -38,6 +38,11 @@ def keys(prefix: str) -> list[str]:
     """Every key that starts with ``prefix``."""
     return [k.decode() if isinstance(k, bytes) else k
             for k in _kv()._internal_kv_list(prefix, namespace=NAMESPACE)]
+
+
+def delete(key: str) -> None:
+    """Delete ``key``."""
+    _kv()._internal_kv_del(key, namespace=NAMESPACE)
 
 
 def delete_prefix(prefix: str) -> None:

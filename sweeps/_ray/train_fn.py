@@ -37,7 +37,8 @@ from typing import Any
 
 from sweeps._ray.train import tune_session
 
-__all__ = ["serving", "contains_tensor", "TRAIN_FN_UTILS_MODULE", "CONTEXT_MODULE", "TENSOR_CHECK"]
+__all__ = ["serving", "adding_to_reports", "contains_tensor", "TRAIN_FN_UTILS_MODULE",
+           "CONTEXT_MODULE", "TENSOR_CHECK"]
 
 TRAIN_FN_UTILS_MODULE = "ray.train.v2._internal.execution.train_fn_utils"
 CONTEXT_MODULE = "ray.train.v2.api.context"  # LocalTrainContext
@@ -170,3 +171,24 @@ def serving(*, name: str, report: Callable[..., None],
         module.set_train_fn_utils(None)
         if session is not None:
             session.world_rank = rank
+
+
+@contextlib.contextmanager
+def adding_to_reports(extra: Callable[[], dict[str, Any]],
+                      aside: Callable[[dict[str, Any]], None]) -> Iterator[None]:
+    """While the block runs, each ``ray.train.report`` of this process takes ``extra()``: into
+    its metrics when sweeps serves the report (inline: rank 0 takes the key off before the loop
+    can see it), else (a Train worker, whose controller keeps each checkpoint's metrics for the
+    loop's ``get_all_reported_checkpoints``) to ``aside`` before the report goes. On the
+    ``TrainFnUtils`` object every per-worker call goes through."""
+    module = importlib.import_module(TRAIN_FN_UTILS_MODULE)
+    utils = module.get_train_fn_utils()
+    report = utils.report
+    if isinstance(utils, module.LocalTrainFnUtils):  # served by sweeps (``serving``)
+        utils.report = lambda metrics, *args, **kw: report({**metrics, **extra()}, *args, **kw)
+    else:
+        utils.report = lambda metrics, *args, **kw: (aside(extra()), report(metrics, *args, **kw))
+    try:
+        yield
+    finally:
+        del utils.report

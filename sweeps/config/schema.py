@@ -237,6 +237,8 @@ class TrackingSection:
     # TensorBoard event files per trial in <sweep dir>/tensorboard/ (sweeps.tracking.tensorboard),
     # whether or not MLflow is enabled; false: none at all (Tune's own TBX logger stays off too)
     tensorboard: bool = True
+    # each trial's processes' CPU, memory and GPUs in its MLflow run (sweeps.loop.system_metrics)
+    system_metrics: bool = True
 
 
 @dataclass

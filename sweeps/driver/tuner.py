@@ -95,6 +95,7 @@ def trial_plan(cfg: SweepConfig, constants: dict[str, Any], plan: ResourcePlan,
         datasets=datasets or {}, executor=plan.executor,
         backend_options=backend_for(plan.executor).options(cfg, plan), backend=plan.backend,
         loop_api=plan.loop_api,
+        system_metrics=cfg.tracking.enabled and cfg.tracking.system_metrics,
     )
 
 

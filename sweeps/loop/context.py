@@ -30,6 +30,7 @@ class TrialContext:
     seed: int  # sweep.seed
     metric: str  # experiment.metric
     mode: str  # experiment.mode: "min" or "max"
+    system_metrics: bool = False  # tracking.system_metrics (sweeps.loop.system_metrics)
 
 
 _current: TrialContext | None = None

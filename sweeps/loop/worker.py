@@ -28,7 +28,7 @@ from typing import Any
 from sweeps._ray.tune_fn import tune_api
 from sweeps.config.usercode import takes_config
 from sweeps.files import write_atomic
-from sweeps.loop import gpu_memory
+from sweeps.loop import gpu_memory, system_metrics
 from sweeps.loop.context import TrialContext, _set
 from sweeps.protocol import CONFIG_READS_FILE, run_file
 
@@ -138,7 +138,8 @@ def run_loop(config: dict[str, Any], *, loop: Callable[..., Any], context: Trial
     log = ReadLog(run_file(context.run_dir, CONFIG_READS_FILE) if rank == 0 else None)
     _set(context)
     try:
-        with tune_api(api):
+        with tune_api(api), system_metrics.sampled(
+                rank, context.system_metrics, context.run_dir):
             args = (TrackedConfig(config, log),) if takes_config(loop) else ()
             if api != "tune":
                 loop(*args)

@@ -41,7 +41,7 @@ from ray.tune import Callback
 
 from sweeps import files
 from sweeps.layout import SweepLayout
-from sweeps.protocol import CLOCK_KEY, FAILURE_KEY, NOT_METRICS, RESTARTS_KEY, STEP_KEY
+from sweeps.protocol import CLOCK_KEY, FAILURE_KEY, NOT_METRICS, RESTARTS_KEY, STEP_KEY, SYSTEM_KEY
 from sweeps.report.exploits import exploit_tags, exploits_of
 from sweeps.report.failure import failed_rank, failure_reason
 from sweeps.report.pareto import pareto_tags
@@ -180,6 +180,10 @@ class MLflowTracking(Callback):
 
     def on_trial_result(self, iteration: int, trials: list, trial: Any, result: dict,
                         **info: Any) -> None:
+        # Taken off the result, which Tune lets a callback change: Tune's own loggers after
+        # this one (progress.csv, result.json) and the trial's last result never show it.
+        if samples := result.pop(SYSTEM_KEY, None):
+            self.record({"op": "system", "trial": trial.trial_id, "samples": samples})
         values = {k: v for k, v in result.items() if k not in NOT_METRICS}
         step = result.get(STEP_KEY, result.get("training_iteration", 0))
         self.record({"op": "metrics", "trial": trial.trial_id, "step": int(step), "values": values})

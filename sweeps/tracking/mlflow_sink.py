@@ -24,9 +24,10 @@ from typing import Any
 
 from sweeps import files
 from sweeps.layout import TRACKING_RUNS
+from sweeps.loop.system_metrics import new_points
 from sweeps.storage import trees
 from sweeps.tracking.mlflow_best import log_best_model, mark_best, model_key
-from sweeps.tracking.setup import local_store
+from sweeps.tracking.setup import artifacts_beside
 from sweeps.tracking.sqlite_store import open_client
 from sweeps.tracking.writer import TransientTrackingError, is_transient
 
@@ -103,7 +104,7 @@ class MLflowSink:
             exp = self.client.get_experiment_by_name(self.experiment_name)
             if exp is None:
                 eid = self.client.create_experiment(
-                    self.experiment_name, artifact_location=_beside_store(self.uri),
+                    self.experiment_name, artifact_location=artifacts_beside(self.uri),
                     tags={EXPERIMENT_KIND: MODEL_TRAINING})
             else:
                 eid = exp.experiment_id
@@ -246,6 +247,17 @@ class MLflowSink:
         steps.update({m.key: step for m in metrics})
         self._save()
 
+    def _op_system(self, r: dict[str, Any]) -> None:
+        """A trial's system metric samples (``sweeps.loop.system_metrics.new_points``)."""
+        from mlflow.entities import Metric
+
+        logged = self.state.setdefault("system", {}).setdefault(r["trial"], {})
+        points, last = new_points(r["samples"], logged)
+        for i in range(0, len(points), 1000):  # MLflow's limit per batch
+            self.client.log_batch(self.run_id(r["trial"]), [Metric(*p) for p in points[i:i + 1000]])
+        logged.update(last)
+        self._save()
+
     def _op_trial_end(self, r: dict[str, Any]) -> None:
         run = self.run_id(r["trial"])
         for key, value in r.get("tags", {}).items():
@@ -306,15 +318,3 @@ class MLflowSink:
                     self.client.set_tag(run, "sweeps.model_error", str(exc)[:500])
         self.client.set_terminated(run, r.get("status", "FINISHED"), end_time=int(r["ts"]))
 
-
-def _beside_store(uri: str) -> str | None:
-    """A SQLite store's artifacts in ``mlruns/`` beside its file (MLflow's default is the
-    current directory's ``mlruns/``, so a sweep resumed from another directory, or with
-    ``tracking.uri`` elsewhere, would scatter them); None: the server's or store's own default.
-
-    Example:
-        >>> _beside_store("sqlite:////w/mlflow.db"), _beside_store("http://h:5000")
-        ('file:///w/mlruns', None)
-    """
-    store = local_store(uri) if uri.startswith("sqlite:") else None
-    return (store.absolute().parent / "mlruns").as_uri() if store is not None else None

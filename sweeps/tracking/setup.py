@@ -23,7 +23,7 @@ from sweeps.tracking.target import URI_ENV, TrackingTarget, absolute_uri
 log = logging.getLogger(__name__)
 
 __all__ = ["check_tracking", "quiet_http_retries", "absolute_uri", "local_store",
-           "using_tracking_uri"]
+           "artifacts_beside", "using_tracking_uri"]
 
 
 def quiet_http_retries() -> None:
@@ -51,6 +51,19 @@ def local_store(uri: str) -> Path | None:
     if uri.startswith("sqlite:///"):
         return Path(uri[len("sqlite:///"):])
     return Path(uri[len("file:"):].removeprefix("//")) if uri.startswith("file:") else None
+
+
+def artifacts_beside(uri: str) -> str | None:
+    """A SQLite store's artifacts in ``mlruns/`` beside its file (MLflow's default is the
+    current directory's ``mlruns/``, so a sweep resumed from another directory, or with
+    ``tracking.uri`` elsewhere, would scatter them); None: the server's or store's own default.
+
+    Example:
+        >>> artifacts_beside("sqlite:////w/mlflow.db"), artifacts_beside("http://h:5000")
+        ('file:///w/mlruns', None)
+    """
+    store = local_store(uri) if uri.startswith("sqlite:") else None
+    return (store.absolute().parent / "mlruns").as_uri() if store is not None else None
 
 
 @contextlib.contextmanager

@@ -59,6 +59,7 @@ class TrialPlan:
     # "tune" for a Ray Tune function trainable (ray.tune.report), else "train"
     # (sweeps.config.loop_api): which of Ray's APIs its loop is served
     loop_api: str = "train"
+    system_metrics: bool = False  # tracking.system_metrics, off without tracking.enabled
 
     def worker_config(self, sampled: dict[str, Any]) -> dict[str, Any]:
         """The ``config`` every Train worker receives: the experiment's params, its constants
@@ -76,7 +77,8 @@ class TrialPlan:
         return TrialContext(trial_id=trial_id, run_dir=str(Path(self.train_storage) / trial_id),
                             max_epochs=int(self.objective.budget),
                             checkpoint_every=self.checkpoint_every, seed=self.seed,
-                            metric=self.objective.metric, mode=self.objective.mode)
+                            metric=self.objective.metric, mode=self.objective.mode,
+                            system_metrics=self.system_metrics)
 
 
 _EXAMPLE: dict[str, Any] = dict(  # a minimal plan, for the docstring examples

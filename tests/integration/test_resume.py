@@ -344,10 +344,11 @@ def test_trial_driver_killed_is_retried_from_its_checkpoint(tmp_path, ray_cluste
 def test_inline_loop_that_raises_restarts_in_its_process_from_its_checkpoint(
         tmp_path, ray_cluster) -> None:
     """trial.max_failures for an inline trial: the loop runs again in the same process, from
-    its last checkpoint, as a Train run restarts its worker group."""
+    its last checkpoint, as a Train run restarts its worker group. (With
+    tracking.system_metrics=false: its run has no system/ metrics.)"""
     result = run_sweep(_one_trial_cfg(tmp_path, "scaling.num_workers=1", "trial.max_failures=1",
                                       "trial.max_retries=0", "+experiment.params.raise_at_epoch=3",
-                                      epoch_sleep=0.2))
+                                      "tracking.system_metrics=false", epoch_sleep=0.2))
     row = result.summary.table.iloc[0]
     assert (row["status"], row["epochs"]) == ("completed", 5)
     assert _trained_in_order(tmp_path) == [1, 2, 3, 4, 5]  # epoch 3 again, from epoch 2's
@@ -356,6 +357,8 @@ def test_inline_loop_that_raises_restarts_in_its_process_from_its_checkpoint(
     assert result.results[0].metrics_dataframe["epoch"].tolist() == [1, 2, 3, 4, 5]
     _no_group_held()
     _assert_runs_closed(tmp_path, {row["trial_id"]: "FINISHED"})
+    _, runs = _mlflow_runs(tmp_path)
+    assert not [k for r in runs for k in r.data.metrics if k.startswith("system/")]
 
 
 def test_trial_driver_killed_while_its_workers_start_is_retried(tmp_path, ray_cluster) -> None:

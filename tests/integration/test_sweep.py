@@ -220,6 +220,33 @@ def test_mlflow_child_per_trial_with_one_point_per_epoch(sweep, mlflow_runs) -> 
     assert runs_map["trials"] == {t: r.info.run_id for t, r in children.items()}
 
 
+def test_mlflow_trial_runs_hold_system_metrics_of_every_ranks_process(sweep, mlflow_runs) -> None:
+    """tracking.system_metrics (on by default): sampled in the trial's processes (inline: the
+    trial process, rank 1 in its peer), at times inside the trial's run, steps 0, 1, ...; the
+    samples' key is no metric anywhere else (Tune's results, sweeps.load's history)."""
+    from sweeps import load
+    from sweeps.protocol import SYSTEM_KEY
+
+    result, _ = sweep
+    client, _, children = mlflow_runs
+    ranks = ["system/"] + (["system/rank_1/"] if result.workers == 2 else [])
+    names = {f"{r}process_{m}" for r in ranks for m in ("memory_usage_megabytes",
+                                                          "cpu_utilization_percentage")}
+    for run in children.values():
+        run = client.get_run(run.info.run_id)
+        assert {k for k in run.data.metrics if k.startswith("system/")} == names
+        for name in names:
+            history = client.get_metric_history(run.info.run_id, name)
+            assert sorted(m.step for m in history) == list(range(len(history)))
+            assert all(run.info.start_time <= m.timestamp <= run.info.end_time
+                       for m in history), (name, history, run.info)
+            if "memory" in name:  # a process that imported torch and trained
+                assert min(m.value for m in history) > 100, history
+    for trial in result.results:
+        assert SYSTEM_KEY not in trial.metrics and SYSTEM_KEY not in trial.metrics_dataframe
+    assert SYSTEM_KEY not in load(result.sweep_dir).history
+
+
 def test_registered_model_loads_and_reproduces_best_accuracy(sweep, mlflow_runs) -> None:
     import mlflow.pytorch
 
@@ -253,7 +280,8 @@ def test_tensorboard_has_each_trial_as_a_run_at_its_epochs_with_its_hparams(swee
         epochs = list(range(1, int(row["epochs"]) + 1))
         assert scalar_steps(multiplexer, run, "val_acc") == epochs
         tags = set(multiplexer.GetAccumulator(run).Tags()["tensors"])
-        assert not {t for t in tags if t.startswith("ray/") or t == "training_iteration"}
+        assert not {t for t in tags if t.startswith(("ray/", "system/", "sweeps_system"))
+                    or t == "training_iteration"}
         assert {"final/val_acc", "best/val_acc"} <= tags
         values = [e.tensor_proto.float_val[0] for e in multiplexer.Tensors(run, "val_acc")]
         best = multiplexer.Tensors(run, "best/val_acc")

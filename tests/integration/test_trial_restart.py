@@ -42,6 +42,14 @@ def test_worker_crash_resumes_from_last_checkpoint(tmp_path, ray_cluster, small_
     (run,) = client.search_runs([e.experiment_id for e in client.search_experiments()],
                                 filter_string=f"tags.`sweeps.trial_id` = '{row['trial_id']}'")
     assert (run.data.tags["sweeps.restarts"], run.data.tags["sweeps.last_failure"]) == ("1", line)
+    # System metrics from both Train workers (rank 1 under system/rank_1/), of both attempts,
+    # inside the run, numbered on across the restart.
+    for name in ("system/process_memory_usage_megabytes",
+                 "system/rank_1/process_memory_usage_megabytes"):
+        history = client.get_metric_history(run.info.run_id, name)
+        assert len(history) >= 2 and min(m.value for m in history) > 100, (name, history)
+        assert sorted(m.step for m in history) == list(range(len(history)))
+        assert all(run.info.start_time <= m.timestamp <= run.info.end_time for m in history)
 
 
 def test_worker_group_is_recorded_the_moment_train_creates_it(ray_cluster) -> None:

@@ -53,4 +53,5 @@ def train_func(config):
     reported = ray.train.get_all_reported_checkpoints()
     note(config, "reported", count=len(reported),
          metrics=[{k: r.metrics[k] for k in ("loss", "epoch")} for r in reported],
+         keys=[sorted(r.metrics) for r in reported],  # nothing a runner adds (system metrics)
          files=[sorted(os.listdir(r.checkpoint.path)) for r in reported])

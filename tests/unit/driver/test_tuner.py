@@ -119,6 +119,19 @@ def test_trial_plan_takes_every_field_from_the_config(tmp_path: Path) -> None:
     opts = plan.backend_options
     assert (plan.max_failures, opts.poll_interval_s, opts.start_timeout_s) == (3, 0.5, 120.0)
     assert plan.seed == 11 and plan.ended == ended
+    assert plan.system_metrics and plan.context("t1").system_metrics  # tracking's default
+
+
+@pytest.mark.parametrize(("overrides", "sampled"), [
+    ([], True),
+    (["tracking.system_metrics=false"], False),
+    (["tracking.enabled=false"], False),  # no MLflow run to show them: none sampled
+    (["tracking.enabled=false", "tracking.system_metrics=true"], False),
+])
+def test_trial_plan_samples_system_metrics_only_for_mlflow(tmp_path: Path, overrides,
+                                                           sampled) -> None:
+    plan = trial_plan(compose("digits", overrides), {}, _plan(), tmp_path, "sid")
+    assert plan.context("t1").system_metrics is sampled
 
 
 def test_trial_plan_with_gpus_and_no_ended_trials(tmp_path: Path) -> None:

@@ -233,3 +233,21 @@ def test_a_later_starts_new_best_takes_the_tag_and_logs_its_checkpoint(sink, tmp
                                                                         "checkpoint_epoch_0004")]
     end("t2", 4, 6)  # the same end replayed
     assert bests() == {"t1": ("t1 stopped@2", "false"), "t2": ("t2 best", "true")}
+
+
+def test_system_samples_keep_their_times_and_steps_go_on_without_duplicates(sink) -> None:
+    sink.apply({"op": "trial_start", "trial": "t1", "params": {}, "ts": 2})
+    cpu = "system/process_cpu_utilization_percentage"
+    rank1 = "system/rank_1/gpu_3_memory_usage_megabytes"
+    first = [[1000, {cpu: 50.0}], [6000, {cpu: 80.0, rank1: 900.0}]]
+    sink.apply({"op": "system", "trial": "t1", "samples": first, "ts": 7000})
+    sink.apply({"op": "system", "trial": "t1", "samples": first, "ts": 7000})  # applied again
+    sink.apply({"op": "system", "trial": "t1", "samples": [[11000, {cpu: 70.0}]], "ts": 12000})
+    many = [[20000 + i, {cpu: float(i)}] for i in range(1200)]  # over MLflow's 1000 per batch
+    sink.apply({"op": "system", "trial": "t1", "samples": many, "ts": 30000})
+    history = sink.client.get_metric_history(sink.run_id("t1"), cpu)
+    assert sorted((m.timestamp, m.step, m.value) for m in history)[:3] == [
+        (1000, 0, 50.0), (6000, 1, 80.0), (11000, 2, 70.0)]
+    assert sorted(m.step for m in history) == list(range(3 + 1200))
+    assert [(m.timestamp, m.step) for m in
+            sink.client.get_metric_history(sink.run_id("t1"), rank1)] == [(6000, 0)]

@@ -207,3 +207,46 @@ def test_rays_per_worker_api_is_served_in_process(tmp_path: Path) -> None:
     assert options == {"delete_source": False, "upload": None}
     with pytest.raises(RuntimeError):
         ray.train.get_context()
+
+
+def test_system_samples_go_to_tune_not_to_the_report_log(tmp_path: Path, handed) -> None:
+    from sweeps.protocol import SYSTEM_KEY
+    from sweeps.trial import report_log
+
+    run = _run(tmp_path)
+    samples = [[1_000, {"system/process_memory_usage_megabytes": 812.5}]]
+    run.report({"epoch": 1, "acc": 0.5, SYSTEM_KEY: samples})
+    assert handed[0][SYSTEM_KEY] == samples and handed[0]["acc"] == 0.5
+    (logged,) = report_log.records(run.run_dir)
+    assert SYSTEM_KEY not in logged and logged["acc"] == 0.5
+
+
+def test_rank_zero_gathers_the_peers_system_samples_of_each_report(tmp_path: Path) -> None:
+    """Rank 0's and two peers' halves of the inline report collective, over a real TCPStore
+    (threads stand in for the ranks; rank 2 has no samples this report)."""
+    import threading
+
+    from sweeps.protocol import SYSTEM_KEY
+    from sweeps.trial.backends.inline_run import RankZeroReports
+    from sweeps.trial.backends.peer import PeerReports
+    from sweeps.trial.backends.rendezvous import Rendezvous, open_store
+
+    store = open_store()
+    zero, one, two = (Rendezvous(store, "sys", r, 3) for r in range(3))
+    sample = [7, {"system/rank_1/process_memory_usage_megabytes": 300.0}]
+    gathered: list = []
+
+    def rank_zero() -> None:
+        reports = RankZeroReports(zero)
+        reports.arrive(False)
+        gathered.extend(reports.samples())
+        reports.stored(None)
+        reports.go()
+
+    peers = [threading.Thread(target=PeerReports(meet, tmp_path, None).report, args=(metrics,))
+             for meet, metrics in ((one, {"acc": 1, SYSTEM_KEY: [sample]}), (two, {"acc": 1}))]
+    for thread in [threading.Thread(target=rank_zero), *peers]:
+        thread.start()
+    for thread in peers:
+        thread.join(20)
+    assert gathered == [sample]

@@ -1,0 +1,172 @@
+"""System metrics of a trial's processes, sampled in each rank, sent with its reports.
+
+    with sampled(rank, context.system_metrics):  # sweeps.loop.worker.run_loop, in every rank
+        loop(config)             # each ray.train.report carries the samples since the last one
+
+A daemon thread samples every ``INTERVAL_S`` seconds (a report takes one when one is due): CPU
+(percent of one core, as ``top``) and resident memory of the process and its children (DataLoader
+workers); per GPU Ray gave it (``CUDA_VISIBLE_DEVICES``) NVML's utilization and memory used when
+``nvidia-ml-py`` is importable, else the memory torch's allocator holds. Rank 0's result gathers
+every rank's samples (inline, by the report collective; a Train run's workers put theirs in
+Ray's key-value store, never in the metrics Train keeps with a checkpoint, which the loop can
+read back, and ``report_bridge`` takes them from there); the driver logs each at
+its time under MLflow's ``system/`` names (rank k > 0's under ``system/rank_<k>/``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from sweeps._ray import kv
+from sweeps._ray.train_fn import adding_to_reports
+from sweeps.protocol import SYSTEM_KEY
+
+__all__ = ["INTERVAL_S", "Sampler", "gpu_values", "new_points", "sampled", "taken_aside"]
+
+INTERVAL_S = 5.0  # MLflow's own monitor: 10 s
+MB = 1e6  # MLflow's megabytes
+_ASIDE = "system/"  # Ray key-value keys of a Train worker's samples: system/<run dir>/<rank>/<ns>
+
+
+def gpu_values(index: int, used_bytes: int, utilization: float | None) -> dict[str, float]:
+    """GPU ``index``'s values by MLflow's names (``utilization`` None: torch's allocator's).
+
+    Example:
+        >>> gpu_values(3, 2_500_000_000, 87), gpu_values(0, 10**9, None)
+        ({'gpu_3_utilization_percentage': 87.0, 'gpu_3_memory_usage_megabytes': 2500.0}, \
+{'gpu_0_memory_reserved_megabytes': 1000.0})
+    """
+    if utilization is None:
+        return {f"gpu_{index}_memory_reserved_megabytes": used_bytes / MB}
+    return {f"gpu_{index}_utilization_percentage": float(utilization),
+            f"gpu_{index}_memory_usage_megabytes": used_bytes / MB}
+
+
+def _gpu_readers(visible: str) -> list[Callable[[], dict[str, float]]]:
+    """A reader per GPU in ``visible``, named by Ray's index (nvidia-smi's, NVML's)."""
+    ids = [int(d) for d in visible.split(",") if d.strip().isdigit()]
+    try:
+        import pynvml  # nvidia-ml-py: optional, as for MLflow's own GPU metrics
+
+        pynvml.nvmlInit()
+        gpus = {i: pynvml.nvmlDeviceGetHandleByIndex(i) for i in ids}
+        return [lambda i=i, g=g: gpu_values(i, pynvml.nvmlDeviceGetMemoryInfo(g).used,
+                                            pynvml.nvmlDeviceGetUtilizationRates(g).gpu)
+                for i, g in gpus.items()]
+    except Exception:  # not installed, no driver: torch's allocator, once the loop uses CUDA
+        return [lambda i=i, n=n: _torch_reserved(i, n) for n, i in enumerate(ids)]
+
+
+def _torch_reserved(index: int, device: int) -> dict[str, float]:
+    cuda = sys.modules["torch"].cuda  # KeyError: the loop has not imported torch (yet)
+    return gpu_values(index, cuda.memory_reserved(device), None) if cuda.is_initialized() else {}
+
+
+class Sampler:
+    """This process's samples not yet taken; a thread adds one every ``interval_s``."""
+
+    def __init__(self, rank: int, interval_s: float | None = None) -> None:
+        import psutil  # in a Ray process at the least Ray's own copy (ray/thirdparty_files)
+
+        self.prefix = "system/" if rank == 0 else f"system/rank_{rank}/"
+        self.interval_s, self.samples = interval_s or INTERVAL_S, list[list]()
+        self._procs: dict[int, Any] = {}
+        self._own, self._last, self._start = psutil.Process(), 0.0, time.time()
+        self._gpus = _gpu_readers(os.environ.get("CUDA_VISIBLE_DEVICES") or "")
+        self._lock, self._stop = threading.Lock(), threading.Event()
+        self._own.cpu_percent()  # CPU use counts from here
+        self._thread = threading.Thread(target=self._run, name="sweeps-system-metrics",
+                                        daemon=True)
+        self._thread.start()
+
+    def sample(self) -> None:
+        """Take a sample unless one was taken in the last ``interval_s`` seconds."""
+        with self._lock:
+            if time.time() - self._last < self.interval_s:
+                return
+            cpu = memory = 0.0
+            with contextlib.suppress(Exception):  # psutil.Error: a child ended meanwhile
+                found = [self._own, *self._own.children(recursive=True)]
+                self._procs = {p.pid: self._procs.get(p.pid, p) for p in found}  # CPU counts
+            for proc in self._procs.values() or [self._own]:
+                with contextlib.suppress(Exception):  # it ended meanwhile
+                    cpu, memory = cpu + proc.cpu_percent(), memory + proc.memory_info().rss / MB
+            values = {"process_cpu_utilization_percentage": cpu,
+                      "process_memory_usage_megabytes": memory}
+            for read in self._gpus:
+                with contextlib.suppress(Exception):  # e.g. torch not imported (yet)
+                    values.update(read())
+            self._last = time.time()
+            self.samples.append([int(self._last * 1000),
+                                 {self.prefix + k: round(v, 1) for k, v in values.items()}])
+
+    def take(self) -> dict[str, Any]:
+        """What a report carries: ``{SYSTEM_KEY: samples}`` not yet taken (one now if due)."""
+        self.sample()
+        with self._lock:
+            samples, self.samples = self.samples, []
+        return {SYSTEM_KEY: samples} if samples else {}
+
+    def _run(self) -> None:
+        while not self._stop.wait(max(self._last, self._start) + self.interval_s - time.time()):
+            self.sample()
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=1.0)
+
+
+@contextlib.contextmanager
+def sampled(rank: int, on: bool, run_dir: str) -> Iterator[None]:
+    """A ``Sampler`` whose samples this process's reports carry, while the block runs (``on``);
+    a Train worker's go through Ray's key-value store to its trial's ``taken_aside``."""
+    if not on:
+        yield
+        return
+    sampler = Sampler(rank)
+
+    def aside(taken: dict[str, Any]) -> None:
+        if taken:
+            kv.put(f"{_ASIDE}{run_dir}/{rank}/{time.time_ns()}", json.dumps(taken[SYSTEM_KEY]))
+
+    try:
+        with adding_to_reports(sampler.take, aside):
+            yield
+    finally:
+        sampler.close()
+
+
+def taken_aside(run_dir: str) -> list[list]:
+    """The samples the Train workers of the trial in ``run_dir`` put aside, taken off the
+    store (``report_bridge``, in the Train controller, adds them to the trial's result)."""
+    samples = []
+    for key in sorted(kv.keys(f"{_ASIDE}{run_dir}/")):
+        samples += json.loads(kv.get(key) or "[]")
+        kv.delete(key)
+    return samples
+
+
+def new_points(samples: list[list], logged: dict[str, list]) -> tuple[list, dict[str, list]]:
+    """(MLflow points ``(name, value, ms, step)``, each name's last ``[ms, step]``) of the
+    samples after ``logged`` (each name's last point sent): each at its own time, numbered on
+    per name as MLflow's own monitor steps them; a sample not after its name's last was sent.
+
+    Example:
+        >>> new_points([[9, {"system/a": 2.0}], [5, {"system/a": 1.0}]], {"system/a": [5, 0]})
+        ([('system/a', 2.0, 9, 1)], {'system/a': [9, 1]})
+    """
+    last, points = dict(logged), []
+    for ms, values in sorted(samples, key=lambda sample: sample[0]):
+        for name, value in values.items():
+            at, step = last.get(name, (-1, -1))
+            if ms > at:
+                points.append((name, float(value), int(ms), step + 1))
+                last[name] = [ms, step + 1]
+    return points, last

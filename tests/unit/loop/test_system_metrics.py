@@ -1,0 +1,125 @@
+"""System metrics sampled in a trial's process (sweeps.loop.system_metrics), for real: psutil
+on this process and a child of it, and the reports of a loop served in-process (no Ray)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+import time
+
+import numpy as np
+import psutil
+import pytest
+
+from sweeps.loop import system_metrics
+from sweeps.loop.context import TrialContext
+from sweeps.loop.system_metrics import Sampler, gpu_values
+from sweeps.protocol import SYSTEM_KEY
+
+CPU, MEMORY = "process_cpu_utilization_percentage", "process_memory_usage_megabytes"
+
+
+@pytest.mark.parametrize(("index", "used", "utilization", "expected"), [
+    (0, 2_500_000_000, 87, {"gpu_0_utilization_percentage": 87.0,
+                            "gpu_0_memory_usage_megabytes": 2500.0}),  # NVML: MLflow's names
+    (7, 0, 0, {"gpu_7_utilization_percentage": 0.0, "gpu_7_memory_usage_megabytes": 0.0}),
+    (1, 10**9, None, {"gpu_1_memory_reserved_megabytes": 1000.0}),  # torch's allocator only
+])
+def test_gpu_values_are_named_as_mlflow_names_them(index, used, utilization, expected) -> None:
+    assert gpu_values(index, used, utilization) == expected
+
+
+def test_a_sample_holds_this_process_and_its_children_at_its_time(monkeypatch) -> None:
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")  # a GPU "given", none here: no GPU values
+    child = subprocess.Popen([sys.executable, "-c",
+                              "import time; b = b'x' * 300_000_000; time.sleep(60)"])
+    try:
+        while psutil.Process(child.pid).memory_info().rss < 300e6:
+            time.sleep(0.05)
+        before = time.time()
+        sampler = Sampler(0, interval_s=60)
+        ((at, values),) = sampler.take()[SYSTEM_KEY]  # the first report takes one at once
+        own = psutil.Process().memory_info().rss / 1e6
+        sampler.close()
+    finally:
+        child.kill()
+    assert before * 1000 - 1 <= at <= time.time() * 1000
+    assert {f"system/{CPU}", f"system/{MEMORY}"} <= set(values)
+    if not _cuda():  # no GPU here: none sampled, nothing raised
+        assert set(values) == {f"system/{CPU}", f"system/{MEMORY}"}
+    assert values[f"system/{MEMORY}"] > own + 290  # this process's and the child's
+    assert values[f"system/{CPU}"] >= 0
+
+
+def _cuda() -> bool:
+    import torch
+
+    return torch.cuda.is_available()
+
+
+def test_samples_come_every_interval_and_a_report_takes_one_only_when_due() -> None:
+    sampler = Sampler(2, interval_s=0.2)
+    try:
+        assert len(sampler.take()[SYSTEM_KEY]) == 1
+        assert sampler.take() == {}  # not due again yet: the report carries nothing
+        x, end = np.ones((400, 400)), time.time() + 1.0
+        while time.time() < end:  # busy (without the GIL, as most training is): CPU shows
+            x @ x
+        samples = sampler.take()[SYSTEM_KEY]
+    finally:
+        sampler.close()
+    assert 2 <= len(samples) <= 7, samples  # 5 on an idle machine; fewer on a loaded one
+    times = [at for at, _ in samples]
+    assert all(b - a >= 190 for a, b in zip(times, times[1:], strict=False)), times
+    assert all(set(v) == {f"system/rank_2/{CPU}", f"system/rank_2/{MEMORY}"} for _, v in samples)
+    assert max(v[f"system/rank_2/{CPU}"] for _, v in samples) > 20  # busy: ~100 when idle
+    time.sleep(0.4)
+    assert sampler.samples == []  # closed: no more
+
+
+def test_the_reports_of_a_loop_carry_the_samples_only_when_on(tmp_path, monkeypatch) -> None:
+    """run_loop, as every backend calls it, with the per-worker API served in-process."""
+    from sweeps._ray.train_fn import serving
+    from sweeps.loop.worker import loop_entry
+
+    got: list[dict] = []
+    monkeypatch.setattr(system_metrics, "INTERVAL_S", 0.2)
+
+    def loop(config: dict) -> None:
+        import ray.train
+
+        for acc in (0.5, 0.6):
+            ray.train.report({"acc": acc})
+        time.sleep(0.3)
+        ray.train.report({"acc": 0.7})
+
+    for on in (True, False):
+        context = TrialContext("t1", str(tmp_path / "run"), 3, 1, 0, "acc", "max", on)
+        with serving(name="t1", report=lambda metrics, *a, **k: got.append(metrics),
+                     get_checkpoint=lambda: None, reported=list, datasets={}):
+            loop_entry(loop, context)({})
+    first, second, third, *off = got
+    assert [r["acc"] for r in got] == [0.5, 0.6, 0.7] * 2
+    assert len(first[SYSTEM_KEY]) == 1 and SYSTEM_KEY not in second  # due / not due
+    assert len(third[SYSTEM_KEY]) >= 1
+    assert all(SYSTEM_KEY not in r for r in off)
+    assert not [t for t in threading.enumerate() if t.name == "sweeps-system-metrics"]
+
+
+@pytest.mark.gpu
+def test_a_gpu_the_process_uses_is_sampled(monkeypatch) -> None:
+    import torch
+
+    if not torch.cuda.is_available():
+        pytest.skip("no GPU")
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", os.environ.get("CUDA_VISIBLE_DEVICES") or "0")
+    x = torch.ones(256, 1024, 1024, device="cuda")  # 1 GiB
+    sampler = Sampler(0, interval_s=60)
+    ((_, values),) = sampler.take()[SYSTEM_KEY]
+    sampler.close()
+    memory = {k: v for k, v in values.items() if k.startswith("system/gpu_")
+              and "memory" in k}
+    assert memory and max(memory.values()) > 1000, values
+    del x
