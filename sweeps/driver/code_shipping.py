@@ -277,8 +277,7 @@ def _warn_unshipped_trainable(cfg: SweepConfig, env: dict[str, Any]) -> None:
     if not file or is_uri(env.get("working_dir", "")):  # what a remote zip holds is unknown
         return
     parts = name.split(".")
-    root = Path(file).absolute().parents[len(parts) - (0 if file.endswith("__init__.py")
-                                                        else 1)]
+    root = Path(file).absolute().parents[len(parts) - (0 if file.endswith("__init__.py") else 1)]
     sweeps_root = Path(__file__).absolute().parents[2]  # next to the sweeps package
     if root == sweeps_root or {"site-packages", "dist-packages"} & set(root.parts):
         return

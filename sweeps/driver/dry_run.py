@@ -73,8 +73,7 @@ def epoch_budget(cfg: SweepConfig, trials: int | None = None) -> EpochBudget:
     if s.name != "asha":
         return EpochBudget([], n * s.max_t, float(n * s.max_t))
     rungs = asha_rungs(s.max_t, s.grace_period, s.reduction_factor)
-    return EpochBudget(rungs, n * s.max_t,
-                       n * expected_epochs(s.max_t, rungs, s.reduction_factor))
+    return EpochBudget(rungs, n * s.max_t, n * expected_epochs(s.max_t, rungs, s.reduction_factor))
 
 
 def source_line(cfg: SweepConfig) -> str:

@@ -193,8 +193,7 @@ def _check_backend(scaling: ScalingSection, use_gpu: bool, backend: str, gpw: fl
     at most 0.5; an elastic trial's ``max`` counts)."""
     n = worker_range(scaling.num_workers)[1]
     if backend == "nccl" and not use_gpu:
-        why = ("scaling.use_gpu=false" if scaling.use_gpu is False
-               else "the cluster has no GPU")
+        why = ("scaling.use_gpu=false" if scaling.use_gpu is False else "the cluster has no GPU")
         raise ConfigError("scaling.backend", "nccl", f"needs GPUs, but the trials train on CPUs "
                           f"({why})", "set scaling.backend=gloo (or leave it null), or "
                           "scaling.use_gpu=true on a cluster with GPUs")

@@ -135,8 +135,7 @@ def _resolve_dir(path: Path, who: str, loader: str | None, shown: str) -> ModelS
         path = path.parent
     if files.is_file(SweepLayout(path).best):  # a sweep: its best checkpoint, its loader
         checkpoint, best = best_record(path, who, shown)
-        return _checkpoint_source(_here(checkpoint), loader or best.get("model_loader"), who,
-                                  shown)
+        return _checkpoint_source(_here(checkpoint), loader or best.get("model_loader"), who, shown)
     if files.is_file(path / CHECKPOINT_FILE) or hf_checkpoint_dir(path):
         return _checkpoint_source(_here(path), loader, who, shown)
     sweep = _enclosing_sweep(path)
@@ -161,8 +160,7 @@ def _enclosing_sweep(path: Path) -> Path | None:
         files.is_file(layout.best) else None
 
 
-def _checkpoint_source(checkpoint: Path, loader: str | None, who: str,
-                       shown: str) -> ModelSource:
+def _checkpoint_source(checkpoint: Path, loader: str | None, who: str, shown: str) -> ModelSource:
     form = model_form(checkpoint, loader)
     if form == "files":
         raise SweepError(
@@ -179,8 +177,7 @@ def _checkpoint_source(checkpoint: Path, loader: str | None, who: str,
     return ModelSource(form, str(checkpoint), loader=loader if form == "loader" else None)
 
 
-def _resolve_uri(uri: str, who: str, loader: str | None,
-                 tracking_uri: str | None) -> ModelSource:
+def _resolve_uri(uri: str, who: str, loader: str | None, tracking_uri: str | None) -> ModelSource:
     import mlflow
     from mlflow.models import get_model_info
 

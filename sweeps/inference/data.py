@@ -25,8 +25,7 @@ __all__ = ["FORMATS", "choose_column", "input_files", "read_input"]
 
 # File suffix -> format, the same files experiment.datasets reads (ray.data.read_<format>).
 FORMATS = {suffix: reader.removeprefix("read_") for suffix, reader in READERS.items()}
-DEFAULT_COLUMNS = {"tokenizer": ("text",), "image_processor": ("image",),
-                   None: ("x", "features")}
+DEFAULT_COLUMNS = {"tokenizer": ("text",), "image_processor": ("image",), None: ("x", "features")}
 TAKES = {"tokenizer": "texts", "image_processor": "images (HxW or HxWxC arrays)",
          None: "feature arrays"}
 

@@ -27,8 +27,7 @@ class Predictor:
         import torch
 
         loaded = source.load()
-        self.model, self.processor = (loaded if isinstance(loaded, Pretrained)
-                                      else (loaded, None))
+        self.model, self.processor = (loaded if isinstance(loaded, Pretrained) else (loaded, None))
         self.kind = source.processor if source.transformers else None
         self.column = column
         self.device = torch.device("cuda" if use_gpu and torch.cuda.is_available() else "cpu")
@@ -83,8 +82,7 @@ class Predictor:
         channels = getattr(self.model.config, "num_channels", 3)
         arrays = [np.asarray(value) for value in values]  # HxW: one channel, repeated for RGB
         images = [np.repeat(a[..., None], channels, axis=2) if a.ndim == 2 else a for a in arrays]
-        enc = self.processor(images=images, return_tensors="pt",
-                             input_data_format="channels_last")
+        enc = self.processor(images=images, return_tensors="pt", input_data_format="channels_last")
         return _logits(self.model(**enc.to(self.device)))
 
 

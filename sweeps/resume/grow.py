@@ -171,8 +171,7 @@ def _reopened_for(records: list[dict[str, Any]], old: int, new: int) -> list[str
                               and r["trial"] not in ended))
 
 
-def _rung_stops(cfg: SweepConfig, records: list[dict[str, Any]], old: int,
-                new: int) -> set[str]:
+def _rung_stops(cfg: SweepConfig, records: list[dict[str, Any]], old: int, new: int) -> set[str]:
     """Trials the new rungs stop at the old ``max_t``: the log replayed through ASHA with
     ``max_t=new`` (``sweeps.search.asha.replay_record``, as the scheduler replays it; MO-ASHA's
     rungs, ``sweeps.search.moasha``, with several objectives)."""
@@ -194,16 +193,14 @@ def apply_growth(sweep_dir: Path, growth: Growth, record: Any, resuming: bool) -
     caller saves the record (last: see the module docstring). Returns the trials Tune's
     state set back to paused (``reopen_trials``)."""
     old, new = growth.changes.get("scheduler.max_t", (0, 0))
-    reopened = reopen_trials(sweep_dir, growth.reopened, resuming, from_epoch=old,
-                             to_epoch=new)
+    reopened = reopen_trials(sweep_dir, growth.reopened, resuming, from_epoch=old, to_epoch=new)
     record.identity.update({key: str(now) for key, (_, now) in growth.changes.items()})
     record.growth.append({"start": record.starts + 1,
                           **{key: [was, now] for key, (was, now) in growth.changes.items()}})
     return reopened
 
 
-def reopen_trials(sweep_dir: Path, trials: list[str], resuming: bool,
-                  **fields: Any) -> list[str]:
+def reopen_trials(sweep_dir: Path, trials: list[str], resuming: bool, **fields: Any) -> list[str]:
     """Ended ``trials`` run again on this start: set back to paused in Tune's saved state
     (when it is restored), then a ``reopen`` record each in the decision log (with
     ``fields``), which its readers take as "not ended" (``sweeps.search.decisions``).

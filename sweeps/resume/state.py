@@ -135,8 +135,7 @@ def save_record(sweep_dir: Path, record: SweepRecord) -> None:
     """Write ``state/sweep.json`` atomically (fsync'ed temp file, then rename)."""
     record.ray_version = importlib.metadata.version("ray")
     # without credentials: they come from the environment (the record may sit in a bucket)
-    record.tracking_uri = without_credentials(record.tracking_uri) if record.tracking_uri \
-        else None
+    record.tracking_uri = without_credentials(record.tracking_uri) if record.tracking_uri else None
     layout = SweepLayout(sweep_dir)
     files.make_dirs(layout.state)
     write_atomic(layout.record, json.dumps(asdict(record), indent=2))

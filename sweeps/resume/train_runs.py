@@ -70,8 +70,7 @@ def _rebuilt_snapshot(run_dir: Path) -> dict[str, Any]:
     for epoch in checkpoint_epochs(run_dir):
         name = checkpoint_dir_name(epoch)
         with trees.local_copy(run_dir / name) as local:
-            found.append((name, load_checkpoint(local).get("metrics", {"epoch": epoch}),
-                          epoch - 1))
+            found.append((name, load_checkpoint(local).get("metrics", {"epoch": epoch}), epoch - 1))
     return train_snapshot.rebuilt(found)
 
 
