@@ -82,9 +82,6 @@ class ModelSource:
             return build_model(self.location, self.loader)[0].eval()
         if self.form == "transformers":
             return load_pretrained(self.location)
-        return self._load_logged()
-
-    def _load_logged(self) -> Any:
         if self.form == "mlflow.pytorch":
             import mlflow.pytorch
 
@@ -138,9 +135,10 @@ def _resolve_dir(path: Path, who: str, loader: str | None, shown: str) -> ModelS
         return _checkpoint_source(_here(checkpoint), loader or best.get("model_loader"), who, shown)
     if files.is_file(path / CHECKPOINT_FILE) or hf_checkpoint_dir(path):
         return _checkpoint_source(_here(path), loader, who, shown)
-    sweep = _enclosing_sweep(path)
-    if sweep is not None and files.is_dir(path):  # <sweep>/train/<trial>/<ckpt>: a loop's own
-        best = json.loads(files.read_text(SweepLayout(sweep).best)) or {}
+    sweep = SweepLayout(path.resolve().parent.parent.parent)  # of <sweep>/train/<trial>/<ckpt>
+    if path.resolve().parent.parent == sweep.train and files.is_file(sweep.best) \
+            and files.is_dir(path):  # a checkpoint of a finished sweep's loop, in its own format
+        best = json.loads(files.read_text(sweep.best)) or {}
         return _checkpoint_source(_here(path), loader or best.get("model_loader"), who, shown)
     if loader and files.is_dir(path):
         return _checkpoint_source(_here(path), loader, who, shown)
@@ -150,14 +148,6 @@ def _resolve_dir(path: Path, who: str, loader: str | None, shown: str) -> ModelS
 def _here(checkpoint: Path) -> Path:
     """``checkpoint`` on this machine: itself, or a download of it from its object store."""
     return trees.kept_local(checkpoint, prefix="sweeps-best-")
-
-
-def _enclosing_sweep(path: Path) -> Path | None:
-    """The finished sweep a Train checkpoint directory lives in (``<sweep>/train/<trial>/x``)."""
-    root = path.resolve().parent.parent.parent
-    layout = SweepLayout(root)
-    return root if path.resolve().parent.parent == layout.train and \
-        files.is_file(layout.best) else None
 
 
 def _checkpoint_source(checkpoint: Path, loader: str | None, who: str, shown: str) -> ModelSource:

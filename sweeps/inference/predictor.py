@@ -38,8 +38,10 @@ class Predictor:
         import numpy as np
         import torch
 
+        forward = {"tokenizer": self._texts, "image_processor": self._images}.get(self.kind,
+                                                                                 self._features)
         with torch.inference_mode():
-            out = self._forward(batch[self.column])
+            out = forward(batch[self.column])
         out = out.float().cpu()
         if out.ndim == 2 and out.shape[1] > 1:  # class scores
             score, index = torch.softmax(out, dim=1).max(dim=1)
@@ -51,13 +53,6 @@ class Predictor:
         else:  # one value per row
             batch["prediction"] = out.reshape(len(out), -1)[:, 0].numpy()
         return batch
-
-    def _forward(self, values: Any) -> Any:
-        if self.kind == "tokenizer":
-            return self._texts(values)
-        if self.kind == "image_processor":
-            return self._images(values)
-        return self._features(values)
 
     def _features(self, values: Any) -> Any:
         import numpy as np
