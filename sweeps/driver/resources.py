@@ -25,6 +25,7 @@ run. A trial whose nccl ranks could land on one GPU is refused before anything s
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 from dataclasses import dataclass
@@ -137,23 +138,17 @@ class ResourcePlan:
         return f"{text}; {share} {who} share each GPU {each}"
 
 
-def _visible_gpus() -> int:
-    """GPUs this process can see, without starting Ray (honours CUDA_VISIBLE_DEVICES)."""
-    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
-    if visible is not None and visible.strip() in ("", "-1"):
-        return 0
-    try:
-        import torch
-
-        return torch.cuda.device_count()
-    except Exception:  # a CPU-only or broken torch build sees no GPU
-        return 0
-
-
 def local_cluster_totals(ray_cfg: RaySection) -> tuple[float, float]:
     """(CPUs, GPUs) the private local Ray instance will be started with."""
     cpus = ray_cfg.num_cpus if ray_cfg.num_cpus is not None else (os.cpu_count() or 1)
-    gpus = ray_cfg.num_gpus if ray_cfg.num_gpus is not None else _visible_gpus()
+    gpus = ray_cfg.num_gpus
+    if gpus is None:  # the GPUs this process sees, without starting Ray (CUDA_VISIBLE_DEVICES)
+        gpus = 0
+        if os.environ.get("CUDA_VISIBLE_DEVICES", "0").strip() not in ("", "-1"):
+            with contextlib.suppress(Exception):  # a CPU-only or broken torch build sees none
+                import torch
+
+                gpus = torch.cuda.device_count()
     return float(cpus), float(gpus)
 
 
