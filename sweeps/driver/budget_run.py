@@ -42,4 +42,3 @@ def reopen_budget_stops(prep: Prepared, start: int) -> list[str]:
     trials = budget_reopens(prep.sweep_dir, budget_limits(prep.cfg.sweep.budget),
                             prep.resources.planned_workers, start)
     return reopen_trials(prep.sweep_dir, trials, resuming=True, budget_room=True)
-

@@ -250,10 +250,8 @@ def pareto_json(sweep_dir: Path) -> Path:
 
 
 def write_summary(summary: Summary, sweep_dir: Path) -> None:
-    """``summary.csv``, ``summary.parquet``, ``best.json`` and ``importance.json`` in the
-    sweep directory, and
-    ``pareto.json`` (objectives, front size, each member's values and params) for a
-    multi-objective sweep."""
+    """``summary.csv``, ``summary.parquet``, ``best.json``, ``importance.json`` and, for several
+    objectives, ``pareto.json`` (objectives, front size, each member's values and params)."""
     layout = SweepLayout(sweep_dir)
     write_atomic(layout.summary_csv, summary.table.to_csv(index=False))
     mixed = [c for c in summary.table if summary.table[c].dtype == object]

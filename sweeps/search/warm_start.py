@@ -180,11 +180,9 @@ def load_warm_start(source: str, params: list[Param], objectives: dict[str, str]
 
     Args:
         source: ``search.warm_start``: a sweep directory, or an experiment name.
-        params: the current space (``parse_space``).
         objectives: metric -> "min"/"max"; each must be finite in a trial that is used (the
             directions are the caller's: nothing here ranks trials).
         tracking_uri: the MLflow store; None: ``sqlite:///<cwd>/mlflow.db``.
-        cwd: what relative paths are relative to; None: the current directory.
 
     Example:
         >>> load_warm_start("nowhere", [], {"val_acc": "max"}, "sqlite:////no/mlflow.db")

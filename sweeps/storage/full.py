@@ -105,4 +105,3 @@ def _counts(code: int, path: str | None, within: str | os.PathLike[str] | None) 
     return any(p.startswith(r.rstrip("/") + "/") for p in paths for r in roots) or \
         any(path.lstrip("/").startswith(r.lstrip("/").rstrip("/") + "/")  # pyarrow: no "/"
             for r in roots)
-
