@@ -207,25 +207,20 @@ class MLflowSink:
             for key, value in tags.items() if run is not None else ():
                 self.client.set_tag(run, key, str(value)[:PARAM_LIMIT])
 
-    def _step_of(self, trial: str, step: int, logged: dict[str, int]) -> int:
-        """The MLflow step of a trial's report: its own step, shifted past what MLflow has
-        once a PBT exploit restarted the trial on a donor's (lower) clock. The shift is kept
-        in this sink's state, so a resumed sweep goes on with it."""
-        offsets = self.state.setdefault("step_offsets", {})
-        offset = offsets.get(trial, 0)
-        if self.state.setdefault("rebase", {}).pop(trial, None):
-            last = max(logged.values(), default=None)
-            if last is not None and step + offset <= last:
-                offset = offsets[trial] = last + 1 - step
-        return step + offset
-
     def _op_metrics(self, r: dict[str, Any]) -> None:
         from mlflow.entities import Metric
 
         steps = self.state.setdefault("steps", {}).setdefault(r["trial"], {})
         if not isinstance(steps, dict):  # an older sweep's map: one last step per trial
             steps = self.state["steps"][r["trial"]] = {k: steps for k in r["values"]}
-        step = self._step_of(r["trial"], int(r["step"]), steps)
+        # The report's own step, shifted past what MLflow has once a PBT exploit restarted the
+        # trial on a donor's (lower) clock; the shift stays in this sink's state for a resume.
+        step, offsets = int(r["step"]), self.state.setdefault("step_offsets", {})
+        if self.state.setdefault("rebase", {}).pop(r["trial"], None):
+            last = max(steps.values(), default=None)
+            if last is not None and step + offsets.get(r["trial"], 0) <= last:
+                offsets[r["trial"]] = last + 1 - step
+        step += offsets.get(r["trial"], 0)
         metrics = []
         for key, value in r["values"].items():
             if isinstance(value, bool) or not isinstance(value, int | float):
