@@ -258,9 +258,10 @@ class MLflowSink:
                 with trees.local_copy(path) as local:
                     self.client.log_artifact(self.parent_run_id, str(local), r["artifact_path"])
 
-    def _close_open_trials(self, r: dict[str, Any]) -> None:
-        """No trial run outlives its sweep's run as RUNNING (e.g. one restored by a resume
-        that was interrupted again before the trial started)."""
+    def _op_sweep_end(self, r: dict[str, Any]) -> None:
+        run = self.parent_run_id
+        # No trial run outlives its sweep's run as RUNNING (e.g. one restored by a resume that
+        # was interrupted again before the trial started).
         ended = self.state.setdefault("ended", {})
         status = "KILLED" if r.get("status", "FINISHED") == "FINISHED" else r["status"]
         for trial, run_id in self.state["trials"].items():
@@ -270,10 +271,6 @@ class MLflowSink:
             self.client.set_terminated(run_id, status, end_time=int(r["ts"]))
             ended[trial] = status
         self._save()
-
-    def _op_sweep_end(self, r: dict[str, Any]) -> None:
-        run = self.parent_run_id
-        self._close_open_trials(r)
         for key, value in r.get("tags", {}).items():
             self.client.set_tag(run, key, str(value)[:PARAM_LIMIT])
         if r.get("summary_csv") and files.exists(r["summary_csv"]):
