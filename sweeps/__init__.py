@@ -41,29 +41,8 @@ from sweeps.loop.session import TrialSession
 from sweeps.report.best import best_checkpoint
 from sweeps.report.tables import SweepTables, load
 
-__all__ = [
-    "ClusterFitError",
-    "ConfigError",
-    "Pretrained",
-    "RayIncompatible",
-    "SearchSpaceError",
-    "StateError",
-    "SweepConfig",
-    "SweepError",
-    "SweepInterrupted",
-    "SweepResult",
-    "SweepTables",
-    "TrialContext",
-    "TrialSession",
-    "best_checkpoint",
-    "compose",
-    "load",
-    "load_best",
-    "load_checkpoint",
-    "load_model",
-    "predict",
-    "prepare",
-    "run_sweep",
-    "trial_context",
-    "validate",
-]
+__all__ = ["ClusterFitError", "ConfigError", "Pretrained", "RayIncompatible", "SearchSpaceError",
+           "StateError", "SweepConfig", "SweepError", "SweepInterrupted", "SweepResult",
+           "SweepTables", "TrialContext", "TrialSession", "best_checkpoint", "compose", "load",
+           "load_best", "load_checkpoint", "load_model", "predict", "prepare", "run_sweep",
+           "trial_context", "validate"]

@@ -53,7 +53,13 @@ def main(cfg: DictConfig) -> None:
         if sweep_cfg.sweep.dry_run:
             from sweeps.driver.dry_run import format_plan
 
-            remember(sweep_cfg, _composed_from())  # before prepare, which copies what it settles
+            # The file Hydra took +experiment from: its choice, looked up in its own sources;
+            # remembered before prepare, which copies what it settles.
+            runtime = HydraConfig.get().runtime
+            choice = runtime.choices.get("experiment")
+            entries = tuple(Entry(s.provider, f"{s.schema}://{s.path}") for s in
+                            runtime.config_sources if s.provider not in ("hydra", "schema"))
+            remember(sweep_cfg, SearchPath(entries).find(choice) if choice else None)
             print(format_plan(prepare(sweep_cfg)))
             return
         result = run_sweep(sweep_cfg)  # claims the sweep directory, then prepares
@@ -73,17 +79,6 @@ def main(cfg: DictConfig) -> None:
     print_result(result, sweep_cfg)
     if result.best is None or result.failed:
         sys.exit(1)
-
-
-def _composed_from():  # -> sweeps.config.search_path.Source | None
-    """The file Hydra took ``+experiment`` from: its choice, looked up in its own sources."""
-    runtime = HydraConfig.get().runtime
-    choice = runtime.choices.get("experiment")
-    if not choice:
-        return None
-    entries = tuple(Entry(s.provider, f"{s.schema}://{s.path}") for s in runtime.config_sources
-                    if s.provider not in ("hydra", "schema"))
-    return SearchPath(entries).find(choice)
 
 
 def prepare_argv(argv: list[str]) -> list[str]:

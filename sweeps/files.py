@@ -103,18 +103,12 @@ def append_line(path: str | Path, line: str) -> None:
     if remote is not None:
         objects.append_record(*remote, line)
         return
-    with open(path, "ab") as f:
-        if f.tell() > 0 and not _ends_with_newline(path):
-            f.write(b"\n")
+    with open(path, "a+b") as f:  # writes append wherever a read left the position
+        if f.tell() > 0 and f.seek(-1, os.SEEK_END) >= 0 and f.read(1) != b"\n":
+            f.write(b"\n")  # a torn last line
         f.write(line.encode() + b"\n")
         f.flush()
         os.fsync(f.fileno())
-
-
-def _ends_with_newline(path: str | Path) -> bool:
-    with open(path, "rb") as f:
-        f.seek(-1, os.SEEK_END)
-        return f.read(1) == b"\n"
 
 
 def read_lines(path: str | Path) -> list[str]:

@@ -35,9 +35,12 @@ def sync(sweep_dir: str | Path, timeout_s: float = 300.0) -> int:
     meta = json.loads(files.read_text(meta_path))
     quiet_http_retries()
     journal = Journal(state_dir)
+    # The URI is recorded without credentials: MLFLOW_TRACKING_URI when it names the same store
+    # with them, else MLflow reads MLFLOW_TRACKING_USERNAME/PASSWORD/TOKEN.
+    env = os.environ.get("MLFLOW_TRACKING_URI", "").strip()
+    uri = env if env and without_credentials(env) == meta["uri"] else meta["uri"]
     try:  # here, not in the writer's thread: a store made anew takes the whole journal first
-        sink = MLflowSink(_with_credentials(meta["uri"]), meta["experiment_name"], state_dir,
-                          meta["model_name"])
+        sink = MLflowSink(uri, meta["experiment_name"], state_dir, meta["model_name"])
     except StoreUnusable as exc:
         print(f"MLflow: {exc.why}; the records wait in {journal.path} until {exc.fix}")
         return len(journal.pending())
@@ -46,14 +49,6 @@ def sync(sweep_dir: str | Path, timeout_s: float = 300.0) -> int:
         return writer.flush(timeout_s)
     finally:
         writer.stop()
-
-
-def _with_credentials(uri: str) -> str:
-    """The recorded URI (kept without credentials), or ``MLFLOW_TRACKING_URI`` when that names
-    the same store with credentials in it; otherwise MLflow reads them from its credential
-    variables (``MLFLOW_TRACKING_USERNAME``/``PASSWORD``/``TOKEN``)."""
-    env = os.environ.get("MLFLOW_TRACKING_URI", "").strip()
-    return env if env and without_credentials(env) == uri else uri
 
 
 def main() -> None:

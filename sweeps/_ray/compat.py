@@ -38,15 +38,7 @@ TESTED = ">=2.57.1,<2.61"  # the Ray releases the suite ran on: docs/development
 
 
 def _probes() -> dict[str, Callable[[], None]]:
-    from sweeps._ray import (
-        logs,
-        placement,
-        shipping,
-        train,
-        train_fn,
-        train_snapshot,
-        tune,
-    )
+    from sweeps._ray import logs, placement, shipping, train, train_fn, train_snapshot, tune
 
     kv = "ray.experimental.internal_kv:"
     wg = placement.WORKER_GROUP_MODULE.rpartition(".")[0]

@@ -190,8 +190,7 @@ class StopAwareQueue:
             return False
 
 
-def stop_aware_report_queue(callback: Any, stopped: Callable[[], bool],
-                            recheck_s: float) -> None:
+def stop_aware_report_queue(callback: Any, stopped: Callable[[], bool], recheck_s: float) -> None:
     """Make ``callback`` (a ``TuneReportCallback``) drop its reports once ``stopped()``
     instead of waiting forever for room in the trial session's one-slot queue."""
     queue = getattr(callback, REPORT_QUEUE_ATTR)

@@ -33,7 +33,12 @@ def save_to_dir(controller: Any) -> None:
         if getattr(module, "json", None) is not json:  # a Ray that writes it otherwise
             controller.save_to_dir()
             return
-        _unlink_state_file(controller)
+        # The staging copy goes first: Tune's open(..., "w") truncates the 3 MB of 200 trials in
+        # place, 2.3 ms on ext4 where a new file costs nothing (storage's copy is replaced whole).
+        name = getattr(controller, "experiment_state_file_name", None)
+        if isinstance(name, str):
+            with contextlib.suppress(OSError):
+                os.unlink(os.path.join(controller._storage.experiment_driver_staging_path, name))
         module.json = _CACHED_TRIALS_JSON
         try:
             controller.save_to_dir()
@@ -49,16 +54,6 @@ def _datasets_by_plan() -> Any:
     except ImportError:
         return contextlib.nullcontext()
     return out_of_band_serialize_dataset()
-
-
-def _unlink_state_file(controller: Any) -> None:
-    """Remove the staging copy of the state file before Tune writes it again: its ``open(...,
-    "w")`` truncates the 3 MB of 200 trials in place first, 2.3 ms on ext4 where a new file
-    costs nothing. Storage keeps its copy (replaced whole by the upload)."""
-    name = getattr(controller, "experiment_state_file_name", None)
-    if isinstance(name, str):
-        with contextlib.suppress(OSError):
-            os.unlink(os.path.join(controller._storage.experiment_driver_staging_path, name))
 
 
 class _CachedTrialsJson:

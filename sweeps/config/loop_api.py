@@ -59,25 +59,19 @@ def _dotted(node: ast.AST) -> str:
     return node.id if isinstance(node, ast.Name) else ""
 
 
-def _aliases(tree: ast.Module) -> dict[str, str]:
-    """Names bound to ``ray.tune``/``ray.train`` (``from ray import tune as rt``)."""
-    names = {TUNE: TUNE, TRAIN: TRAIN}
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            names.update({a.asname: a.name[4:] for a in node.names
-                          if a.asname and a.name in ("ray.tune", "ray.train")})
-        elif isinstance(node, ast.ImportFrom) and node.module == "ray":
-            names.update({a.asname or a.name: a.name for a in node.names
-                          if a.name in (TUNE, TRAIN)})
-    return names
-
-
 def _uses(tree: ast.Module) -> dict[str, set[str]]:
     """The Train and Tune API names the module uses: ``tune.report``/``ray.tune.report`` (under
     any alias), ``from ray.tune import report``, Tune's reporting callbacks
     (``ray.tune.integration.*``), and the same for ``train`` (``ray.train.torch`` too)."""
     found: dict[str, set[str]] = {TRAIN: set(), TUNE: set()}
-    aliases = _aliases(tree)
+    aliases = {TUNE: TUNE, TRAIN: TRAIN}  # names bound to them (from ray import tune as rt)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            aliases.update({a.asname: a.name[4:] for a in node.names
+                            if a.asname and a.name in ("ray.tune", "ray.train")})
+        elif isinstance(node, ast.ImportFrom) and node.module == "ray":
+            aliases.update({a.asname or a.name: a.name for a in node.names
+                            if a.name in (TUNE, TRAIN)})
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom) and node.module in ("ray.tune", "ray.train",
                                                                "ray.train.torch"):

@@ -95,8 +95,7 @@ def from_argv(argv: list[str]) -> SearchPath:
     return _build(args.config_dir, list(args.overrides), "--config-dir")
 
 
-def for_compose(config_dir: str | os.PathLike[str] | None,
-                overrides: list[str]) -> SearchPath:
+def for_compose(config_dir: str | os.PathLike[str] | None, overrides: list[str]) -> SearchPath:
     """The search path of ``sweeps.config.compose(..., config_dir=...)``: the CLI's, in its order.
 
     Example:
@@ -106,8 +105,7 @@ def for_compose(config_dir: str | os.PathLike[str] | None,
     return _build(config_dir, overrides, "config_dir")
 
 
-def _build(config_dir: str | os.PathLike[str] | None, overrides: list[str],
-           key: str) -> SearchPath:
+def _build(config_dir: str | os.PathLike[str] | None, overrides: list[str], key: str) -> SearchPath:
     entries: list[Entry] = []
     if config_dir is not None:
         abs_dir = os.path.abspath(config_dir)

@@ -21,7 +21,9 @@ def start_ledger(prep: Prepared, start: int) -> BudgetLedger | None:
     """This start's count of ``sweep.budget`` (None: no budget), continuing the earlier
     starts' from the sweep's logs; says so when it is already spent."""
     limits = budget_limits(prep.cfg.sweep.budget)
-    if not limits and not _budget_ended(prep):
+    if not limits and not (prep.resuming and any(  # an earlier start's budget ended something
+            r.get("budget") or r.get("budget_finished")
+            for r in decision_log(prep.sweep_dir).records())):
         return None  # (a budget unset on resume keeps a ledger: it reopens what it ended)
     # elastic trials counted at their max workers: a worker-hours budget is never overrun
     ledger = BudgetLedger.load(prep.sweep_dir, limits, prep.resources.planned_workers, start)
@@ -40,9 +42,3 @@ def reopen_budget_stops(prep: Prepared, start: int) -> list[str]:
     trials = budget_reopens(prep.sweep_dir, budget_limits(prep.cfg.sweep.budget),
                             prep.resources.planned_workers, start)
     return reopen_trials(prep.sweep_dir, trials, resuming=True, budget_room=True)
-
-
-def _budget_ended(prep: Prepared) -> bool:
-    """Whether an earlier start's budget ended trials or the search (its decision log)."""
-    return prep.resuming and any(r.get("budget") or r.get("budget_finished")
-                                 for r in decision_log(prep.sweep_dir).records())

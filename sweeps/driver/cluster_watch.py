@@ -109,7 +109,11 @@ class ClusterWatch(Callback):
             cpus = sum(r.get("CPU", 0.0) for r in nodes.values())
             gpus = sum(r.get("GPU", 0.0) for r in nodes.values())
             before = self.at_once
-            self._follow(cpus, gpus)
+            fits = max(1, self.plan.fits_in(cpus, gpus)) if self.follow and self._limit else 0
+            if fits and fits != self.at_once and self._limit(fits):
+                log.debug("trials at once: %d -> %d (cluster: %g CPU / %g GPU)", self.at_once,
+                          fits, cpus, gpus)
+                self.at_once = fits
             if known is not None or self.at_once != before:
                 how = ("" if self.follow and self._limit is not None
                        else " (search.max_concurrent_trials, kept)" if not self.follow
@@ -136,15 +140,6 @@ class ClusterWatch(Callback):
                           else f"{t} (no epoch reported yet)" for t in hit)
         return (f"node {node[:8]} left the cluster: trial(s) {named} had workers there; they "
                 "restart from their last checkpoint on another node")
-
-    def _follow(self, cpus: float, gpus: float) -> None:
-        if not self.follow or self._limit is None:
-            return
-        fits = max(1, self.plan.fits_in(cpus, gpus))
-        if fits != self.at_once and self._limit(fits):
-            log.debug("trials at once: %d -> %d (cluster: %g CPU / %g GPU)", self.at_once,
-                     fits, cpus, gpus)
-            self.at_once = fits
 
 
 def recorded_worker_nodes(sweep_id: str, trial_id: str) -> set[str]:

@@ -147,24 +147,6 @@ def package_size(root: Path, excludes: list[str], gitignore: bool = True,
     return size
 
 
-def _working_dir(cfg: SweepConfig) -> str | None:
-    """The working_dir to ship, as configured (``None``: none)."""
-    wd = cfg.ray.working_dir
-    if wd is None:
-        return "." if cfg.ray.address else None
-    return None if wd.strip().lower() == OFF else wd
-
-
-def _sweep_excludes(cfg: SweepConfig, root: Path) -> list[str]:
-    """The sweep's own directory, anchored, when it lies inside ``root``."""
-    sweep_dir = Path(cfg.sweep.dir).expanduser().absolute()
-    try:
-        rel = sweep_dir.relative_to(root.absolute())
-    except ValueError:
-        return []
-    return [f"/{rel.as_posix()}/"] if rel.parts else []
-
-
 def runtime_env(cfg: SweepConfig) -> dict[str, Any] | None:
     """The runtime env ``ray.init`` gets to ship the user's code, or ``None`` for none.
 
@@ -179,7 +161,9 @@ def runtime_env(cfg: SweepConfig) -> dict[str, Any] | None:
         ('/home/me/proj', ['.git'])
     """
     env: dict[str, Any] = {}
-    wd = _working_dir(cfg)
+    wd = cfg.ray.working_dir  # unset: the cwd on a cluster, nothing on a local instance
+    wd = ("." if cfg.ray.address else None) if wd is None else \
+        (None if wd.strip().lower() == OFF else wd)
     if wd is not None:
         env["working_dir"] = wd if is_uri(wd) else str(Path(wd).expanduser().absolute())
     if cfg.ray.py_modules:
@@ -190,10 +174,12 @@ def runtime_env(cfg: SweepConfig) -> dict[str, Any] | None:
         if env.pop(key, None) is not None:
             log.info("ray.%s: left to the submitted job's runtime env", key)
     local_wd = env.get("working_dir")
-    if env:
+    if env:  # and the sweep's own directory, anchored, when it lies inside the working_dir
+        sweep_dir, root = Path(cfg.sweep.dir).expanduser().absolute(), Path(local_wd or "/")
+        inside = local_wd and not is_uri(local_wd) and sweep_dir.is_relative_to(root) \
+            and sweep_dir != root
         env["excludes"] = [*DEFAULT_EXCLUDES, *cfg.ray.excludes,
-                           *(_sweep_excludes(cfg, Path(local_wd))
-                             if local_wd and not is_uri(local_wd) else [])]
+                           *([f"/{sweep_dir.relative_to(root).as_posix()}/"] if inside else [])]
     store = store_env(cfg.sweep.dir) if cfg.ray.address else {}  # for a joined cluster
     if store:
         env["env_vars"] = store
@@ -277,8 +263,7 @@ def _warn_unshipped_trainable(cfg: SweepConfig, env: dict[str, Any]) -> None:
     if not file or is_uri(env.get("working_dir", "")):  # what a remote zip holds is unknown
         return
     parts = name.split(".")
-    root = Path(file).absolute().parents[len(parts) - (0 if file.endswith("__init__.py")
-                                                        else 1)]
+    root = Path(file).absolute().parents[len(parts) - (0 if file.endswith("__init__.py") else 1)]
     sweeps_root = Path(__file__).absolute().parents[2]  # next to the sweeps package
     if root == sweeps_root or {"site-packages", "dist-packages"} & set(root.parts):
         return

@@ -73,8 +73,7 @@ def epoch_budget(cfg: SweepConfig, trials: int | None = None) -> EpochBudget:
     if s.name != "asha":
         return EpochBudget([], n * s.max_t, float(n * s.max_t))
     rungs = asha_rungs(s.max_t, s.grace_period, s.reduction_factor)
-    return EpochBudget(rungs, n * s.max_t,
-                       n * expected_epochs(s.max_t, rungs, s.reduction_factor))
+    return EpochBudget(rungs, n * s.max_t, n * expected_epochs(s.max_t, rungs, s.reduction_factor))
 
 
 def source_line(cfg: SweepConfig) -> str:
@@ -123,7 +122,11 @@ def format_plan(prepared) -> str:  # prepared: sweeps.driver.runner.Prepared
     else:
         lines.append(f"  scheduler none: every trial trains {s.max_t} epochs")
     lines.append(f"  trials: {prepared.resources.describe()}")
-    lines.append(f"  trial process: {_process_reuse(cfg, prepared.resources.executor)}")
+    reuse = ("reused by the next trial (trial.reuse_process=false: a new one per trial)"
+             if reuses_process(cfg, prepared.resources.executor) else
+             "a new one per trial (scheduler=pbt: a paused Train run would go on in it)"
+             if cfg.trial.reuse_process else "a new one per trial (trial.reuse_process=false)")
+    lines.append(f"  trial process: {reuse}")
     if cfg.experiment.datasets:
         split = cfg.experiment.datasets_to_split
         for name, src in parse_datasets(dict(cfg.experiment.datasets)).items():
@@ -144,15 +147,6 @@ def format_plan(prepared) -> str:  # prepared: sweeps.driver.runner.Prepared
     lines += [f"  note: {note}" for note in prepared.notes]
     lines += [f"  warning: {w}" for w in prepared.warnings]
     return "\n".join(lines)
-
-
-def _process_reuse(cfg: SweepConfig, executor: str) -> str:
-    """Whether a trial's process serves the next trial too (``trial.reuse_process``)."""
-    if reuses_process(cfg, executor):
-        return "reused by the next trial (trial.reuse_process=false: a new one per trial)"
-    if cfg.trial.reuse_process:
-        return "a new one per trial (scheduler=pbt: a paused Train run would go on in it)"
-    return "a new one per trial (trial.reuse_process=false)"
 
 
 def _objectives(cfg: SweepConfig) -> str:

@@ -113,26 +113,6 @@ def _ray_connected() -> bool:
     return "ray" in sys.modules and sys.modules["ray"].is_initialized()
 
 
-def _cluster_totals(cfg: SweepConfig) -> tuple[float, float]:
-    """(CPUs, GPUs) of the cluster the sweep will use, joining it if it already runs.
-
-    Joining ships the user's code (``ray.working_dir``, ``ray.py_modules``) with the job's
-    runtime env, which every worker of the sweep inherits (``sweeps.driver.code_shipping``).
-    """
-    if _ray_connected() or cfg.ray.address:
-        import ray
-
-        if not ray.is_initialized():
-            try:
-                ray.init(address=cfg.ray.address, log_to_driver=cfg.sweep.verbose,
-                         runtime_env=runtime_env(cfg))
-            except ConnectionError as exc:
-                raise join_error(cfg.ray.address, exc) from exc
-        totals = ray.cluster_resources()
-        return float(totals.get("CPU", 0)), float(totals.get("GPU", 0))
-    return local_cluster_totals(cfg.ray)
-
-
 def check_config(cfg: SweepConfig) -> None:
     """Every check the config alone answers, with no Ray, no cluster and nothing written:
     each key's (``sweeps.config.validate``), then ``trial.executor``: it names a backend, and a
@@ -198,7 +178,21 @@ def prepare(cfg: SweepConfig) -> Prepared:
         warm = load_warm_start(cfg.search.warm_start, params, objectives_of(cfg), store)
     joined = not _ray_connected() and bool(cfg.ray.address)
     try:
-        cpus, gpus = _cluster_totals(cfg)
+        if _ray_connected() or cfg.ray.address:  # the cluster's, joined if it already runs
+            import ray
+
+            if not ray.is_initialized():
+                # joining ships the user's code (ray.working_dir, ray.py_modules) with the job's
+                # runtime env, which every worker of the sweep inherits (driver.code_shipping)
+                try:
+                    ray.init(address=cfg.ray.address, log_to_driver=cfg.sweep.verbose,
+                             runtime_env=runtime_env(cfg))
+                except ConnectionError as exc:
+                    raise join_error(cfg.ray.address, exc) from exc
+            totals = ray.cluster_resources()
+            cpus, gpus = float(totals.get("CPU", 0)), float(totals.get("GPU", 0))
+        else:
+            cpus, gpus = local_cluster_totals(cfg.ray)
         resources = plan_resources(cfg.scaling, cpus, gpus, cfg.search.max_concurrent_trials,
                                    cfg.trial.executor, datasets=bool(cfg.experiment.datasets),
                                    cluster=cfg.ray.address is not None,

@@ -30,7 +30,6 @@ from sweeps.config.schema import SweepConfig
 from sweeps.driver.code_shipping import runtime_env
 from sweeps.driver.interrupt import Interrupt
 from sweeps.driver.prepare import Prepared
-from sweeps.driver.resources import ResourcePlan
 from sweeps.files import make_dirs, write_atomic
 from sweeps.layout import SweepLayout
 from sweeps.storage.trees import publish
@@ -55,7 +54,18 @@ def ray_session(cfg: SweepConfig, prepared: Prepared, interrupt: Interrupt) -> I
         os.environ.setdefault(key, value)
     layout = prepared.layout
     with _ray_logs_to_file(layout.ray_log, cfg.sweep.verbose) as attach_ray_log:
-        started = _start_ray(cfg, prepared.resources)
+        import ray
+
+        # A private local instance unless one is connected. Its workers import the user's
+        # modules from the cwd (Ray puts the driver's cwd on their sys.path); code is shipped
+        # only when ray.working_dir or ray.py_modules names some (a working_dir replaces the cwd).
+        started = not ray.is_initialized()
+        if started:
+            ray.init(num_cpus=int(prepared.resources.cluster_cpus),
+                     num_gpus=int(prepared.resources.cluster_gpus), include_dashboard=False,
+                     log_to_driver=cfg.sweep.verbose, runtime_env=runtime_env(cfg),
+                     logging_level=logging.INFO if cfg.sweep.verbose else logging.WARNING,
+                     configure_logging=cfg.sweep.verbose)
         attach_ray_log()
         try:
             interrupt.reinstall()  # ray.init installs its own SIGTERM handler (it aborts)
@@ -64,28 +74,7 @@ def ray_session(cfg: SweepConfig, prepared: Prepared, interrupt: Interrupt) -> I
         finally:
             _record_release(layout, whole_instance=started)
             if started:
-                import ray
-
                 ray.shutdown()
-
-
-def _start_ray(cfg: SweepConfig, resources: ResourcePlan) -> bool:
-    """Start a private local Ray instance unless one is connected; True if started here.
-
-    Its workers import the user's modules from the current directory (Ray puts the driver's
-    cwd on their ``sys.path``); code is shipped only when ``ray.working_dir`` or
-    ``ray.py_modules`` names some (with a working_dir, Ray adds that instead of the cwd).
-    """
-    import ray
-
-    if ray.is_initialized():
-        return False
-    ray.init(num_cpus=int(resources.cluster_cpus), num_gpus=int(resources.cluster_gpus),
-             include_dashboard=False, log_to_driver=cfg.sweep.verbose,
-             runtime_env=runtime_env(cfg),
-             logging_level=logging.INFO if cfg.sweep.verbose else logging.WARNING,
-             configure_logging=cfg.sweep.verbose)
-    return True
 
 
 @contextlib.contextmanager
@@ -118,7 +107,10 @@ def _ray_logs_to_file(ray_log: Path, verbose: bool) -> Iterator[Callable[[], Non
             handler.close()
         for lg, (handlers, propagate) in zip(loggers, saved, strict=True):
             lg.handlers, lg.propagate = handlers, propagate
-        _publish_quietly(ray_log)
+        try:  # to the object store of a URI sweep directory (a log: a failure only warns)
+            publish(ray_log)
+        except Exception as exc:
+            log.warning("could not upload %s: %s", ray_log.name, exc)
 
 
 class _QuietOnFullDisk(logging.FileHandler):
@@ -134,14 +126,6 @@ class _QuietOnFullDisk(logging.FileHandler):
         if self.level != logging.CRITICAL + 1:
             self.setLevel(logging.CRITICAL + 1)
             log.warning("%s: no longer written (%s)", self.baseFilename, sys.exc_info()[1])
-
-
-def _publish_quietly(path: Path) -> None:
-    """Ray's log to the object store of a URI sweep directory (a log: a failure only warns)."""
-    try:
-        publish(path)
-    except Exception as exc:
-        log.warning("could not upload %s: %s", path.name, exc)
 
 
 @contextlib.contextmanager

@@ -25,6 +25,7 @@ run. A trial whose nccl ranks could land on one GPU is refused before anything s
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 from dataclasses import dataclass
@@ -137,23 +138,17 @@ class ResourcePlan:
         return f"{text}; {share} {who} share each GPU {each}"
 
 
-def _visible_gpus() -> int:
-    """GPUs this process can see, without starting Ray (honours CUDA_VISIBLE_DEVICES)."""
-    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
-    if visible is not None and visible.strip() in ("", "-1"):
-        return 0
-    try:
-        import torch
-
-        return torch.cuda.device_count()
-    except Exception:  # a CPU-only or broken torch build sees no GPU
-        return 0
-
-
 def local_cluster_totals(ray_cfg: RaySection) -> tuple[float, float]:
     """(CPUs, GPUs) the private local Ray instance will be started with."""
     cpus = ray_cfg.num_cpus if ray_cfg.num_cpus is not None else (os.cpu_count() or 1)
-    gpus = ray_cfg.num_gpus if ray_cfg.num_gpus is not None else _visible_gpus()
+    gpus = ray_cfg.num_gpus
+    if gpus is None:  # the GPUs this process sees, without starting Ray (CUDA_VISIBLE_DEVICES)
+        gpus = 0
+        if os.environ.get("CUDA_VISIBLE_DEVICES", "0").strip() not in ("", "-1"):
+            with contextlib.suppress(Exception):  # a CPU-only or broken torch build sees none
+                import torch
+
+                gpus = torch.cuda.device_count()
     return float(cpus), float(gpus)
 
 
@@ -193,8 +188,7 @@ def _check_backend(scaling: ScalingSection, use_gpu: bool, backend: str, gpw: fl
     at most 0.5; an elastic trial's ``max`` counts)."""
     n = worker_range(scaling.num_workers)[1]
     if backend == "nccl" and not use_gpu:
-        why = ("scaling.use_gpu=false" if scaling.use_gpu is False
-               else "the cluster has no GPU")
+        why = ("scaling.use_gpu=false" if scaling.use_gpu is False else "the cluster has no GPU")
         raise ConfigError("scaling.backend", "nccl", f"needs GPUs, but the trials train on CPUs "
                           f"({why})", "set scaling.backend=gloo (or leave it null), or "
                           "scaling.use_gpu=true on a cluster with GPUs")

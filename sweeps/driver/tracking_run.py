@@ -9,6 +9,7 @@ checked before Ray started (``sweeps.tracking.setup.check_tracking``).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import subprocess
@@ -53,8 +54,11 @@ def start_tracking(prep: Prepared, sweep_id: str, start: int = 1) -> MLflowTrack
     if prep.warm_start is not None:  # where the searcher's earlier trials came from
         tags["sweeps.warm_start.source"] = prep.warm_start.source
         tags["sweeps.warm_start.trials"] = str(len(prep.warm_start.trials))
-    if commit := _git_commit():
-        tags["mlflow.source.git.commit"] = commit
+    with contextlib.suppress(OSError, subprocess.SubprocessError):
+        out = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True,
+                             timeout=5)
+        if out.returncode == 0 and out.stdout.strip():
+            tags["mlflow.source.git.commit"] = out.stdout.strip()
     tracking.start_sweep(cfg.sweep.name, sweep_id, config,
                          {p.path: p.describe() for p in prep.params}, tags, start)
     return tracking
@@ -73,15 +77,6 @@ def finish_tracking(tracking: MLflowTracking, prep: Prepared,
     except Exception as exc:
         return -1, mask_text(f"recording the sweep's end failed ({exc})"), "it is fixed"
     return (unsent, *tracking.held) if unsent else (0, "", "")
-
-
-def _git_commit() -> str | None:
-    try:
-        out = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True,
-                             timeout=5)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return out.stdout.strip() or None if out.returncode == 0 else None
 
 
 def abort_tracking(tracking: MLflowTracking, exc: BaseException) -> None:

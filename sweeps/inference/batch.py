@@ -72,20 +72,38 @@ def predict(source: str | Path, data: Any, *, output: str | Path | None = None,
         raise SweepError(f"predict: batch_size and concurrency must be >= 1 (got {batch_size}, "
                          f"{concurrency})")
     resolved = resolve_source(source, "predict", model_loader, tracking_uri)
-    _check_model(resolved, source)
+    if resolved.transformers:
+        arch = architecture(resolved.location) if resolved.form == "transformers" else None
+        why = unsupported(resolved.task, resolved.processor, arch)
+        if why is not None:
+            raise SweepError(f"predict: the Transformers model of {source}: {why}; sweeps.predict "
+                             "runs text- and image-classification models (load others with "
+                             "sweeps.load_best and run them yourself)")
     if not _is_dataset(data):
         from sweeps.inference.data import input_files
 
         input_files(data)  # missing or unknown files: one line, before Ray starts
-    out = _check_output(output)
-    started = _connect(ray_address)
-    import ray  # imported by _connect already
+    out = None if output is None else Path(output)
+    if out is not None and out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise SweepError(f"predict: output {out} already exists and is not an empty directory; "
+                         "pass a new directory (nothing was written)")
+    import ray
 
+    started = not ray.is_initialized()  # join the running Ray, else start (or join an address)
+    if started:
+        ray.init(address=ray_address, include_dashboard=False, log_to_driver=False,
+                 logging_level=logging.ERROR)
     try:
         result = _run(resolved, data, column, batch_size, concurrency, use_gpu, num_cpus,
                       reads=not _is_dataset(data))
-        if out is not None:
-            _write(result, out)
+        if out is not None:  # parquet into a temporary sibling, renamed into place when complete
+            out.parent.mkdir(parents=True, exist_ok=True)
+            partial = out.parent / f".{out.name}.partial-{uuid.uuid4().hex[:8]}"
+            try:
+                result.write_parquet(str(partial))
+                partial.replace(out)  # over an empty directory too (POSIX rename)
+            finally:
+                shutil.rmtree(partial, ignore_errors=True)
     except BaseException:
         if started:
             ray.shutdown()
@@ -95,41 +113,9 @@ def predict(source: str | Path, data: Any, *, output: str | Path | None = None,
     return result
 
 
-def _check_model(resolved: ModelSource, source: str | Path) -> None:
-    if not resolved.transformers:
-        return
-    arch = architecture(resolved.location) if resolved.form == "transformers" else None
-    why = unsupported(resolved.task, resolved.processor, arch)
-    if why is not None:
-        raise SweepError(f"predict: the Transformers model of {source}: {why}; sweeps.predict "
-                         "runs text- and image-classification models (load others with "
-                         "sweeps.load_best and run them yourself)")
-
-
 def _is_dataset(data: Any) -> bool:
     module = type(data).__module__
     return module.startswith("ray.data") or module.startswith("pandas")
-
-
-def _check_output(output: str | Path | None) -> Path | None:
-    if output is None:
-        return None
-    out = Path(output)
-    if out.exists() and (not out.is_dir() or any(out.iterdir())):
-        raise SweepError(f"predict: output {out} already exists and is not an empty directory; "
-                         "pass a new directory (nothing was written)")
-    return out
-
-
-def _connect(address: str | None) -> bool:
-    """Join the running Ray, or start (or join ``address``); True when connected here."""
-    import ray
-
-    if ray.is_initialized():
-        return False
-    ray.init(address=address, include_dashboard=False, log_to_driver=False,
-             logging_level=logging.ERROR)
-    return True
 
 
 def actor_cpus(cluster_cpus: float, concurrency: int, num_cpus: float | None = None,
@@ -207,14 +193,3 @@ def _root_cause(exc: BaseException) -> str:
         seen = inner
     text = str(seen).strip().splitlines()
     return f"{type(seen).__name__}: {text[0] if text else ''}"[:400]
-
-
-def _write(result: Any, out: Path) -> None:
-    """Parquet into a temporary sibling of ``out``, renamed into place when complete."""
-    out.parent.mkdir(parents=True, exist_ok=True)
-    partial = out.parent / f".{out.name}.partial-{uuid.uuid4().hex[:8]}"
-    try:
-        result.write_parquet(str(partial))
-        partial.replace(out)  # over an empty directory too (POSIX rename)
-    finally:
-        shutil.rmtree(partial, ignore_errors=True)

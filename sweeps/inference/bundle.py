@@ -82,9 +82,6 @@ class ModelSource:
             return build_model(self.location, self.loader)[0].eval()
         if self.form == "transformers":
             return load_pretrained(self.location)
-        return self._load_logged()
-
-    def _load_logged(self) -> Any:
         if self.form == "mlflow.pytorch":
             import mlflow.pytorch
 
@@ -135,13 +132,13 @@ def _resolve_dir(path: Path, who: str, loader: str | None, shown: str) -> ModelS
         path = path.parent
     if files.is_file(SweepLayout(path).best):  # a sweep: its best checkpoint, its loader
         checkpoint, best = best_record(path, who, shown)
-        return _checkpoint_source(_here(checkpoint), loader or best.get("model_loader"), who,
-                                  shown)
+        return _checkpoint_source(_here(checkpoint), loader or best.get("model_loader"), who, shown)
     if files.is_file(path / CHECKPOINT_FILE) or hf_checkpoint_dir(path):
         return _checkpoint_source(_here(path), loader, who, shown)
-    sweep = _enclosing_sweep(path)
-    if sweep is not None and files.is_dir(path):  # <sweep>/train/<trial>/<ckpt>: a loop's own
-        best = json.loads(files.read_text(SweepLayout(sweep).best)) or {}
+    sweep = SweepLayout(path.resolve().parent.parent.parent)  # of <sweep>/train/<trial>/<ckpt>
+    if path.resolve().parent.parent == sweep.train and files.is_file(sweep.best) \
+            and files.is_dir(path):  # a checkpoint of a finished sweep's loop, in its own format
+        best = json.loads(files.read_text(sweep.best)) or {}
         return _checkpoint_source(_here(path), loader or best.get("model_loader"), who, shown)
     if loader and files.is_dir(path):
         return _checkpoint_source(_here(path), loader, who, shown)
@@ -153,16 +150,7 @@ def _here(checkpoint: Path) -> Path:
     return trees.kept_local(checkpoint, prefix="sweeps-best-")
 
 
-def _enclosing_sweep(path: Path) -> Path | None:
-    """The finished sweep a Train checkpoint directory lives in (``<sweep>/train/<trial>/x``)."""
-    root = path.resolve().parent.parent.parent
-    layout = SweepLayout(root)
-    return root if path.resolve().parent.parent == layout.train and \
-        files.is_file(layout.best) else None
-
-
-def _checkpoint_source(checkpoint: Path, loader: str | None, who: str,
-                       shown: str) -> ModelSource:
+def _checkpoint_source(checkpoint: Path, loader: str | None, who: str, shown: str) -> ModelSource:
     form = model_form(checkpoint, loader)
     if form == "files":
         raise SweepError(
@@ -179,8 +167,7 @@ def _checkpoint_source(checkpoint: Path, loader: str | None, who: str,
     return ModelSource(form, str(checkpoint), loader=loader if form == "loader" else None)
 
 
-def _resolve_uri(uri: str, who: str, loader: str | None,
-                 tracking_uri: str | None) -> ModelSource:
+def _resolve_uri(uri: str, who: str, loader: str | None, tracking_uri: str | None) -> ModelSource:
     import mlflow
     from mlflow.models import get_model_info
 

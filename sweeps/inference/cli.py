@@ -84,7 +84,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     finally:
         wall = time.perf_counter() - begin
-        _shutdown()
+        ray = sys.modules.get("ray")  # the command's Ray goes down with it (not a cluster's)
+        if ray is not None and ray.is_initialized():
+            ray.shutdown()
     where = f"wrote {args.output} (parquet)" if args.output else "not written (no --output)"
     print(f"predicted {rows} rows with {args.source}; {where}; {wall:.1f} s "
           f"({rows / wall:.3g} rows/s)")
@@ -118,10 +120,3 @@ def _quiet_ray_data() -> None:
     # before paying for that import.
     os.environ.setdefault("RAY_DATA_DISABLE_PROGRESS_BARS", "1")
     warnings.filterwarnings("ignore", message="The minimum number of concurrent actors")
-
-
-def _shutdown() -> None:
-    """The command's Ray goes down with it (a cluster it joined keeps running)."""
-    ray = sys.modules.get("ray")
-    if ray is not None and ray.is_initialized():
-        ray.shutdown()

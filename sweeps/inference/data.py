@@ -25,8 +25,7 @@ __all__ = ["FORMATS", "choose_column", "input_files", "read_input"]
 
 # File suffix -> format, the same files experiment.datasets reads (ray.data.read_<format>).
 FORMATS = {suffix: reader.removeprefix("read_") for suffix, reader in READERS.items()}
-DEFAULT_COLUMNS = {"tokenizer": ("text",), "image_processor": ("image",),
-                   None: ("x", "features")}
+DEFAULT_COLUMNS = {"tokenizer": ("text",), "image_processor": ("image",), None: ("x", "features")}
 TAKES = {"tokenizer": "texts", "image_processor": "images (HxW or HxWxC arrays)",
          None: "feature arrays"}
 
@@ -61,20 +60,16 @@ def input_files(spec: str | Path | Sequence[str | Path]) -> tuple[str, list[str]
         else:
             raise SweepError(f"predict: input {item} does not exist")
         files += found
-    kinds = {_format_of(p) for p in files}
+    unknown = next((p for p in files if p.suffix.lower() not in FORMATS), None)
+    if unknown is not None:
+        raise SweepError(f"predict: input {unknown} is of an unknown file type "
+                         f"('{unknown.suffix or 'no suffix'}'); use {', '.join(FORMATS)} files, "
+                         "or pass a ray.data.Dataset")
+    kinds = {FORMATS[p.suffix.lower()] for p in files}
     if len(kinds) > 1:
         raise SweepError(f"predict: the input mixes file types ({', '.join(sorted(kinds))}); "
                          "pass files of one type")
     return kinds.pop(), [str(p) for p in files]
-
-
-def _format_of(path: Path) -> str:
-    fmt = FORMATS.get(path.suffix.lower())
-    if fmt is None:
-        raise SweepError(f"predict: input {path} is of an unknown file type "
-                         f"('{path.suffix or 'no suffix'}'); use {', '.join(FORMATS)} files, "
-                         "or pass a ray.data.Dataset")
-    return fmt
 
 
 def read_input(data: Any, read_cpus: float | None = None) -> Any:

@@ -102,8 +102,7 @@ def unsupported(task: str | None, processor: Any, arch: str | None = None) -> st
         (None, 'its head (BertForMaskedLM) is not a sequence or image classifier')
     """
     if task not in TASKS.values():
-        return (f"its head ({arch or task or 'unknown'}) is not a sequence or image "
-                "classifier")
+        return f"its head ({arch or task or 'unknown'}) is not a sequence or image classifier"
     if processor is None:
         return ("no tokenizer or image processor is saved beside it; save one "
                 "(Trainer(processing_class=...) or processor.save_pretrained(dir))")
@@ -123,8 +122,7 @@ def processor_kind(directory: str | Path) -> str | None:
     root = Path(directory)
     has_tokenizer = any((root / name).is_file() for name in TOKENIZER_FILES)
     has_images = (root / IMAGE_PROCESSOR_FILE).is_file()
-    if has_images and (not has_tokenizer
-                       or task_of(architecture(root)) == "image-classification"):
+    if has_images and (not has_tokenizer or task_of(architecture(root)) == "image-classification"):
         return "image_processor"
     return "tokenizer" if has_tokenizer else None
 

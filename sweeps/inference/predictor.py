@@ -27,8 +27,7 @@ class Predictor:
         import torch
 
         loaded = source.load()
-        self.model, self.processor = (loaded if isinstance(loaded, Pretrained)
-                                      else (loaded, None))
+        self.model, self.processor = (loaded if isinstance(loaded, Pretrained) else (loaded, None))
         self.kind = source.processor if source.transformers else None
         self.column = column
         self.device = torch.device("cuda" if use_gpu and torch.cuda.is_available() else "cpu")
@@ -39,8 +38,10 @@ class Predictor:
         import numpy as np
         import torch
 
+        forward = {"tokenizer": self._texts, "image_processor": self._images}.get(self.kind,
+                                                                                 self._features)
         with torch.inference_mode():
-            out = self._forward(batch[self.column])
+            out = forward(batch[self.column])
         out = out.float().cpu()
         if out.ndim == 2 and out.shape[1] > 1:  # class scores
             score, index = torch.softmax(out, dim=1).max(dim=1)
@@ -52,13 +53,6 @@ class Predictor:
         else:  # one value per row
             batch["prediction"] = out.reshape(len(out), -1)[:, 0].numpy()
         return batch
-
-    def _forward(self, values: Any) -> Any:
-        if self.kind == "tokenizer":
-            return self._texts(values)
-        if self.kind == "image_processor":
-            return self._images(values)
-        return self._features(values)
 
     def _features(self, values: Any) -> Any:
         import numpy as np
@@ -83,8 +77,7 @@ class Predictor:
         channels = getattr(self.model.config, "num_channels", 3)
         arrays = [np.asarray(value) for value in values]  # HxW: one channel, repeated for RGB
         images = [np.repeat(a[..., None], channels, axis=2) if a.ndim == 2 else a for a in arrays]
-        enc = self.processor(images=images, return_tensors="pt",
-                             input_data_format="channels_last")
+        enc = self.processor(images=images, return_tensors="pt", input_data_format="channels_last")
         return _logits(self.model(**enc.to(self.device)))
 
 

@@ -56,8 +56,7 @@ def _trials(table: pd.DataFrame, params: list[Param], objectives: dict[str, str]
                  if (v := row.get(p.path)) is not None and not (isinstance(v, float) and v != v)}
         named, spaces = optuna_params(given, params)
         with contextlib.suppress(ValueError):  # a value outside today's space
-            out.append(optuna.trial.create_trial(params=named, distributions=spaces,
-                                                 values=values))
+            out.append(optuna.trial.create_trial(params=named, distributions=spaces, values=values))
     return out
 
 

@@ -104,9 +104,6 @@ class ProgressLines(Callback):
     def _out(self) -> TextIO:
         return self.stream or sys.stdout
 
-    def _is_tty(self) -> bool:
-        return bool(getattr(self._out, "isatty", lambda: False)())
-
     def status_bar(self, width: int = 20) -> str:
         """``[####....] 3/8 done, 1 running, 4 pending, 2 stopped | best ... | 0:42, ETA``"""
         elapsed = time.monotonic() - self.start
@@ -133,7 +130,7 @@ class ProgressLines(Callback):
 
     def _say(self, text: str, permanent: bool = True) -> None:
         """A plain line when piped; on a terminal, ``permanent`` lines go above the block."""
-        if not self._is_tty():
+        if not getattr(self._out, "isatty", lambda: False)():
             print(self._line(text), file=self._out, flush=True)
             return
         # escape codes: cursor to the start of the block's first line, clear to the screen's end

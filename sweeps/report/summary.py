@@ -62,17 +62,6 @@ class Summary:
     importance: Importance | None = None  # the searched params ranked (report.importance)
 
 
-def _error_line(error: Any) -> str:
-    """The trial's own error in one line, with the rank that raised it (of several)."""
-    if isinstance(getattr(error, "cause", None), BaseException):
-        line = error_line(error, limit=300)
-    else:  # no exception object: the last line of Tune's text
-        lines = [ln for ln in str(error).strip().splitlines() if ln.strip()]
-        line = lines[-1][:300] if lines else type(error).__name__
-    rank = rank_of(error)
-    return f"{line} (rank {rank[0]} of {rank[1]})" if rank else line
-
-
 def _value_at(history: pd.DataFrame, pick: Any, metric: str) -> float | int:
     """``metric`` in the report ``pick``: NaN when absent or not finite; an int stays an int."""
     if metric not in history:
@@ -98,7 +87,15 @@ def _trial_row(result: Any, objective: Objective, verdicts: dict[str, Verdict],
     row: dict[str, Any] = {"trial_id": trial_id}
     row.update({p: config.get(p) for p in param_paths})
     verdict = verdicts.get(trial_id)
-    failure = _error_line(result.error) if result.error else (verdict.error if verdict else None)
+    failure = verdict.error if verdict else None
+    if error := result.error:  # its own error in one line, with the rank that raised it
+        if isinstance(getattr(error, "cause", None), BaseException):
+            failure = error_line(error, limit=300)
+        else:  # no exception object: the last line of Tune's text
+            lines = [ln for ln in str(error).strip().splitlines() if ln.strip()]
+            failure = lines[-1][:300] if lines else type(error).__name__
+        if rank := rank_of(error):
+            failure = f"{failure} (rank {rank[0]} of {rank[1]})"
     clock_col = next((c for c in (CLOCK_KEY, "epoch") if history is not None and c in history),
                      None)
     clocks = history[clock_col].dropna() if clock_col else pd.Series(dtype=float)
@@ -250,10 +247,8 @@ def pareto_json(sweep_dir: Path) -> Path:
 
 
 def write_summary(summary: Summary, sweep_dir: Path) -> None:
-    """``summary.csv``, ``summary.parquet``, ``best.json`` and ``importance.json`` in the
-    sweep directory, and
-    ``pareto.json`` (objectives, front size, each member's values and params) for a
-    multi-objective sweep."""
+    """``summary.csv``, ``summary.parquet``, ``best.json``, ``importance.json`` and, for several
+    objectives, ``pareto.json`` (objectives, front size, each member's values and params)."""
     layout = SweepLayout(sweep_dir)
     write_atomic(layout.summary_csv, summary.table.to_csv(index=False))
     mixed = [c for c in summary.table if summary.table[c].dtype == object]

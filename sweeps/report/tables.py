@@ -59,8 +59,7 @@ def load(sweep_dir: str | Path) -> SweepTables:
     space = (view.cfg.get("experiment") or {}).get("search_space") or {}
     paths = [p.path for p in parse_space(space)[0]]
     ran = {f.trial_id: f.params or {} for f in read_sweep_dir(view.root, view.log)}
-    rows = [_trial_row(t, view, objectives, paths, ran.get(t.trial_id, {}))
-            for t in view.trials]
+    rows = [_trial_row(t, view, objectives, paths, ran.get(t.trial_id, {})) for t in view.trials]
     history = [{"trial_id": t.trial_id, "report": n,
                 **{k: v for k, v in r.items() if k not in _BOOKKEEPING
                    and not k.startswith("config/")},  # the decision log's copy of the config

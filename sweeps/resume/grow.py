@@ -146,33 +146,23 @@ def plan_growth(cfg: SweepConfig, changes: dict[str, tuple[int, int]],
     if "scheduler.max_t" not in changes:
         return growth
     old, new = changes["scheduler.max_t"]
-    candidates = _ended_at_budget(records, old) + _reopened_for(records, old, new)
+    ended, failed = ended_ids(records), read_verdicts(records)
+    # Trials that ended by training `old` epochs (not stopped early, not failed), in the order the
+    # log first judged them there; then those an earlier start reopened for this same growth that
+    # have not ended since (its record was not saved: a kill -9 between the log and the record).
+    candidates = list(dict.fromkeys(
+        r["trial"] for r in records if r.get("trial") in ended and (r.get("epoch") or 0) >= old
+        and not (failed.get(r["trial"]) and failed[r["trial"]].error)))
+    candidates += dict.fromkeys(r["trial"] for r in records if r.get("reopen") and "trial" in r
+                                and (r.get("from_epoch"), r.get("to_epoch")) == (old, new)
+                                and r["trial"] not in ended)
     stops = _rung_stops(cfg, records, old, new) if cfg.scheduler.name == "asha" else set()
     growth.reopened = [t for t in candidates if t not in stops]
     growth.stay_stopped = [t for t in candidates if t in stops]
     return growth
 
 
-def _ended_at_budget(records: list[dict[str, Any]], budget: int) -> list[str]:
-    """Trials that ended by training ``budget`` epochs (not stopped early, not failed), in the
-    order the log first judged them there."""
-    ended, failed = ended_ids(records), read_verdicts(records)
-    return list(dict.fromkeys(r["trial"] for r in records if r.get("trial") in ended
-                              and (r.get("epoch") or 0) >= budget
-                              and not (failed.get(r["trial"]) and failed[r["trial"]].error)))
-
-
-def _reopened_for(records: list[dict[str, Any]], old: int, new: int) -> list[str]:
-    """Trials an earlier start reopened for this same growth and that have not ended since
-    (its record was not saved: a kill -9 between the log and the record)."""
-    ended = ended_ids(records)
-    return list(dict.fromkeys(r["trial"] for r in records if r.get("reopen") and "trial" in r
-                              and (r.get("from_epoch"), r.get("to_epoch")) == (old, new)
-                              and r["trial"] not in ended))
-
-
-def _rung_stops(cfg: SweepConfig, records: list[dict[str, Any]], old: int,
-                new: int) -> set[str]:
+def _rung_stops(cfg: SweepConfig, records: list[dict[str, Any]], old: int, new: int) -> set[str]:
     """Trials the new rungs stop at the old ``max_t``: the log replayed through ASHA with
     ``max_t=new`` (``sweeps.search.asha.replay_record``, as the scheduler replays it; MO-ASHA's
     rungs, ``sweeps.search.moasha``, with several objectives)."""
@@ -194,16 +184,14 @@ def apply_growth(sweep_dir: Path, growth: Growth, record: Any, resuming: bool) -
     caller saves the record (last: see the module docstring). Returns the trials Tune's
     state set back to paused (``reopen_trials``)."""
     old, new = growth.changes.get("scheduler.max_t", (0, 0))
-    reopened = reopen_trials(sweep_dir, growth.reopened, resuming, from_epoch=old,
-                             to_epoch=new)
+    reopened = reopen_trials(sweep_dir, growth.reopened, resuming, from_epoch=old, to_epoch=new)
     record.identity.update({key: str(now) for key, (_, now) in growth.changes.items()})
     record.growth.append({"start": record.starts + 1,
                           **{key: [was, now] for key, (was, now) in growth.changes.items()}})
     return reopened
 
 
-def reopen_trials(sweep_dir: Path, trials: list[str], resuming: bool,
-                  **fields: Any) -> list[str]:
+def reopen_trials(sweep_dir: Path, trials: list[str], resuming: bool, **fields: Any) -> list[str]:
     """Ended ``trials`` run again on this start: set back to paused in Tune's saved state
     (when it is restored), then a ``reopen`` record each in the decision log (with
     ``fields``), which its readers take as "not ended" (``sweeps.search.decisions``).

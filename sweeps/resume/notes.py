@@ -71,5 +71,4 @@ def continues_from(run_dir: Path) -> str:
     """
     epochs = checkpoint_epochs(run_dir)
     clock = epochs[-1] if epochs else restored_clock(run_dir)
-    return (f"{run_dir.name} after epoch {clock:g}" if clock
-            else f"{run_dir.name} from epoch 1")
+    return (f"{run_dir.name} after epoch {clock:g}" if clock else f"{run_dir.name} from epoch 1")

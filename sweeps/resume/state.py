@@ -15,6 +15,7 @@ grows the sweep in place (``sweeps.resume.grow``). Written to a temporary name a
 
 from __future__ import annotations
 
+import contextlib
 import importlib.metadata
 import json
 import logging
@@ -135,8 +136,7 @@ def save_record(sweep_dir: Path, record: SweepRecord) -> None:
     """Write ``state/sweep.json`` atomically (fsync'ed temp file, then rename)."""
     record.ray_version = importlib.metadata.version("ray")
     # without credentials: they come from the environment (the record may sit in a bucket)
-    record.tracking_uri = without_credentials(record.tracking_uri) if record.tracking_uri \
-        else None
+    record.tracking_uri = without_credentials(record.tracking_uri) if record.tracking_uri else None
     layout = SweepLayout(sweep_dir)
     files.make_dirs(layout.state)
     write_atomic(layout.record, json.dumps(asdict(record), indent=2))
@@ -165,14 +165,6 @@ def load_record(sweep_dir: Path) -> SweepRecord | None:
                          "version that wrote it, or start a new sweep with sweep.name=NEW")
     known = set(SweepRecord.__dataclass_fields__)
     return SweepRecord(**{k: v for k, v in data.items() if k in known})
-
-
-def _check_ray_version(record: SweepRecord, sweep_dir: Path) -> None:
-    running = importlib.metadata.version("ray")
-    if record.ray_version and record.ray_version.split(".")[:2] != running.split(".")[:2]:
-        raise StateError(f"{display(sweep_dir)} was written with ray {record.ray_version}; "
-                         f"this is ray {running}, whose Tune cannot restore it; resume with "
-                         f"ray=={record.ray_version}, or start a new sweep with sweep.name=NEW")
 
 
 def _check_optuna_version(record: SweepRecord, cfg: SweepConfig, sweep_dir: Path) -> None:
@@ -234,29 +226,26 @@ def decide_resume(cfg: SweepConfig, params: list[Param], sweep_dir: Path) -> Res
         raise ConfigError("sweep.resume", mode, f"but {display(sweep_dir)} already holds sweep "
                           f"{record.name!r}", "use sweep.resume=auto to continue it, or pick a "
                           "new sweep.name to start another")
-    _check_ray_version(record, sweep_dir)
+    running = importlib.metadata.version("ray")
+    if record.ray_version and record.ray_version.split(".")[:2] != running.split(".")[:2]:
+        raise StateError(f"{display(sweep_dir)} was written with ray {record.ray_version}; "
+                         f"this is ray {running}, whose Tune cannot restore it; resume with "
+                         f"ray=={record.ray_version}, or start a new sweep with sweep.name=NEW")
     changes = identity_changes(record.identity, identity_of(cfg, params), sweep_dir)
     sampled = bool(experiment_state_files(sweep_dir))
     if sampled:
         _check_optuna_version(record, cfg, sweep_dir)
     elif cfg.search.algorithm in OPTUNA_SEARCHES:  # nothing suggested yet: this Optuna starts
         record.optuna_version = _optuna_version()
-    if record.tracking_experiment is None:  # a record from before sweeps kept it
-        record.tracking_experiment = _experiment_in_meta(sweep_dir)
+    if record.tracking_experiment is None:  # a record from before sweeps kept it: the MLflow
+        # experiment its tracking/meta.json names, which its tracking state's run ids belong to
+        with contextlib.suppress(OSError, ValueError, AttributeError):
+            meta = json.loads(files.read_text(SweepLayout(sweep_dir).tracking_meta))
+            record.tracking_experiment = meta.get("experiment_name") or None
     growth = plan_growth(cfg, changes, decision_log(sweep_dir).records(),
                          kept=trials_kept(sweep_dir)) if changes else None
     note = grid_note(cfg, last_config(sweep_dir, record.starts))
     return ResumeInfo(record, has_tune_state=sampled, growth=growth, notes=[note] if note else [])
-
-
-def _experiment_in_meta(sweep_dir: Path) -> str | None:
-    """The MLflow experiment an older sweep logged to (its ``tracking/meta.json``), which its
-    tracking state's run ids belong to."""
-    meta = SweepLayout(sweep_dir).tracking_meta
-    try:
-        return json.loads(files.read_text(meta)).get("experiment_name") or None
-    except (OSError, ValueError, AttributeError):
-        return None
 
 
 def check_tune_state(sweep_dir: Path) -> None:

@@ -64,17 +64,6 @@ def latest_checkpoint(run_dir: Path) -> tuple[str, dict[str, Any], int] | None:
     return train_snapshot.latest(train_snapshot.load(run_dir))
 
 
-def _rebuilt_snapshot(run_dir: Path) -> dict[str, Any]:
-    """A snapshot made from the valid checkpoint directories alone (the old one is torn)."""
-    found = []
-    for epoch in checkpoint_epochs(run_dir):
-        name = checkpoint_dir_name(epoch)
-        with trees.local_copy(run_dir / name) as local:
-            found.append((name, load_checkpoint(local).get("metrics", {"epoch": epoch}),
-                          epoch - 1))
-    return train_snapshot.rebuilt(found)
-
-
 def _move_aside(directory: Path, suffix: str) -> Path:
     target = directory.with_name(f"{directory.name}.{suffix}")
     if files.exists(target):
@@ -94,7 +83,13 @@ def repair_run(run_dir: Path) -> list[str]:
         names = [name for name, _ in train_snapshot.entries(snapshot)]
     except (OSError, ValueError, KeyError, TypeError) as exc:
         _move_aside(snapshot_path, "corrupt")
-        rebuilt = _rebuilt_snapshot(run_dir)
+        found = []  # a snapshot made from the valid checkpoint directories alone
+        for epoch in checkpoint_epochs(run_dir):
+            name = checkpoint_dir_name(epoch)
+            with trees.local_copy(run_dir / name) as local:
+                metrics = load_checkpoint(local).get("metrics", {"epoch": epoch})
+            found.append((name, metrics, epoch - 1))
+        rebuilt = train_snapshot.rebuilt(found)
         train_snapshot.write(run_dir, rebuilt)
         latest = rebuilt["latest_checkpoint_result"]
         where = (f"epoch {latest['metrics'].get('epoch')}" if latest else "epoch 1 (no valid "

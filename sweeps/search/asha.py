@@ -122,8 +122,7 @@ class AsyncHalving:
 
     def describe(self) -> str:
         """Each rung's milestone and current cutoff, as Ray's ``debug_str``."""
-        return "Bracket: " + " | ".join(f"Iter {m:.3f}: {self.cutoff(r)}"
-                                        for m, r in self._levels)
+        return "Bracket: " + " | ".join(f"Iter {m:.3f}: {self.cutoff(r)}" for m, r in self._levels)
 
 
 def replay_record(halving: AsyncHalving, record: dict, point: Any) -> bool | None:

@@ -150,8 +150,7 @@ class BudgetLedger:
         self.ws = 0.0  # this start's worker-seconds
         self.first_ws: dict[str, float] = {}  # trial id -> its first report's (with start-up)
         self.epoch_ws: dict[str, float] = {}  # trial id -> worker-seconds of its last epoch
-        self._log = Journal(SweepLayout(Path(sweep_dir)).state, BUDGET_LOG) if sweep_dir \
-            else None
+        self._log = Journal(SweepLayout(Path(sweep_dir)).state, BUDGET_LOG) if sweep_dir else None
         self._ticked = -math.inf
         self.exhausted_by: str | None = None  # the budget that ended the sweep, once one did
 
@@ -216,8 +215,7 @@ class BudgetLedger:
         else:
             ws = (self.epoch_ws.get(trial_id) or mean(self.epoch_ws)
                   or self.first_ws.get(trial_id) or 0.0)
-        return {"epochs": 1.0, "worker_hours": ws / 3600,
-                "wall": ws / max(self.workers, 1)}
+        return {"epochs": 1.0, "worker_hours": ws / 3600, "wall": ws / max(self.workers, 1)}
 
     def over(self, trial_id: str | None = None) -> str | None:
         """The first budget that one more epoch (of ``trial_id``, or of a new trial) would

@@ -103,8 +103,7 @@ class BudgetScheduler(TrialScheduler):
                          self.ledger.describe())
 
     def on_trial_result(self, tune_controller: Any, trial: Any, result: dict) -> str:
-        self.ledger.observe(trial.trial_id, result.get(CLOCK_KEY),
-                            result.get("time_this_iter_s"))
+        self.ledger.observe(trial.trial_id, result.get(CLOCK_KEY), result.get("time_this_iter_s"))
         action = self.inner.on_trial_result(tune_controller, trial, result)
         if action == TrialScheduler.PAUSE:  # a PBT exploit: it goes on from the donor's epoch
             last = self.inner.log.records()[-1:]

@@ -79,8 +79,7 @@ def _parse_when(path: str, when: Any, by_path: dict[str, Any]) -> tuple[tuple[st
                                    "a condition needs a choice parent",
                                    f"write {parent}: choice(...) with the values to branch on")
         wanted = tuple(values) if isinstance(values, list | tuple) else (values,)
-        unknown = [v for v in wanted
-                   if not any(same_value(v, c) for c in parent_param.choices)]
+        unknown = [v for v in wanted if not any(same_value(v, c) for c in parent_param.choices)]
         if not wanted or unknown:
             raise SearchSpaceError(where, values, f"is not among {parent}'s choices "
                                    f"{list(parent_param.choices)}",

@@ -14,6 +14,7 @@ objectives (what it catches: docs/experiments.md#search-algorithms-schedulers-an
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import inspect
 import logging
@@ -143,9 +144,12 @@ def check_sampler(cfg: SweepConfig, params: list[Param], objectives: dict[str, s
     try:
         _probe(sampler, params, directions, rounds)
     except Exception as exc:
-        several = len(objectives) > 1
-        # fine with one objective:
-        if several and _probe_ok(build_sampler(cfg, conditional=conditional), params, rounds):
+        alone_ok = False  # several objectives, and fine with one?
+        if len(objectives) > 1:
+            with contextlib.suppress(Exception):
+                _probe(build_sampler(cfg, conditional=conditional), params, ["maximize"], rounds)
+                alone_ok = True
+        if alone_ok:
             fix = (f"for {len(objectives)} objectives use one of "
                    f"{', '.join(f'{MODULE}.{n}' for n in MULTI_OBJECTIVE)}")
         else:
@@ -178,14 +182,6 @@ def _probe(sampler: Any, params: list[Param], directions: list[str], rounds: int
 
     optuna.create_study(directions=directions, sampler=sampler).optimize(
         objective, n_trials=rounds, catch=())
-
-
-def _probe_ok(sampler: Any, params: list[Param], rounds: int) -> bool:
-    try:
-        _probe(sampler, params, ["maximize"], rounds)
-        return True
-    except Exception:
-        return False
 
 
 class _Notes(logging.Handler):

@@ -75,8 +75,7 @@ class _Logged:
 
     def __getstate__(self) -> dict[str, Any]:
         """Tune pickles the scheduler into ``tuner.pkl``; the log is reopened lazily."""
-        return {**self.__dict__, "_log": None, "_ended": {}, "_replayed": False,
-                "_trials_saved": 0}
+        return {**self.__dict__, "_log": None, "_ended": {}, "_replayed": False, "_trials_saved": 0}
 
     def choose_trial_to_run(self, tune_controller: Any) -> Any:
         """Tune asks before it starts any trial: first save its experiment state if trials

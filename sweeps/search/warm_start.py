@@ -85,26 +85,20 @@ def _number(value: Any) -> float | int | None:
     return value
 
 
-def _choice(choices: tuple[Any, ...], raw: Any) -> Any:
-    """The choice ``raw`` stands for: equal, else by its text (MLflow keeps params as text),
-    else numerically ("64.0" -> 64)."""
-    for pick in (lambda c: same_value(c, raw), lambda c: str(c) == str(raw),
-                 lambda c: not isinstance(c, bool) and isinstance(c, int | float)
-                 and _number(raw) is not None and c == _number(raw)):
-        found = [c for c in choices if pick(c)]
-        if found:
-            return found[0]
-    return OUTSIDE
-
-
 def in_space(p: Param, raw: Any) -> Any:
     """``raw`` in ``p``'s type when ``p``'s distribution can produce it, else ``OUTSIDE`` (also
     ``sweeps.search.defaults.first_point``'s test of ``experiment.params``).
     Bounds are inclusive, with a relative tolerance of 1e-9 (a value sampled at a log bound
     may come back a rounding off it), for a stepped range also 1e-6 of a step (the grid's own
     tolerance: a bound of 0 has no relative one); such a value is moved onto the bound."""
-    if p.kind == "choice":
-        return _choice(p.choices, raw)
+    if p.kind == "choice":  # equal, else by its text (MLflow keeps params as text), else as a
+        for pick in (lambda c: same_value(c, raw), lambda c: str(c) == str(raw),  # number
+                     lambda c: not isinstance(c, bool) and isinstance(c, int | float)
+                     and _number(raw) is not None and c == _number(raw)):  # "64.0" -> 64
+            found = [c for c in p.choices if pick(c)]
+            if found:
+                return found[0]
+        return OUTSIDE
     value = _number(raw)
     if value is None or (p.kind == "int" and value != int(value)):
         return OUTSIDE
@@ -186,11 +180,9 @@ def load_warm_start(source: str, params: list[Param], objectives: dict[str, str]
 
     Args:
         source: ``search.warm_start``: a sweep directory, or an experiment name.
-        params: the current space (``parse_space``).
         objectives: metric -> "min"/"max"; each must be finite in a trial that is used (the
             directions are the caller's: nothing here ranks trials).
         tracking_uri: the MLflow store; None: ``sqlite:///<cwd>/mlflow.db``.
-        cwd: what relative paths are relative to; None: the current directory.
 
     Example:
         >>> load_warm_start("nowhere", [], {"val_acc": "max"}, "sqlite:////no/mlflow.db")

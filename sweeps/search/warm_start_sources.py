@@ -97,8 +97,7 @@ def read_sweep_dir(root: Path, log: list[dict[str, Any]] | None = None) -> list[
                 raw = flatten(json.loads(files.read_text(layout.trial_dir(trial) / _TUNE_PARAMS)))
         raw = restarted.get(trial, raw)  # PBT's values (every searched one) replace the first
         status = "failed" if trial in failed else "ended" if trial in ended else "unfinished"
-        found.append(Found(trial, raw, {**metrics.get(trial, {}), **logged.get(trial, {})},
-                            status))
+        found.append(Found(trial, raw, {**metrics.get(trial, {}), **logged.get(trial, {})}, status))
     return found
 
 

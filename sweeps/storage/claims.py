@@ -117,7 +117,9 @@ class LocalClaims(ClaimStore):
             os.link(temp, target)
             return True
         except FileExistsError:  # NFS: a retried LINK may say so after it succeeded
-            return _links(temp) == 2
+            with contextlib.suppress(OSError):
+                return temp.stat().st_nlink == 2
+            return False
         except OSError as exc:
             if exc.errno not in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EMLINK):
                 raise
@@ -139,7 +141,11 @@ class LocalClaims(ClaimStore):
         except OSError:
             with contextlib.suppress(OSError):
                 temp.unlink()
-            _overwrite_in_place(target, data)  # a full disk: the file's own block is enough
+            with open(target, "r+b") as f:  # a full disk: the file's own block is enough
+                f.write(data)
+                f.truncate()
+                f.flush()
+                os.fsync(f.fileno())
 
     def age(self, gen: int) -> float:
         written = (self.dir / _name(gen)).stat().st_mtime
@@ -151,13 +157,6 @@ class LocalClaims(ClaimStore):
         except OSError:
             now = time.time()
         return max(0.0, now - written)
-
-
-def _links(path: Path) -> int:
-    try:
-        return path.stat().st_nlink
-    except OSError:
-        return 0
 
 
 def _write_synced(path: Path | int, data: bytes) -> None:
@@ -174,14 +173,6 @@ def _create_exclusive(target: Path, data: bytes) -> bool:
         return False
     _write_synced(fd, data)  # open() takes the descriptor, and closes it
     return True
-
-
-def _overwrite_in_place(target: Path, data: bytes) -> None:
-    with open(target, "r+b") as f:
-        f.write(data)
-        f.truncate()
-        f.flush()
-        os.fsync(f.fileno())
 
 
 class ObjectClaims(ClaimStore):
@@ -212,16 +203,12 @@ class ObjectClaims(ClaimStore):
         except FileNotFoundError:
             return None
 
-    def _bids(self, gen: int) -> dict[str, float]:
-        """Bid name -> its modification time (storage clock, seconds)."""
+    def _fresh(self, gen: int, mine: str) -> list[str]:
         from pyarrow.fs import FileSelector
 
         infos = self.fs.get_file_info(FileSelector(f"{self.dir}/{gen:06d}.bids",
                                                    allow_not_found=True))
-        return {i.base_name: i.mtime_ns / 1e9 for i in infos if i.mtime_ns is not None}
-
-    def _fresh(self, gen: int, mine: str) -> list[str]:
-        bids = self._bids(gen)
+        bids = {i.base_name: i.mtime_ns / 1e9 for i in infos if i.mtime_ns is not None}  # clock
         if mine not in bids:  # not listed yet: the store is not list-after-write consistent
             raise OSError(errno.EIO, f"{self.shown}: a claim written was not listed back; this "
                           "store does not give list-after-write consistency, which the claim "

@@ -81,7 +81,8 @@ def storage_refusal(exc: BaseException | None,
             continue
         seen.add(id(e))
         if isinstance(e, OSError):
-            code = e.errno if e.errno in REFUSALS else _pyarrow_errno(str(e))
+            found_code = _PYARROW.search(str(e))
+            code = e.errno if e.errno in REFUSALS or not found_code else int(found_code.group(1))
             if code in REFUSALS:
                 paths = [p for p in (e.filename, e.filename2) if isinstance(p, str)]
                 path = next((p for p in paths if _counts(code, p, within)), None)
@@ -104,8 +105,3 @@ def _counts(code: int, path: str | None, within: str | os.PathLike[str] | None) 
     return any(p.startswith(r.rstrip("/") + "/") for p in paths for r in roots) or \
         any(path.lstrip("/").startswith(r.lstrip("/").rstrip("/") + "/")  # pyarrow: no "/"
             for r in roots)
-
-
-def _pyarrow_errno(text: str) -> int | None:
-    found = _PYARROW.search(text)
-    return int(found.group(1)) if found else None

@@ -146,7 +146,10 @@ def _read_local(path: Path) -> list[dict[str, Any]]:
                 stat = os.fstat(f.fileno())
                 ident = (stat.st_dev, stat.st_ino)
                 seen, offset, last, done = _READ.get(key, (ident, 0, b"", []))
-                if seen != ident or stat.st_size < offset or not _still(f, offset, last):
+                if last:  # the line read last time, which must still end at offset
+                    f.seek(offset - len(last))
+                still = f.read(len(last)) == last if last else offset == 0
+                if seen != ident or stat.st_size < offset or not still:
                     offset, last, done = 0, b"", []
                 f.seek(offset)
                 tail = f.read()
@@ -163,11 +166,3 @@ def _read_local(path: Path) -> list[dict[str, Any]]:
             last = lines[-1] + b"\n"
         _READ[key] = (ident, offset + complete, last, done)
         return list(done)
-
-
-def _still(f: Any, offset: int, last: bytes) -> bool:
-    """Whether the bytes just before ``offset`` are still ``last`` (the line read there)."""
-    if not last:
-        return offset == 0
-    f.seek(offset - len(last))
-    return f.read(len(last)) == last

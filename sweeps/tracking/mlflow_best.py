@@ -40,8 +40,7 @@ def _log(sink: Any, best: dict[str, Any], form: str) -> None:
         sink.client.set_tag(run_id, "sweeps.best_checkpoint", "best_checkpoint/")
         sink.state["model_logged"] = f"runs:/{run_id}/best_checkpoint"
     elif form == "transformers":
-        sink.state["model_logged"] = log_transformers_model(sink.uri, run_id, best,
-                                                            sink.model_name)
+        sink.state["model_logged"] = log_transformers_model(sink.uri, run_id, best, sink.model_name)
     else:
         sink.state["model_logged"] = log_pytorch_model(sink.uri, run_id, best,
                                                        sink.model_loader, sink.model_name)

@@ -103,7 +103,13 @@ def model_code(ref: str) -> Iterator[str]:
     if getattr(package, "__file__", None) and Path(package.__file__).name != "__init__.py":
         yield str(Path(package.__file__).resolve())
         return
-    origin = _package_dir(package, importlib.import_module(module_name))
+    module = importlib.import_module(module_name)
+    if getattr(package, "__file__", None):
+        origin = Path(package.__file__).parent
+    else:  # a namespace package (several folders): the portion the module is in
+        portions = [Path(p) for p in package.__path__]
+        where = Path(getattr(module, "__file__", None) or "").resolve()
+        origin = next((p for p in portions if where.is_relative_to(p.resolve())), portions[0])
     kept = package_size(origin, [*DEFAULT_EXCLUDES, *NOT_MODEL_CODE], gitignore=False,
                         skip=lambda path: (path / "pyvenv.cfg").is_file())
     size = sum(kept.files.values())
@@ -123,16 +129,6 @@ def model_code(ref: str) -> Iterator[str]:
 LARGE_CODE_MB = 50
 # Left out of a model's code besides what code shipping leaves out (gitwildmatch patterns).
 NOT_MODEL_CODE = (".*", "site-packages/", "node_modules/", "*.pyc")
-
-
-def _package_dir(package: Any, module: Any) -> Path:
-    """The folder of ``package`` that holds ``module``: a regular package's one folder, or the
-    portion of a namespace package (no ``__file__``, several folders) the module is in."""
-    if getattr(package, "__file__", None):
-        return Path(package.__file__).parent
-    portions = [Path(p) for p in package.__path__]
-    where = Path(getattr(module, "__file__", None) or "").resolve()
-    return next((p for p in portions if where.is_relative_to(p.resolve())), portions[0])
 
 
 def model_in_runs_experiment(uri: str, run_id: str, name: str = "model") -> str:

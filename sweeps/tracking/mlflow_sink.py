@@ -208,25 +208,20 @@ class MLflowSink:
             for key, value in tags.items() if run is not None else ():
                 self.client.set_tag(run, key, str(value)[:PARAM_LIMIT])
 
-    def _step_of(self, trial: str, step: int, logged: dict[str, int]) -> int:
-        """The MLflow step of a trial's report: its own step, shifted past what MLflow has
-        once a PBT exploit restarted the trial on a donor's (lower) clock. The shift is kept
-        in this sink's state, so a resumed sweep goes on with it."""
-        offsets = self.state.setdefault("step_offsets", {})
-        offset = offsets.get(trial, 0)
-        if self.state.setdefault("rebase", {}).pop(trial, None):
-            last = max(logged.values(), default=None)
-            if last is not None and step + offset <= last:
-                offset = offsets[trial] = last + 1 - step
-        return step + offset
-
     def _op_metrics(self, r: dict[str, Any]) -> None:
         from mlflow.entities import Metric
 
         steps = self.state.setdefault("steps", {}).setdefault(r["trial"], {})
         if not isinstance(steps, dict):  # an older sweep's map: one last step per trial
             steps = self.state["steps"][r["trial"]] = {k: steps for k in r["values"]}
-        step = self._step_of(r["trial"], int(r["step"]), steps)
+        # The report's own step, shifted past what MLflow has once a PBT exploit restarted the
+        # trial on a donor's (lower) clock; the shift stays in this sink's state for a resume.
+        step, offsets = int(r["step"]), self.state.setdefault("step_offsets", {})
+        if self.state.setdefault("rebase", {}).pop(r["trial"], None):
+            last = max(steps.values(), default=None)
+            if last is not None and step + offsets.get(r["trial"], 0) <= last:
+                offsets[r["trial"]] = last + 1 - step
+        step += offsets.get(r["trial"], 0)
         metrics = []
         for key, value in r["values"].items():
             if isinstance(value, bool) or not isinstance(value, int | float):
@@ -275,9 +270,10 @@ class MLflowSink:
                 with trees.local_copy(path) as local:
                     self.client.log_artifact(self.parent_run_id, str(local), r["artifact_path"])
 
-    def _close_open_trials(self, r: dict[str, Any]) -> None:
-        """No trial run outlives its sweep's run as RUNNING (e.g. one restored by a resume
-        that was interrupted again before the trial started)."""
+    def _op_sweep_end(self, r: dict[str, Any]) -> None:
+        run = self.parent_run_id
+        # No trial run outlives its sweep's run as RUNNING (e.g. one restored by a resume that
+        # was interrupted again before the trial started).
         ended = self.state.setdefault("ended", {})
         status = "KILLED" if r.get("status", "FINISHED") == "FINISHED" else r["status"]
         for trial, run_id in self.state["trials"].items():
@@ -287,10 +283,6 @@ class MLflowSink:
             self.client.set_terminated(run_id, status, end_time=int(r["ts"]))
             ended[trial] = status
         self._save()
-
-    def _op_sweep_end(self, r: dict[str, Any]) -> None:
-        run = self.parent_run_id
-        self._close_open_trials(r)
         for key, value in r.get("tags", {}).items():
             self.client.set_tag(run, key, str(value)[:PARAM_LIMIT])
         if r.get("summary_csv") and files.exists(r["summary_csv"]):

@@ -124,6 +124,7 @@ def _create_whole(db: Path, query: str) -> None:
     """MLflow's tables made in ``.<name>.creating-<id>``, then linked in as ``db`` (never over
     a store another process linked first). A killed creation's file, minutes old, goes."""
     from mlflow import MlflowClient
+    from mlflow.version import VERSION
 
     for stale in db.parent.glob(f".{db.name}.creating-*"):
         with contextlib.suppress(OSError):
@@ -132,7 +133,8 @@ def _create_whole(db: Path, query: str) -> None:
     # one name per creation: MLflow keeps a store object per URI for the process's life
     tmp = db.with_name(f".{db.name}.creating-{uuid.uuid4().hex}")
     tmp_uri = f"sqlite:///{tmp}" + (f"?{query}" if query else "")
-    template = _template()
+    cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    template = Path(cache, "sweeps", f"mlflow-{VERSION}.db")
     if not _copied(template, tmp, tmp_uri):
         MlflowClient(tmp_uri)  # MLflow's migrations
         _close_engine(tmp_uri)  # every connection closed: no -journal left beside it
@@ -148,13 +150,6 @@ def _create_whole(db: Path, query: str) -> None:
             os.replace(tmp, db)
     finally:
         tmp.unlink(missing_ok=True)
-
-
-def _template() -> Path:
-    from mlflow.version import VERSION
-
-    cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(cache, "sweeps", f"mlflow-{VERSION}.db")
 
 
 def _copied(template: Path, tmp: Path, tmp_uri: str) -> bool:

@@ -32,16 +32,14 @@ if TYPE_CHECKING:
 __all__ = ["append", "record", "records", "restored_count", "reports_before", "unseen"]
 
 
-def append(run_dir: str | Path, metrics: dict[str, Any], n: int,
-           checkpoint: str | None) -> None:
+def append(run_dir: str | Path, metrics: dict[str, Any], n: int, checkpoint: str | None) -> None:
     """Add one report, fsync'ed."""
     kept = {k: v for k, v in metrics.items() if k != SYSTEM_KEY}  # MLflow's only
     line = json.dumps({**kept, "n": n, CHECKPOINT_PATH_KEY: checkpoint}, default=float)
     append_line(run_file(run_dir, REPORTS_FILE), line)
 
 
-def record(clock: TrialClock, metrics: dict[str, Any],
-           checkpoint: str | None) -> dict[str, Any]:
+def record(clock: TrialClock, metrics: dict[str, Any], checkpoint: str | None) -> dict[str, Any]:
     """One report of a trial as it happens: stamped with the trial's clock and, when the clock
     has a run directory, logged; returns the stamped metrics, to hand to Tune. Used by the
     Train -> Tune bridge and by an inline trial (``sweeps.trial.backends.inline``)."""
