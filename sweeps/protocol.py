@@ -14,7 +14,7 @@ import re
 from pathlib import Path
 
 __all__ = ["CLOCK_KEY", "STEP_KEY", "CHECKPOINT_PATH_KEY", "RANK_ATTR", "WORLD_SIZE_ATTR",
-           "ERROR_KEY", "RESTARTS_KEY", "FAILURE_KEY", "SYSTEM_KEY", "NOT_METRICS", "REPORTS_FILE",
+           "ERROR_KEY", "RESTARTS_KEY", "FAILURE_KEY", "NOT_METRICS", "REPORTS_FILE",
            "CONFIG_READS_FILE", "CLOCK_FILE", "TRIAL_FILE", "OUT_OF_MEMORY_FILE", "SCHEDULER_LOG",
            "TUNE_STOP", "run_file", "checkpoint_dir_name", "checkpoint_dir_epoch"]
 
@@ -42,9 +42,6 @@ ERROR_KEY = "sweeps_error"
 # show them.
 RESTARTS_KEY = "sweeps_restarts"
 FAILURE_KEY = "sweeps_last_failure"
-# A rank's system metric samples since its last report, [[time ms, {MLflow name: value}], ...]
-# (sweeps.loop.system_metrics); the driver's tracking logs them and takes the key off the result.
-SYSTEM_KEY = "sweeps_system_metrics"
 
 # Keys of a Tune result that are bookkeeping (Tune's, Train's, the bridge's), not the loop's
 # metrics: every tracker (MLflow, TensorBoard) logs a result minus these.
@@ -53,7 +50,7 @@ NOT_METRICS = frozenset({
     "hostname", "pid", "time_this_iter_s", "timestamp", "date", "time_since_restore",
     "timesteps_since_restore", "iterations_since_restore", "config", "checkpoint_dir_name",
     "done", "trial_id", "experiment_tag", "should_checkpoint", CHECKPOINT_PATH_KEY, "epoch",
-    CLOCK_KEY, STEP_KEY, ERROR_KEY, RESTARTS_KEY, FAILURE_KEY, SYSTEM_KEY,
+    CLOCK_KEY, STEP_KEY, ERROR_KEY, RESTARTS_KEY, FAILURE_KEY,
 })
 
 # Files in a trial's run directory.

@@ -37,7 +37,7 @@ from typing import Any
 
 from sweeps._ray.train import tune_session
 
-__all__ = ["serving", "adding_to_reports", "contains_tensor", "TRAIN_FN_UTILS_MODULE",
+__all__ = ["serving", "before_reports", "contains_tensor", "TRAIN_FN_UTILS_MODULE",
            "CONTEXT_MODULE", "TENSOR_CHECK"]
 
 TRAIN_FN_UTILS_MODULE = "ray.train.v2._internal.execution.train_fn_utils"
@@ -174,20 +174,13 @@ def serving(*, name: str, report: Callable[..., None],
 
 
 @contextlib.contextmanager
-def adding_to_reports(extra: Callable[[], dict[str, Any]],
-                      aside: Callable[[dict[str, Any]], None]) -> Iterator[None]:
-    """While the block runs, each ``ray.train.report`` of this process takes ``extra()``: into
-    its metrics when sweeps serves the report (inline: rank 0 takes the key off before the loop
-    can see it), else (a Train worker, whose controller keeps each checkpoint's metrics for the
-    loop's ``get_all_reported_checkpoints``) to ``aside`` before the report goes. On the
+def before_reports(call: Callable[[], None]) -> Iterator[None]:
+    """While the block runs, ``call()`` runs before each ``ray.train.report`` of this process
+    (a Train worker's, or one ``serving`` serves), which it leaves as it is: on the
     ``TrainFnUtils`` object every per-worker call goes through."""
-    module = importlib.import_module(TRAIN_FN_UTILS_MODULE)
-    utils = module.get_train_fn_utils()
+    utils = importlib.import_module(TRAIN_FN_UTILS_MODULE).get_train_fn_utils()
     report = utils.report
-    if isinstance(utils, module.LocalTrainFnUtils):  # served by sweeps (``serving``)
-        utils.report = lambda metrics, *args, **kw: report({**metrics, **extra()}, *args, **kw)
-    else:
-        utils.report = lambda metrics, *args, **kw: (aside(extra()), report(metrics, *args, **kw))
+    utils.report = lambda *args, **kwargs: (call(), report(*args, **kwargs))[1]
     try:
         yield
     finally:

@@ -1,16 +1,19 @@
-"""System metrics of a trial's processes, sampled in each rank, sent with its reports.
+"""System metrics of a trial's processes, sampled in each rank, for its MLflow run.
 
-    with sampled(rank, context.system_metrics):  # sweeps.loop.worker.run_loop, in every rank
-        loop(config)             # each ray.train.report carries the samples since the last one
+    with sampled(rank, context.system_metrics, context.run_dir):  # run_loop, in every rank
+        loop(config)
+    samples = taken_aside(run_dir)        # the sweep driver's tracking, at each result and end
 
-A daemon thread samples every ``INTERVAL_S`` seconds (a report takes one when one is due): CPU
+A daemon thread samples every ``INTERVAL_S`` seconds (a report sends one first when one is due,
+so the driver has it with the result, also for a trial stopped at its first report), and once
+more when the loop ends: CPU
 (percent of one core, as ``top``) and resident memory of the process and its children (DataLoader
 workers); per GPU Ray gave it (``CUDA_VISIBLE_DEVICES``) NVML's utilization and memory used when
-``nvidia-ml-py`` is importable, else the memory torch's allocator holds. Rank 0's result gathers
-every rank's samples (inline, by the report collective; a Train run's workers put theirs in
-Ray's key-value store, never in the metrics Train keeps with a checkpoint, which the loop can
-read back, and ``report_bridge`` takes them from there); the driver logs each at
-its time under MLflow's ``system/`` names (rank k > 0's under ``system/rank_<k>/``).
+``nvidia-ml-py`` is importable, else the memory torch's allocator holds. Each sample goes to Ray's
+key-value store (every rank is a Ray process: a Train worker, an inline peer, the trial), never
+into a report, so nothing the loop can read back (a checkpoint's metrics) ever holds one; the
+driver logs each at its time under MLflow's ``system/`` names (rank k's under
+``system/rank_<k>/``).
 """
 
 from __future__ import annotations
@@ -25,14 +28,14 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from sweeps._ray import kv
-from sweeps._ray.train_fn import adding_to_reports
-from sweeps.protocol import SYSTEM_KEY
+from sweeps._ray.train_fn import before_reports
 
-__all__ = ["INTERVAL_S", "Sampler", "gpu_values", "new_points", "sampled", "taken_aside"]
+__all__ = ["INTERVAL_S", "Sampler", "gpu_values", "new_points", "sampled", "taken_aside",
+           "clear_aside"]
 
 INTERVAL_S = 5.0  # MLflow's own monitor: 10 s
 MB = 1e6  # MLflow's megabytes
-_ASIDE = "system/"  # Ray key-value keys of a Train worker's samples: system/<run dir>/<rank>/<ns>
+_ASIDE = "system/"  # Ray key-value keys of the samples: system/<run dir>/<rank>/<time ns>
 
 
 def gpu_values(index: int, used_bytes: int, utilization: float | None) -> dict[str, float]:
@@ -70,87 +73,86 @@ def _torch_reserved(index: int, device: int) -> dict[str, float]:
 
 
 class Sampler:
-    """This process's samples not yet taken; a thread adds one every ``interval_s``."""
+    """Sends a sample of this process every ``interval_s`` (a thread), when ``due`` and when
+    closed."""
 
-    def __init__(self, rank: int, interval_s: float | None = None) -> None:
+    def __init__(self, rank: int, send: Callable[[list], None],
+                 interval_s: float | None = None) -> None:
         import psutil  # in a Ray process at the least Ray's own copy (ray/thirdparty_files)
 
         self.prefix = "system/" if rank == 0 else f"system/rank_{rank}/"
-        self.interval_s, self.samples = interval_s or INTERVAL_S, list[list]()
+        self.send, self.interval_s = send, interval_s or INTERVAL_S
         self._procs: dict[int, Any] = {}
-        self._own, self._last, self._start = psutil.Process(), 0.0, time.time()
+        self._own, self._stop, self._lock = psutil.Process(), threading.Event(), threading.Lock()
+        self._last: float | None = None  # when the last sample went (None: none yet)
         self._gpus = _gpu_readers(os.environ.get("CUDA_VISIBLE_DEVICES") or "")
-        self._lock, self._stop = threading.Lock(), threading.Event()
         self._own.cpu_percent()  # CPU use counts from here
         self._thread = threading.Thread(target=self._run, name="sweeps-system-metrics",
                                         daemon=True)
         self._thread.start()
 
-    def sample(self) -> None:
-        """Take a sample unless one was taken in the last ``interval_s`` seconds."""
-        with self._lock:
-            if time.time() - self._last < self.interval_s:
-                return
-            cpu = memory = 0.0
-            with contextlib.suppress(Exception):  # psutil.Error: a child ended meanwhile
-                found = [self._own, *self._own.children(recursive=True)]
-                self._procs = {p.pid: self._procs.get(p.pid, p) for p in found}  # CPU counts
-            for proc in self._procs.values() or [self._own]:
-                with contextlib.suppress(Exception):  # it ended meanwhile
-                    cpu, memory = cpu + proc.cpu_percent(), memory + proc.memory_info().rss / MB
-            values = {"process_cpu_utilization_percentage": cpu,
-                      "process_memory_usage_megabytes": memory}
-            for read in self._gpus:
-                with contextlib.suppress(Exception):  # e.g. torch not imported (yet)
-                    values.update(read())
-            self._last = time.time()
-            self.samples.append([int(self._last * 1000),
-                                 {self.prefix + k: round(v, 1) for k, v in values.items()}])
+    def sample(self) -> list:
+        """``[time ms, {MLflow name: value}]`` of this process now."""
+        cpu = memory = 0.0
+        with contextlib.suppress(Exception):  # psutil.Error: a child ended meanwhile
+            found = [self._own, *self._own.children(recursive=True)]
+            self._procs = {p.pid: self._procs.get(p.pid, p) for p in found}  # CPU counts on
+        for proc in self._procs.values() or [self._own]:
+            with contextlib.suppress(Exception):  # it ended meanwhile
+                cpu, memory = cpu + proc.cpu_percent(), memory + proc.memory_info().rss / MB
+        values = {"process_cpu_utilization_percentage": cpu,
+                  "process_memory_usage_megabytes": memory}
+        for read in self._gpus:
+            with contextlib.suppress(Exception):  # e.g. torch not imported (yet)
+                values.update(read())
+        return [int(time.time() * 1000), {self.prefix + k: round(v, 1) for k, v in values.items()}]
 
-    def take(self) -> dict[str, Any]:
-        """What a report carries: ``{SYSTEM_KEY: samples}`` not yet taken (one now if due)."""
-        self.sample()
+    def due(self, force: bool = False) -> None:
+        """Send a sample if none went yet or the last went ``interval_s`` ago (``force``: now)."""
         with self._lock:
-            samples, self.samples = self.samples, []
-        return {SYSTEM_KEY: samples} if samples else {}
+            if force or self._last is None or time.time() - self._last >= self.interval_s:
+                self._last = time.time()
+                with contextlib.suppress(Exception):  # a lost sample never ends the loop
+                    self.send(self.sample())
 
     def _run(self) -> None:
-        while not self._stop.wait(max(self._last, self._start) + self.interval_s - time.time()):
-            self.sample()
+        start = time.time()
+        while not self._stop.wait((self._last or start) + self.interval_s - time.time()):
+            self.due()
 
     def close(self) -> None:
         self._stop.set()
-        self._thread.join(timeout=1.0)
+        self._thread.join()
+        self.due(force=True)
 
 
 @contextlib.contextmanager
 def sampled(rank: int, on: bool, run_dir: str) -> Iterator[None]:
-    """A ``Sampler`` whose samples this process's reports carry, while the block runs (``on``);
-    a Train worker's go through Ray's key-value store to its trial's ``taken_aside``."""
+    """A ``Sampler`` sending to Ray's key-value store while the block runs (``on``)."""
     if not on:
         yield
         return
-    sampler = Sampler(rank)
-
-    def aside(taken: dict[str, Any]) -> None:
-        if taken:
-            kv.put(f"{_ASIDE}{run_dir}/{rank}/{time.time_ns()}", json.dumps(taken[SYSTEM_KEY]))
-
+    sampler = Sampler(rank, lambda sample: kv.put(
+        f"{_ASIDE}{run_dir}/{rank}/{time.time_ns()}", json.dumps(sample)))
     try:
-        with adding_to_reports(sampler.take, aside):
+        with before_reports(sampler.due):
             yield
     finally:
         sampler.close()
 
 
 def taken_aside(run_dir: str) -> list[list]:
-    """The samples the Train workers of the trial in ``run_dir`` put aside, taken off the
-    store (``report_bridge``, in the Train controller, adds them to the trial's result)."""
+    """The samples the ranks of the trial in ``run_dir`` sent, taken off the store."""
     samples = []
     for key in sorted(kv.keys(f"{_ASIDE}{run_dir}/")):
-        samples += json.loads(kv.get(key) or "[]")
+        samples.append(json.loads(kv.get(key) or "null"))
         kv.delete(key)
-    return samples
+    return [s for s in samples if s]
+
+
+def clear_aside(train_dir: str) -> None:
+    """Drop what a sweep's trials sent after their end (a stopped trial's last sample)."""
+    kv.delete_prefix(f"{_ASIDE}{train_dir}/")
 
 
 def new_points(samples: list[list], logged: dict[str, list]) -> tuple[list, dict[str, list]]:

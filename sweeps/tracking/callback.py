@@ -41,7 +41,8 @@ from ray.tune import Callback
 
 from sweeps import files
 from sweeps.layout import SweepLayout
-from sweeps.protocol import CLOCK_KEY, FAILURE_KEY, NOT_METRICS, RESTARTS_KEY, STEP_KEY, SYSTEM_KEY
+from sweeps.loop.system_metrics import clear_aside, taken_aside
+from sweeps.protocol import CLOCK_KEY, FAILURE_KEY, NOT_METRICS, RESTARTS_KEY, STEP_KEY
 from sweeps.report.exploits import exploit_tags, exploits_of
 from sweeps.report.failure import failed_rank, failure_reason
 from sweeps.report.pareto import pareto_tags
@@ -180,10 +181,7 @@ class MLflowTracking(Callback):
 
     def on_trial_result(self, iteration: int, trials: list, trial: Any, result: dict,
                         **info: Any) -> None:
-        # Taken off the result, which Tune lets a callback change: Tune's own loggers after
-        # this one (progress.csv, result.json) and the trial's last result never show it.
-        if samples := result.pop(SYSTEM_KEY, None):
-            self.record({"op": "system", "trial": trial.trial_id, "samples": samples})
+        self._system(trial.trial_id)
         values = {k: v for k, v in result.items() if k not in NOT_METRICS}
         step = result.get(STEP_KEY, result.get("training_iteration", 0))
         self.record({"op": "metrics", "trial": trial.trial_id, "step": int(step), "values": values})
@@ -201,6 +199,7 @@ class MLflowTracking(Callback):
         if trial.trial_id not in self._open and CLOCK_KEY not in (trial.last_result or {}):
             return  # never started (ended by sweep.budget while pending): it has no run
         self._open.discard(trial.trial_id)
+        self._system(trial.trial_id)
         s = self.settings
         clock = (trial.last_result or {}).get(CLOCK_KEY, 0)
         verdict = verdicts(s.sweep_dir).get(trial.trial_id)
@@ -218,6 +217,14 @@ class MLflowTracking(Callback):
                          "run_name": f"{trial.trial_id} stopped@{clock:g}",
                          "tags": {"sweeps.status": "stopped", "sweeps.stop_reason": reason}})
 
+    def _system(self, trial_id: str) -> None:
+        """Journal the system metric samples the trial's ranks sent since the last call."""
+        samples = []
+        with contextlib.suppress(Exception):  # no Ray (a unit test), or its store is gone
+            samples = taken_aside(str(SweepLayout(self.settings.sweep_dir).run_dir(trial_id)))
+        if samples:
+            self.record({"op": "system", "trial": trial_id, "samples": samples})
+
     def _failed(self, trial_id: str, error: str, rank: tuple[int, int] | None = None) -> None:
         tags = {"sweeps.status": "error", "sweeps.error": error[:500]}
         if rank is not None:  # the rank whose own error it is, of a trial of several
@@ -227,6 +234,7 @@ class MLflowTracking(Callback):
 
     def on_trial_error(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
         self._open.discard(trial.trial_id)
+        self._system(trial.trial_id)
         self._failed(trial.trial_id, failure_reason(trial, limit=480), failed_rank(trial))
 
     def log_artifacts(self, paths: list[str], artifact_path: str | None) -> None:
@@ -268,6 +276,8 @@ class MLflowTracking(Callback):
 
     def _close(self, timeout_s: float) -> int:
         """Wait up to ``timeout_s`` for delivery, stop the writer; return records unsent."""
+        with contextlib.suppress(Exception):  # no Ray (a unit test), or its store is gone
+            clear_aside(str(SweepLayout(self.settings.sweep_dir).train))
         self.writer().flush(timeout_s)
         self.writer().stop()  # it may send more while it stops: count after
         left = len(self.journal.pending())

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sweeps.files import append_line, read_lines
-from sweeps.protocol import CHECKPOINT_PATH_KEY, CLOCK_KEY, REPORTS_FILE, SYSTEM_KEY, run_file
+from sweeps.protocol import CHECKPOINT_PATH_KEY, CLOCK_KEY, REPORTS_FILE, run_file
 from sweeps.resume.train_runs import latest_checkpoint
 
 if TYPE_CHECKING:
@@ -34,8 +34,7 @@ __all__ = ["append", "record", "records", "restored_count", "reports_before", "u
 
 def append(run_dir: str | Path, metrics: dict[str, Any], n: int, checkpoint: str | None) -> None:
     """Add one report, fsync'ed."""
-    kept = {k: v for k, v in metrics.items() if k != SYSTEM_KEY}  # MLflow's only
-    line = json.dumps({**kept, "n": n, CHECKPOINT_PATH_KEY: checkpoint}, default=float)
+    line = json.dumps({**metrics, "n": n, CHECKPOINT_PATH_KEY: checkpoint}, default=float)
     append_line(run_file(run_dir, REPORTS_FILE), line)
 
 

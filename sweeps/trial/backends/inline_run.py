@@ -16,7 +16,6 @@ read it unchanged (``sweeps.trial.backends.inline`` runs the loop).
 
 from __future__ import annotations
 
-import json
 import math
 import numbers
 import shutil
@@ -26,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from sweeps import files
 from sweeps._ray import train_snapshot
-from sweeps.protocol import CHECKPOINT_PATH_KEY, CLOCK_KEY, SYSTEM_KEY
+from sweeps.protocol import CHECKPOINT_PATH_KEY, CLOCK_KEY
 from sweeps.storage import trees
 from sweeps.storage.location import ray_name
 
@@ -154,10 +153,8 @@ class InlineRun:
                 path = str(self.run_dir / name)
         if self.ranks:
             self.ranks.stored(name)
-            if samples := [*metrics.get(SYSTEM_KEY, ()), *self.ranks.samples()]:
-                metrics = {**metrics, SYSTEM_KEY: samples}
         if name is not None:
-            self._register(name, {k: v for k, v in metrics.items() if k != SYSTEM_KEY})
+            self._register(name, dict(metrics))
         self.next_index += 1
         stamped = report_log.record(self.clock, dict(metrics), path)
         handover = {**stamped, CHECKPOINT_PATH_KEY: path} if path else stamped
@@ -235,12 +232,6 @@ class RankZeroReports:
         self.meet.store.add(f"{key}/checkpoints", int(has_checkpoint))
         self.meet.barrier(f"{key}/arrived")
         return int(self.meet.store.add(f"{key}/checkpoints", 0)) > 0
-
-    def samples(self) -> list:
-        """The other ranks' system metric samples of this report (set before it arrived)."""
-        keys = [f"r{self.count}/system{r}" for r in range(1, self.meet.world_size)]
-        return [s for k in keys if self.meet.store.check([k])
-                for s in json.loads(self.meet.store.get(k))]
 
     def stored(self, name: str | None) -> None:
         """Name the checkpoint directory (None: no checkpoint) and wait until every rank put

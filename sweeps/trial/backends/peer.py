@@ -11,7 +11,6 @@ waits and collectives fail and it ends its attempt.
 
 from __future__ import annotations
 
-import json
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,7 +20,6 @@ from sweeps._ray.train_fn import serving
 from sweeps.config.usercode import import_trainable
 from sweeps.loop.context import TrialContext
 from sweeps.loop.worker import loop_entry
-from sweeps.protocol import SYSTEM_KEY
 from sweeps.storage import trees
 from sweeps.trial.backends.inline_run import checkpoint_at, reported_checkpoints
 from sweeps.trial.backends.rank_error import first_reason, is_consequence
@@ -75,8 +73,6 @@ class PeerReports:
         self.count += 1
         key = f"r{self.count}"
         self.meet.store.add(f"{key}/checkpoints", int(checkpoint is not None))
-        if metrics.get(SYSTEM_KEY):  # its system metric samples, for rank 0's result
-            self.meet.set(f"{key}/system{self.meet.rank}", json.dumps(metrics[SYSTEM_KEY]))
         try:
             self.meet.barrier(f"{key}/arrived")
         except PeerFailed as exc:

@@ -30,8 +30,6 @@ from ray.tune.integration.ray_train import TuneReportCallback
 
 from sweeps._ray.train import stop_aware_report_queue
 from sweeps.files import named_in
-from sweeps.loop.system_metrics import taken_aside
-from sweeps.protocol import SYSTEM_KEY
 from sweeps.trial import report_log
 from sweeps.trial.backends.rank_error import is_consequence
 from sweeps.trial.clock import TrialClock
@@ -83,10 +81,8 @@ class SweepReportCallback(TuneReportCallback):
         if checkpoint is not None and self.clock.run_dir:
             # the sweep's name for it (on an object store Train's is the bucket's object path)
             checkpoint = _Located(str(named_in(self.clock.run_dir, checkpoint.path)))
-        if metrics:  # every rank's system metric samples ride on rank 0's result to Tune
-            samples = taken_aside(str(self.clock.run_dir)) if self.clock.run_dir else []
-            first = {**metrics[0], SYSTEM_KEY: samples} if samples else metrics[0]
-            metrics = [report_log.record(self.clock, first,
+        if metrics:
+            metrics = [report_log.record(self.clock, metrics[0],
                                          checkpoint.path if checkpoint else None), *metrics[1:]]
         super().after_report(run_context, metrics, checkpoint)
 

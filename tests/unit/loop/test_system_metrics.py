@@ -16,7 +16,6 @@ import pytest
 from sweeps.loop import system_metrics
 from sweeps.loop.context import TrialContext
 from sweeps.loop.system_metrics import Sampler, gpu_values
-from sweeps.protocol import SYSTEM_KEY
 
 CPU, MEMORY = "process_cpu_utilization_percentage", "process_memory_usage_megabytes"
 
@@ -35,16 +34,17 @@ def test_a_sample_holds_this_process_and_its_children_at_its_time(monkeypatch) -
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")  # a GPU "given", none here: no GPU values
     child = subprocess.Popen([sys.executable, "-c",
                               "import time; b = b'x' * 300_000_000; time.sleep(60)"])
+    sent: list = []
     try:
         while psutil.Process(child.pid).memory_info().rss < 300e6:
             time.sleep(0.05)
         before = time.time()
-        sampler = Sampler(0, interval_s=60)
-        ((at, values),) = sampler.take()[SYSTEM_KEY]  # the first report takes one at once
+        sampler = Sampler(0, sent.append, interval_s=60)
         own = psutil.Process().memory_info().rss / 1e6
-        sampler.close()
+        sampler.close()  # a loop shorter than the interval: one sample, when it ends
     finally:
         child.kill()
+    ((at, values),) = sent
     assert before * 1000 - 1 <= at <= time.time() * 1000
     assert {f"system/{CPU}", f"system/{MEMORY}"} <= set(values)
     if not _cuda():  # no GPU here: none sampled, nothing raised
@@ -59,32 +59,54 @@ def _cuda() -> bool:
     return torch.cuda.is_available()
 
 
-def test_samples_come_every_interval_and_a_report_takes_one_only_when_due() -> None:
-    sampler = Sampler(2, interval_s=0.2)
+def test_samples_are_sent_every_interval_and_once_more_at_the_end() -> None:
+    sent: list = []
+    sampler = Sampler(2, sent.append, interval_s=0.2)
     try:
-        assert len(sampler.take()[SYSTEM_KEY]) == 1
-        assert sampler.take() == {}  # not due again yet: the report carries nothing
         x, end = np.ones((400, 400)), time.time() + 1.0
         while time.time() < end:  # busy (without the GIL, as most training is): CPU shows
             x @ x
-        samples = sampler.take()[SYSTEM_KEY]
     finally:
         sampler.close()
-    assert 2 <= len(samples) <= 7, samples  # 5 on an idle machine; fewer on a loaded one
-    times = [at for at, _ in samples]
+    count = len(sent)
+    assert 3 <= count <= 7, sent  # 4 + the last on an idle machine; fewer on a loaded one
+    times = [at for at, _ in sent[:-1]]
     assert all(b - a >= 190 for a, b in zip(times, times[1:], strict=False)), times
-    assert all(set(v) == {f"system/rank_2/{CPU}", f"system/rank_2/{MEMORY}"} for _, v in samples)
-    assert max(v[f"system/rank_2/{CPU}"] for _, v in samples) > 20  # busy: ~100 when idle
+    assert all(set(v) == {f"system/rank_2/{CPU}", f"system/rank_2/{MEMORY}"} for _, v in sent)
+    assert max(v[f"system/rank_2/{CPU}"] for _, v in sent) > 20  # busy: ~100 when idle
     time.sleep(0.4)
-    assert sampler.samples == []  # closed: no more
+    assert len(sent) == count  # closed: no more
 
 
-def test_the_reports_of_a_loop_carry_the_samples_only_when_on(tmp_path, monkeypatch) -> None:
+class Store:
+    """Ray's key-value store as ``sweeps._ray.kv`` serves it (a dict: no Ray here)."""
+
+    def __init__(self) -> None:
+        self.data: dict[str, str] = {}
+
+    def put(self, key: str, value: str) -> None:
+        self.data[key] = value
+
+    def get(self, key: str) -> str | None:
+        return self.data.get(key)
+
+    def keys(self, prefix: str) -> list[str]:
+        return [k for k in self.data if k.startswith(prefix)]
+
+    def delete(self, key: str) -> None:
+        del self.data[key]
+
+
+def test_a_loops_samples_go_to_the_store_and_never_into_its_reports(tmp_path,
+                                                                    monkeypatch) -> None:
     """run_loop, as every backend calls it, with the per-worker API served in-process."""
     from sweeps._ray.train_fn import serving
     from sweeps.loop.worker import loop_entry
 
     got: list[dict] = []
+    reported: list[float] = []
+    store = Store()
+    monkeypatch.setattr(system_metrics, "kv", store)
     monkeypatch.setattr(system_metrics, "INTERVAL_S", 0.2)
 
     def loop(config: dict) -> None:
@@ -92,19 +114,20 @@ def test_the_reports_of_a_loop_carry_the_samples_only_when_on(tmp_path, monkeypa
 
         for acc in (0.5, 0.6):
             ray.train.report({"acc": acc})
-        time.sleep(0.3)
-        ray.train.report({"acc": 0.7})
+            time.sleep(0.3)
 
-    for on in (True, False):
-        context = TrialContext("t1", str(tmp_path / "run"), 3, 1, 0, "acc", "max", on)
-        with serving(name="t1", report=lambda metrics, *a, **k: got.append(metrics),
+    for on, run in ((True, "on"), (False, "off")):
+        context = TrialContext("t1", str(tmp_path / run), 3, 1, 0, "acc", "max", on)
+        with serving(name="t1", report=lambda metrics, *a, **k: (
+                got.append(metrics), reported.append(time.time())),
                      get_checkpoint=lambda: None, reported=list, datasets={}):
             loop_entry(loop, context)({})
-    first, second, third, *off = got
-    assert [r["acc"] for r in got] == [0.5, 0.6, 0.7] * 2
-    assert len(first[SYSTEM_KEY]) == 1 and SYSTEM_KEY not in second  # due / not due
-    assert len(third[SYSTEM_KEY]) >= 1
-    assert all(SYSTEM_KEY not in r for r in off)
+    assert got == [{"acc": 0.5}, {"acc": 0.6}] * 2  # the loop's metrics, nothing added
+    assert all(k.startswith(f"system/{tmp_path / 'on'}/0/") for k in store.data)
+    samples = system_metrics.taken_aside(str(tmp_path / "on"))
+    assert 3 <= len(samples) <= 6 and store.data == {}  # the 1st report's, every 0.2 s, the last
+    assert samples[0][0] <= reported[0] * 1000  # sent before the first report went
+    assert system_metrics.taken_aside(str(tmp_path / "off")) == []
     assert not [t for t in threading.enumerate() if t.name == "sweeps-system-metrics"]
 
 
@@ -116,8 +139,8 @@ def test_a_gpu_the_process_uses_is_sampled(monkeypatch) -> None:
         pytest.skip("no GPU")
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", os.environ.get("CUDA_VISIBLE_DEVICES") or "0")
     x = torch.ones(256, 1024, 1024, device="cuda")  # 1 GiB
-    sampler = Sampler(0, interval_s=60)
-    ((_, values),) = sampler.take()[SYSTEM_KEY]
+    sampler = Sampler(0, [].append, interval_s=60)
+    values = sampler.sample()[1]
     sampler.close()
     memory = {k: v for k, v in values.items() if k.startswith("system/gpu_")
               and "memory" in k}

@@ -6,7 +6,8 @@ from dataclasses import dataclass, field
 
 from mlflow import MlflowClient
 
-from sweeps.protocol import STEP_KEY, SYSTEM_KEY
+from sweeps.protocol import CLOCK_KEY, STEP_KEY
+from sweeps.tracking import callback
 from sweeps.tracking.callback import MLflowTracking, TrackingSettings
 
 
@@ -17,22 +18,30 @@ class TrialRecord:  # the attributes of Tune's Trial the callback reads
     last_result: dict = field(default_factory=dict)
 
 
-def test_system_samples_leave_the_result_and_reach_the_run_as_system_metrics(tmp_path) -> None:
+def test_the_samples_a_trials_ranks_sent_reach_its_run_at_each_result_and_its_end(
+        tmp_path, monkeypatch) -> None:
+    """What ``sweeps.loop.system_metrics.taken_aside`` hands over (Ray's key-value store in a
+    sweep: tests/integration/test_sweep.py) goes to the trial's run, each sample at its time."""
+    memory = "system/process_memory_usage_megabytes"
+    sent = [[[1_000_000, {memory: 812.5}]], [], [[1_005_000, {memory: 830.0}]]]
+    asked: list[str] = []
+    monkeypatch.setattr(callback, "taken_aside",
+                        lambda run_dir: asked.append(run_dir) or sent.pop(0))
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     tracking = MLflowTracking(TrackingSettings(
         uri=uri, experiment_name="sys", model_name=None, state_dir=str(tmp_path / "t"),
         max_epochs=3, scheduler="asha", flush_timeout_s=30))
     tracking.start_sweep("s", "uid", {}, {}, {})
-    tracking.on_trial_start(0, [], TrialRecord("t1"))
-    memory = "system/process_memory_usage_megabytes"
-    result = {"val_acc": 0.5, STEP_KEY: 1,
-              SYSTEM_KEY: [[1_000_000, {memory: 812.5}], [1_005_000, {memory: 830.0}]]}
-    tracking.on_trial_result(0, [], TrialRecord("t1"), result)
-    tracking.on_trial_result(0, [], TrialRecord("t1"), {"val_acc": 0.6, STEP_KEY: 2})
-    assert SYSTEM_KEY not in result  # Tune's loggers after this callback never see it
+    trial = TrialRecord("t1")
+    tracking.on_trial_start(0, [], trial)
+    tracking.on_trial_result(0, [], trial, {"val_acc": 0.5, STEP_KEY: 1})
+    tracking.on_trial_result(0, [], trial, {"val_acc": 0.6, STEP_KEY: 2})
+    trial.last_result = {"val_acc": 0.6, STEP_KEY: 3, CLOCK_KEY: 3.0}
+    tracking.on_trial_complete(0, [], trial)
+    assert asked == [str(tmp_path / "train" / "t1")] * 3  # the trial's run directory
     records = [r for _, r in tracking.journal.pending()]
-    assert [r["op"] for r in records][2:] == ["system", "metrics", "metrics"]
-    assert all(SYSTEM_KEY not in r.get("values", {}) for r in records)
+    assert [r["op"] for r in records][2:] == ["system", "metrics", "metrics", "system",
+                                              "trial_end"]
     tracking.finish(None, None)
 
     client = MlflowClient(uri)
