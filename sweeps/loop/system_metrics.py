@@ -6,10 +6,9 @@
 
 A daemon thread samples every ``INTERVAL_S`` seconds (a report sends one first when one is due,
 so the driver has it with the result, also for a trial stopped at its first report), and once
-more when the loop ends: CPU
-(percent of one core, as ``top``) and resident memory of the process and its children (DataLoader
-workers); per GPU Ray gave it (``CUDA_VISIBLE_DEVICES``) NVML's utilization and memory used when
-``nvidia-ml-py`` is importable, else the memory torch's allocator holds. Each sample goes to Ray's
+more when the loop ends: CPU (percent of one core, as ``top``) and resident memory of the
+process and its children (DataLoader workers); per GPU Ray gave it (``CUDA_VISIBLE_DEVICES``) NVML's utilization and memory used when
+``nvidia-ml-py`` is importable (as for MLflow's own GPU metrics). Each sample goes to Ray's
 key-value store (every rank is a Ray process: a Train worker, an inline peer, the trial), never
 into a report, so nothing the loop can read back (a checkpoint's metrics) ever holds one; the
 driver logs each at its time under MLflow's ``system/`` names (rank k's under
@@ -21,7 +20,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -38,38 +36,31 @@ MB = 1e6  # MLflow's megabytes
 _ASIDE = "system/"  # Ray key-value keys of the samples: system/<run dir>/<rank>/<time ns>
 
 
-def gpu_values(index: int, used_bytes: int, utilization: float | None) -> dict[str, float]:
-    """GPU ``index``'s values by MLflow's names (``utilization`` None: torch's allocator's).
+def gpu_values(index: int, used_bytes: int, utilization: float) -> dict[str, float]:
+    """GPU ``index``'s values by MLflow's names.
 
     Example:
-        >>> gpu_values(3, 2_500_000_000, 87), gpu_values(0, 10**9, None)
-        ({'gpu_3_utilization_percentage': 87.0, 'gpu_3_memory_usage_megabytes': 2500.0}, \
-{'gpu_0_memory_reserved_megabytes': 1000.0})
+        >>> gpu_values(3, 2_500_000_000, 87)
+        {'gpu_3_utilization_percentage': 87.0, 'gpu_3_memory_usage_megabytes': 2500.0}
     """
-    if utilization is None:
-        return {f"gpu_{index}_memory_reserved_megabytes": used_bytes / MB}
     return {f"gpu_{index}_utilization_percentage": float(utilization),
             f"gpu_{index}_memory_usage_megabytes": used_bytes / MB}
 
 
 def _gpu_readers(visible: str) -> list[Callable[[], dict[str, float]]]:
-    """A reader per GPU in ``visible``, named by Ray's index (nvidia-smi's, NVML's)."""
-    ids = [int(d) for d in visible.split(",") if d.strip().isdigit()]
+    """A reader per GPU in ``visible``, named by Ray's index (nvidia-smi's, NVML's); none
+    without ``nvidia-ml-py``, which MLflow's own GPU metrics need too."""
     try:
-        import pynvml  # nvidia-ml-py: optional, as for MLflow's own GPU metrics
+        import pynvml
 
         pynvml.nvmlInit()
-        gpus = {i: pynvml.nvmlDeviceGetHandleByIndex(i) for i in ids}
-        return [lambda i=i, g=g: gpu_values(i, pynvml.nvmlDeviceGetMemoryInfo(g).used,
-                                            pynvml.nvmlDeviceGetUtilizationRates(g).gpu)
-                for i, g in gpus.items()]
-    except Exception:  # not installed, no driver: torch's allocator, once the loop uses CUDA
-        return [lambda i=i, n=n: _torch_reserved(i, n) for n, i in enumerate(ids)]
-
-
-def _torch_reserved(index: int, device: int) -> dict[str, float]:
-    cuda = sys.modules["torch"].cuda  # KeyError: the loop has not imported torch (yet)
-    return gpu_values(index, cuda.memory_reserved(device), None) if cuda.is_initialized() else {}
+        gpus = {int(d): pynvml.nvmlDeviceGetHandleByIndex(int(d))
+                for d in visible.split(",") if d.strip().isdigit()}
+    except Exception:  # not installed, no driver
+        return []
+    return [lambda i=i, g=g: gpu_values(i, pynvml.nvmlDeviceGetMemoryInfo(g).used,
+                                        pynvml.nvmlDeviceGetUtilizationRates(g).gpu)
+            for i, g in gpus.items()]
 
 
 class Sampler:
