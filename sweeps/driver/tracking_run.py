@@ -44,7 +44,8 @@ def start_tracking(prep: Prepared, sweep_id: str, start: int = 1) -> MLflowTrack
         model_name=(t.model_name or cfg.experiment.name) if t.register_model else None,
         state_dir=str(state_dir), max_epochs=cfg.scheduler.max_t, scheduler=cfg.scheduler.name,
         flush_timeout_s=t.flush_timeout_s, metric=cfg.experiment.metric,
-        mode=cfg.experiment.mode, model_loader=cfg.experiment.model_loader)
+        mode=cfg.experiment.mode, model_loader=cfg.experiment.model_loader,
+        system_metrics=t.system_metrics)
     # No credentials on disk: sweeps.sync takes them from MLFLOW_TRACKING_URI or MLflow's
     # credential variables, as the sweep does.
     write_atomic(layout.tracking_meta, json.dumps(settings.stored().__dict__, indent=2))

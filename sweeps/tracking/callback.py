@@ -112,6 +112,7 @@ class TrackingSettings:
     metric: str = ""
     mode: str = "max"
     model_loader: str | None = None
+    system_metrics: bool = False  # tracking.system_metrics: drain the trials' samples
 
     @property
     def sweep_dir(self) -> Path:
@@ -219,8 +220,10 @@ class MLflowTracking(Callback):
 
     def _system(self, trial_id: str) -> None:
         """Journal the system metric samples the trial's ranks sent since the last call."""
+        if not self.settings.system_metrics:
+            return
         samples = []
-        with contextlib.suppress(Exception):  # no Ray (a unit test), or its store is gone
+        with contextlib.suppress(Exception):  # Ray's store is gone (the sweep ends)
             samples = taken_aside(str(SweepLayout(self.settings.sweep_dir).run_dir(trial_id)))
         if samples:
             self.record({"op": "system", "trial": trial_id, "samples": samples})
@@ -276,7 +279,7 @@ class MLflowTracking(Callback):
 
     def _close(self, timeout_s: float) -> int:
         """Wait up to ``timeout_s`` for delivery, stop the writer; return records unsent."""
-        with contextlib.suppress(Exception):  # no Ray (a unit test), or its store is gone
+        with contextlib.suppress(Exception):  # no Ray, or its store is gone
             clear_aside(str(SweepLayout(self.settings.sweep_dir).train))
         self.writer().flush(timeout_s)
         self.writer().stop()  # it may send more while it stops: count after

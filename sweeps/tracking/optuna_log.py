@@ -11,6 +11,7 @@ once and ends the journal; it never fails the sweep.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import sys
@@ -41,12 +42,14 @@ class OptunaLog(Callback):
         self.path, self.study, self.objectives = path, study, dict(objectives)
         self.params, self.objective, self.sweep_dir = list(params), objective, sweep_dir
         self._storage: Any = None
-        self._ids: dict[str, int] = {}  # sweep trial id -> Optuna trial id
-        self._ended: set[str | None] = set()  # sweep trial ids whose Optuna trial is finished
+        self._ids: dict[str, int] = {}  # sweep trial id -> its (latest) Optuna trial id
+        self._ended: dict[str, str] = {}  # sweep trial id -> its Optuna trial's end state
+        self._last: dict[str, float] = {}  # sweep trial id -> its last primary value
         self._off = False
 
     def __getstate__(self) -> dict[str, Any]:  # Tune pickles callbacks with the experiment
-        return {**self.__dict__, "_storage": None, "_ids": {}, "_ended": set(), "_off": False}
+        return {**self.__dict__, "_storage": None, "_ids": {}, "_ended": {}, "_last": {},
+                "_off": False}
 
     def _open(self) -> Any:
         if self._storage is None:
@@ -65,10 +68,12 @@ class OptunaLog(Callback):
                      for m in self.objectives.values()], self.study)
                 storage.set_study_system_attr(self._study_id, "study:metric_names",
                                               list(self.objectives))  # Study.set_metric_names
-            trials = storage.get_all_trials(self._study_id, deepcopy=False)
-            self._ids = {t.user_attrs[TRIAL_ATTR]: t._trial_id
-                         for t in trials if TRIAL_ATTR in t.user_attrs}
-            self._ended = {t.user_attrs.get(TRIAL_ATTR) for t in trials if t.state.is_finished()}
+            for t in storage.get_all_trials(self._study_id, deepcopy=False):  # the last wins
+                if (trial_id := t.user_attrs.get(TRIAL_ATTR)) is not None:
+                    self._ids[trial_id] = t._trial_id
+                    self._ended.pop(trial_id, None)
+                    if t.state.is_finished():
+                        self._ended[trial_id] = t.state.name
             self._storage = storage
         return self._storage
 
@@ -83,13 +88,15 @@ class OptunaLog(Callback):
                         "%s writes it anew)", self.path, type(exc).__name__, exc, self.sweep_dir)
 
     def begin(self, trial_id: str, values: dict[str, Any]) -> None:
-        """Open an Optuna trial for the sweep's trial ``trial_id`` (once), with its ``values``
-        (flat dotted keys) for the searched params."""
+        """Open an Optuna trial for the sweep's trial ``trial_id`` (once; again after a FAIL,
+        which a resume runs again and Optuna never reopens), with its ``values`` (flat dotted
+        keys) for the searched params."""
         from optuna.trial import TrialState, create_trial
 
         storage = self._open()
-        if trial_id in self._ids:
+        if trial_id in self._ids and self._ended.get(trial_id) != "FAIL":
             return
+        self._ended.pop(trial_id, None)
         named, spaces = optuna_params(values, self.params)
         template = create_trial(state=TrialState.RUNNING, params=named, distributions=spaces,
                                 user_attrs={TRIAL_ATTR: trial_id})
@@ -102,6 +109,7 @@ class OptunaLog(Callback):
         storage = self._open()
         if len(self.objectives) == 1 and None not in (value, step) and trial_id not in self._ended:
             storage.set_trial_intermediate_value(self._ids[trial_id], int(step), value)
+            self._last[trial_id] = value
 
     def end(self, trial_id: str, status: str, last: dict[str, Any]) -> None:
         """End the trial: ``status`` as the summary says it (completed, stopped, else failed),
@@ -109,19 +117,17 @@ class OptunaLog(Callback):
         from optuna.trial import TrialState
 
         storage, values = self._open(), [finite_float(last.get(m)) for m in self.objectives]
-        optuna_id = self._ids[trial_id]
-        trial = storage.get_trial(optuna_id)
-        self._ended.add(trial_id)
-        if trial.state.is_finished():
+        if values == [None] and trial_id in self._last:  # its last report lacks the metric
+            values = [self._last[trial_id]]
+        if trial_id in self._ended:
             return
-        if status == "completed" and None not in values:
-            storage.set_trial_state_values(optuna_id, TrialState.COMPLETE, values)
-        elif status == "stopped":
-            steps = trial.intermediate_values
-            storage.set_trial_state_values(optuna_id, TrialState.PRUNED,
-                                           [steps[max(steps)]] if steps else None)
-        else:
-            storage.set_trial_state_values(optuna_id, TrialState.FAIL)
+        state = (TrialState.COMPLETE if status == "completed" and None not in values else
+                 TrialState.PRUNED if status == "stopped" else TrialState.FAIL)
+        self._ended[trial_id] = state.name
+        storage.set_trial_state_values(  # PRUNED: the last value, as Optuna's tell keeps
+            self._ids[trial_id], state, values if state == TrialState.COMPLETE or (
+                state == TrialState.PRUNED and len(values) == 1 and values[0] is not None)
+            else None)
 
     def on_trial_start(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
         self._safely(self.begin, trial.trial_id, flatten(trial.config or {}))
@@ -148,7 +154,10 @@ class OptunaLog(Callback):
 
 
 def _mend(path: Path) -> None:
-    """Cut a torn last line (a driver killed mid-append) so the next append starts clean."""
+    """Cut a torn last line (a driver killed mid-append) so the next append starts clean, and
+    drop its lock (only the driver holding the sweep writes here), which Optuna would wait 30 s
+    for."""
+    Path(f"{path}.lock").unlink(missing_ok=True)
     if path.exists() and (data := path.read_bytes()) and not data.endswith(b"\n"):
         with open(path, "r+b") as f:
             f.truncate(data.rfind(b"\n") + 1)
@@ -176,13 +185,19 @@ def export(sweep_dir: str, out: str) -> int:
     if view.live and Path(out).resolve() == Path(view.root, "optuna.log").resolve():
         raise FileExistsError(f"{out}: the running sweep keeps it up to date; write elsewhere")
     started = [t for t in view.trials if t.status != "not started"]
-    for t in started:
-        journal.begin(t.trial_id, ran.get(t.trial_id, {}))
-        for r in t.history:
-            journal.report(t.trial_id, r)
-        if t.status not in ("running", "interrupted"):
-            journal.end(t.trial_id, t.status, t.history[-1] if t.history else {})
-    os.replace(temp, out)
+    try:
+        journal._open()  # the study, also before any trial started
+        for t in started:
+            journal.begin(t.trial_id, ran.get(t.trial_id, {}))
+            for r in t.history:
+                journal.report(t.trial_id, r)
+            if t.status not in ("running", "interrupted"):
+                journal.end(t.trial_id, t.status, t.history[-1] if t.history else {})
+        os.replace(temp, out)
+    finally:
+        for leftover in (temp, f"{temp}.lock"):
+            with contextlib.suppress(OSError):
+                os.unlink(leftover)
     return len(started)
 
 
@@ -201,7 +216,7 @@ def main(argv: list[str] | None = None) -> int:
         "optuna.log" if filesystem(root) is not None else str(root / "optuna.log"))
     try:
         count = export(args[0], out)
-    except (FileNotFoundError, FileExistsError) as exc:
+    except (OSError, ValueError) as exc:  # no sweep, a live one's file, OUT unwritable, ...
         print(f"sweeps optuna-log: {exc}", file=sys.stderr)
         return 1
     print(f"{out}: {count} trials; open it with: optuna-dashboard {out}")

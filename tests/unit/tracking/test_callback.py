@@ -30,7 +30,7 @@ def test_the_samples_a_trials_ranks_sent_reach_its_run_at_each_result_and_its_en
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     tracking = MLflowTracking(TrackingSettings(
         uri=uri, experiment_name="sys", model_name=None, state_dir=str(tmp_path / "t"),
-        max_epochs=3, scheduler="asha", flush_timeout_s=30))
+        max_epochs=3, scheduler="asha", flush_timeout_s=30, system_metrics=True))
     tracking.start_sweep("s", "uid", {}, {}, {})
     trial = TrialRecord("t1")
     tracking.on_trial_start(0, [], trial)

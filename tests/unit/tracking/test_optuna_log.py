@@ -153,3 +153,54 @@ def test_export_of_a_sweep_on_s3_writes_here(moto_s3, tmp_path, monkeypatch, cap
     assert capsys.readouterr().out == "optuna.log: 3 trials; open it with: optuna-dashboard " \
                                       "optuna.log\n"
     assert sorted(_by_id(_study(tmp_path / "optuna.log"))) == ["a", "b", "c"]
+
+
+def test_a_failed_trial_a_resume_runs_again_gets_a_new_optuna_trial(tmp_path) -> None:
+    """Optuna never reopens a FAIL; the sweep's resume runs an errored trial again
+    (``resume_errored``): the newest Optuna trial of that sweep trial is the one that counts."""
+    journal = _journal(tmp_path)
+    t = Trial("a", {"lr": 0.01, "width": 64})
+    journal.on_trial_start(0, [], t)
+    journal.on_trial_result(0, [], t, _result(t, 1, acc=0.4))
+    journal.on_trial_error(0, [], t)
+    (tmp_path / "optuna.log.lock").symlink_to(tmp_path / "optuna.log")  # a driver killed
+    again = pickle.loads(pickle.dumps(journal))  # mid-append: its lock stays behind
+    again.on_trial_start(0, [], t)
+    for epoch in (2, 3):
+        again.on_trial_result(0, [], t, _result(t, epoch, acc=0.1 * epoch + 0.4))
+    again.on_trial_complete(0, [], t)
+    first, second = _study(tmp_path / "optuna.log").trials
+    assert (first.state, first.intermediate_values) == (TrialState.FAIL, {1: 0.4})
+    assert (second.state, second.value) == (TrialState.COMPLETE, pytest.approx(0.7))
+    assert second.user_attrs[TRIAL_ATTR] == "a" and set(second.intermediate_values) == {2, 3}
+
+
+def test_a_stopped_trial_keeps_its_last_report_and_a_last_report_without_it_the_one_before(
+        tmp_path) -> None:
+    journal = _journal(tmp_path)
+    (tmp_path / "state").mkdir()
+    (tmp_path / "state" / "scheduler.jsonl").write_text(
+        '{"trial": "b", "action": "STOP", "epoch": 2}\n')
+    stopped, done = Trial("b", {"lr": 0.01, "width": 64}), Trial("a", {"lr": 0.02, "width": 32})
+    journal.on_trial_start(0, [], stopped)
+    for epoch, acc in ((1, 0.1), (2, 0.2), (3, 0.9), (2, 0.25)):  # restored at 1, stopped at 2
+        journal.on_trial_result(0, [], stopped, _result(stopped, epoch, acc=acc))
+    journal.on_trial_complete(0, [], stopped)
+    journal.on_trial_start(0, [], done)
+    journal.on_trial_result(0, [], done, _result(done, 3, acc=0.8))
+    journal.on_trial_result(0, [], done, _result(done, 3, test_acc=0.7))  # a last extra report
+    journal.on_trial_complete(0, [], done)
+    trials = _by_id(_study(tmp_path / "optuna.log"))
+    assert (trials["b"].state, trials["b"].value) == (TrialState.PRUNED, 0.25)
+    assert (trials["a"].state, trials["a"].value) == (TrialState.COMPLETE, 0.8)
+
+
+def test_export_of_a_sweep_with_no_trial_yet_and_to_a_place_it_cannot_write(tmp_path,
+                                                                            capsys) -> None:
+    root = _sweep(tmp_path / "s")  # prepared and started: no trial has run
+    assert main([str(root), str(tmp_path / "empty.log")]) == 0
+    assert _study(tmp_path / "empty.log").trials == []
+    (tmp_path / "taken").mkdir()
+    assert main([str(root), str(tmp_path / "taken")]) == 1
+    assert "sweeps optuna-log: " in capsys.readouterr().err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["empty.log", "s", "taken"]
