@@ -18,7 +18,6 @@ from sweeps.config.schema import (
     RESUME_MODES,
     SCHEDULERS,
     SEARCH_ALGORITHMS,
-    ExperimentSection,
     SweepConfig,
 )
 from sweeps.config.usercode import import_trainable, require, takes_config
@@ -90,7 +89,22 @@ def validate(cfg: SweepConfig) -> None:
         require(0 <= sc.resample_probability <= 1, "scheduler.resample_probability",
                  sc.resample_probability, "must be in [0, 1]",
                  "set scheduler.resample_probability=0.25")
-    _check_objectives(cfg)
+    for name, direction in e.metrics.items():  # multi-objective
+        require(direction in MODES, f"experiment.metrics.{name}", direction,
+                 "must be 'min' or 'max'", f"write {name}: max (or min)")
+    if e.metrics:
+        require(e.metric in e.metrics, "experiment.metric", e.metric,
+                 f"is not one of experiment.metrics ({', '.join(e.metrics)})",
+                 "leave experiment.metric unset (the first of experiment.metrics is the primary)"
+                 " or name one of them")
+        require(e.metrics[e.metric] == e.mode, "experiment.mode", e.mode,
+                 f"contradicts experiment.metrics.{e.metric}={e.metrics[e.metric]}",
+                 "leave experiment.mode unset, or make the two agree")
+    if len(e.metrics) > 1:  # asha becomes MO-ASHA (sweeps.search.moasha); PBT has no such rule
+        require(sc.name != "pbt", "scheduler.name", sc.name,
+                 f"judges trials by one metric, but experiment.metrics has {len(e.metrics)} "
+                 "objectives", "use scheduler=asha (MO-ASHA: promotion by non-dominated sort) "
+                 "or scheduler=none with several objectives, or keep one metric")
     check_workers(sk.num_workers)
     require(sk.elastic_resize_interval_s > 0, "scaling.elastic_resize_interval_s",
              sk.elastic_resize_interval_s, "must be > 0 (seconds)",
@@ -128,7 +142,27 @@ def validate(cfg: SweepConfig) -> None:
     check_budget(cfg.sweep.budget)
     require(cfg.tracking.flush_timeout_s >= 0, "tracking.flush_timeout_s",
              cfg.tracking.flush_timeout_s, "must be >= 0", "set tracking.flush_timeout_s=60")
-    _check_space_keys(e)
+    # Every searched key is a key of params (or in loop_defaults): a misspelled key would
+    # otherwise be sampled, logged, and never read by the loop.
+    known = flatten(dict(e.params))
+    prefixes = {k.rsplit(".", i)[0] for k in known for i in range(1, k.count(".") + 1)}
+    searched = flatten_space(dict(e.search_space))
+    for key in e.loop_defaults:
+        require(key in searched, "experiment.loop_defaults", key,
+                 "is not a key of experiment.search_space",
+                 f"remove it, or add experiment.search_space.{key}")
+    for key in (k for k in searched if k not in known and k not in e.loop_defaults):
+        if key in prefixes:
+            raise ConfigError(f"experiment.search_space.{key}", searched[key],
+                              f"searches experiment.params.{key}, which is a mapping",
+                              "search one of its keys instead, e.g. "
+                              f"{next(k for k in known if k.startswith(key + '.'))}")
+        close = difflib.get_close_matches(key, list(known), n=1)
+        hint = f"did you mean {close[0]}? " if close else ""
+        raise ConfigError(f"experiment.search_space.{key}", searched[key],
+                          "is not a key of experiment.params, so the loop may never read it",
+                          f"{hint}add {key}: <default> to experiment.params, or list it in "
+                          f"experiment.loop_defaults if the loop has its own default")
     fn = import_trainable(e.trainable)
     if (e.params or e.search_space) and not takes_config(fn):
         raise ConfigError("experiment.trainable", e.trainable,
@@ -145,29 +179,6 @@ def validate(cfg: SweepConfig) -> None:
     if e.model_loader:
         import_trainable(e.model_loader, key="experiment.model_loader",
                          example="mypkg.models:load_from_checkpoint", arity=1)
-
-
-def _check_objectives(cfg: SweepConfig) -> None:
-    """``experiment.metrics`` (multi-objective): directions, the primary metric, and no
-    scheduler that judges a single metric (PBT; ASHA ranks several, see MO-ASHA)."""
-    e, sc = cfg.experiment, cfg.scheduler
-    for name, direction in e.metrics.items():
-        require(direction in MODES, f"experiment.metrics.{name}", direction,
-                 "must be 'min' or 'max'", f"write {name}: max (or min)")
-    if not e.metrics:
-        return
-    require(e.metric in e.metrics, "experiment.metric", e.metric,
-             f"is not one of experiment.metrics ({', '.join(e.metrics)})",
-             "leave experiment.metric unset (the first of experiment.metrics is the primary) or "
-             "name one of them")
-    require(e.metrics[e.metric] == e.mode, "experiment.mode", e.mode,
-             f"contradicts experiment.metrics.{e.metric}={e.metrics[e.metric]}",
-             "leave experiment.mode unset, or make the two agree")
-    if len(e.metrics) > 1:  # asha becomes MO-ASHA (sweeps.search.moasha); PBT has no such rule
-        require(sc.name != "pbt", "scheduler.name", sc.name,
-                 f"judges trials by one metric, but experiment.metrics has {len(e.metrics)} "
-                 "objectives", "use scheduler=asha (MO-ASHA: promotion by non-dominated sort) "
-                 "or scheduler=none with several objectives, or keep one metric")
 
 
 def _check_backend(backend: str | None) -> None:
@@ -187,29 +198,3 @@ def _check_backend(backend: str | None) -> None:
     raise ConfigError("scaling.backend", backend, "must be null, nccl or gloo",
                       f"{hint}leave it null for nccl on GPU and gloo on CPU, or set "
                       "scaling.backend=gloo to train GPU ranks with gloo")
-
-
-def _check_space_keys(e: ExperimentSection) -> None:
-    """Every searched key must be a key of ``params`` (or be listed in ``loop_defaults``):
-    a misspelled key would otherwise be sampled, logged, and never read by the loop."""
-    known = flatten(dict(e.params))
-    prefixes = {k.rsplit(".", i)[0] for k in known for i in range(1, k.count(".") + 1)}
-    searched = flatten_space(dict(e.search_space))
-    for key in e.loop_defaults:
-        require(key in searched, "experiment.loop_defaults", key,
-                 "is not a key of experiment.search_space",
-                 f"remove it, or add experiment.search_space.{key}")
-    for key in searched:
-        if key in known or key in e.loop_defaults:
-            continue
-        if key in prefixes:
-            raise ConfigError(f"experiment.search_space.{key}", searched[key],
-                              f"searches experiment.params.{key}, which is a mapping",
-                              "search one of its keys instead, e.g. "
-                              f"{next(k for k in known if k.startswith(key + '.'))}")
-        close = difflib.get_close_matches(key, list(known), n=1)
-        hint = f"did you mean {close[0]}? " if close else ""
-        raise ConfigError(f"experiment.search_space.{key}", searched[key],
-                          "is not a key of experiment.params, so the loop may never read it",
-                          f"{hint}add {key}: <default> to experiment.params, or list it in "
-                          f"experiment.loop_defaults if the loop has its own default")

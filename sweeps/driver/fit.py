@@ -47,10 +47,8 @@ from sweeps.storage.trees import publish
 if TYPE_CHECKING:  # Ray, pandas and MLflow are imported once a sweep really runs
     from ray.tune import Callback, ResultGrid
 
-    from sweeps.driver.cluster_watch import ClusterWatch
     from sweeps.driver.unread import UnreadKeysCheck
     from sweeps.placement.reaper import PlacementGroupReaper
-    from sweeps.report.progress import ProgressLines
     from sweeps.report.summary import Summary
     from sweeps.search.budget import BudgetLedger
     from sweeps.tracking.callback import MLflowTracking
@@ -70,9 +68,16 @@ def fit(prep: Prepared, interrupt: Interrupt | None = None) -> SweepResult:
         >>> fit(prepare(cfg)).summary.best["trial_id"]  # doctest: +SKIP
         '9a6685fe'
     """
+    from sweeps._ray.placement import alive_nodes
+    from sweeps.driver.cluster_watch import ClusterWatch
     from sweeps.driver.storage_watch import StorageWatch
     from sweeps.driver.unread import UnreadKeysCheck
-    from sweeps.placement.reaper import PlacementGroupReaper, job_groups
+    from sweeps.placement.reaper import (
+        PlacementGroupReaper,
+        job_groups,
+        release_all,
+        release_new_groups,
+    )
     from sweeps.report.progress import ProgressLines
     from sweeps.tracking.optuna_log import OptunaLog
 
@@ -93,7 +98,9 @@ def fit(prep: Prepared, interrupt: Interrupt | None = None) -> SweepResult:
     unread = UnreadKeysCheck([p.path for p in prep.params], layout.train)
     trial = trial_plan(cfg, prep.constants, prep.resources, prep.sweep_dir, sweep_id, ended,
                        datasets)
-    watch = _cluster_watch(prep, sweep_id, progress)
+    watch = (ClusterWatch(sweep_id, prep.resources, progress.note,  # ray.address, or 2+ nodes
+                          follow=cfg.search.max_concurrent_trials is None)
+             if cfg.ray.address is not None or len(alive_nodes()) >= 2 else None)
     events = _tensorboard(prep)
     optuna_log = None if filesystem(prep.sweep_dir) else OptunaLog(  # an object store's: export
         str(layout.optuna_log), cfg.sweep.name, prep.objectives, prep.params, objective,
@@ -138,25 +145,19 @@ def fit(prep: Prepared, interrupt: Interrupt | None = None) -> SweepResult:
             abort_tracking(tracking, exc)
         raise
     finally:
-        _release(sweep_id, reaper, groups_before)
+        reaper.join()  # every placement group of the sweep released, whatever Tune ended with
+        leftover = release_all(sweep_id, keep_stop_flags=True)
+        release_new_groups(groups_before)  # Tune's own, removed asynchronously: no warning
+        if reaper.released:
+            log.info("released the workers of %d ended trial(s), at most %.2f s after each "
+                     "ended", len(reaper.released), max(reaper.released.values()))
+        if leftover:
+            log.warning("released %d placement group(s) still held at sweep end", leftover)
         if ledger is not None:
             ledger.tick(force=True)
     if interrupt is not None:  # every trial ended: a SIGTERM lets the end be written (in grace)
         interrupt.closing = True
     return _finish(prep, objective, results, reaper, unread, tracking, ledger)
-
-
-def _cluster_watch(prep: Prepared, sweep_id: str, progress: ProgressLines) -> ClusterWatch | None:
-    """On a cluster (``ray.address``, or a connected Ray with more than one node): the callback
-    that says when nodes join or leave and, unless ``search.max_concurrent_trials`` is set,
-    makes the trials run at once follow the cluster's size."""
-    from sweeps._ray.placement import alive_nodes
-    from sweeps.driver.cluster_watch import ClusterWatch
-
-    if prep.cfg.ray.address is None and len(alive_nodes()) < 2:
-        return None
-    return ClusterWatch(sweep_id, prep.resources, progress.note,
-                        follow=prep.cfg.search.max_concurrent_trials is None)
 
 
 def _tensorboard(prep: Prepared) -> TensorBoardEvents | None:
@@ -226,20 +227,6 @@ def _interrupted(prep: Prepared, interrupt: Interrupt | None) -> SweepInterrupte
     return SweepInterrupted(
         f"sweep {prep.cfg.sweep.name} {why}: {ended} of {prep.trials} trials ended; its state is "
         f"saved in {display(prep.sweep_dir)}; run the same command again to resume it", signum)
-
-
-def _release(sweep_id: str, reaper: PlacementGroupReaper, groups_before: set[str]) -> None:
-    """Every placement group of the sweep released, whatever Tune ended with."""
-    from sweeps.placement.reaper import release_all, release_new_groups
-
-    reaper.join()
-    leftover = release_all(sweep_id, keep_stop_flags=True)
-    release_new_groups(groups_before)  # Tune's own, removed asynchronously: no warning
-    if reaper.released:
-        log.info("released the workers of %d ended trial(s), at most %.2f s after each "
-                 "ended", len(reaper.released), max(reaper.released.values()))
-    if leftover:
-        log.warning("released %d placement group(s) still held at sweep end", leftover)
 
 
 def _finish(prep: Prepared, objective: Objective, results: ResultGrid,

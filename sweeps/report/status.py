@@ -13,6 +13,7 @@ directory from before claims, one built from its stored config.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import shlex
 import sys
@@ -56,7 +57,13 @@ def status_lines(root: Path) -> list[str]:
               else f"{t.trial_id} (epoch {t.clock:g})" if t.clock else f"{t.trial_id} (starting)"
               for t in view.trials if t.status == moving_status]
     ident = record.identity if record else {}
-    total = _total(ident, view.cfg.get("experiment") or {}, view.cfg.get("search") or {})
+    search, total = view.cfg.get("search") or {}, 0  # trials the sweep runs (0: unknown)
+    if search.get("algorithm") != "grid":
+        total = int(ident.get("search.num_samples") or search.get("num_samples") or 0)
+    else:
+        with contextlib.suppress(ValueError, TypeError):
+            space = (view.cfg.get("experiment") or {}).get("search_space") or {}
+            total = grid_size(parse_space(space)[0])
     counts["not started"] = max(total - sum(counts.values()),  # the budget's, if no total
                                 sum(t.status == "not started" for t in view.trials))
     first = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(record.created if record else 0))
@@ -101,16 +108,6 @@ def _importance_line(layout: SweepLayout) -> str:
         return f"  importance (at the last end): {ranked or found['note']}"
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return ""
-
-
-def _total(ident: dict[str, str], exp: dict[str, Any], search: dict[str, Any]) -> int:
-    """How many trials the sweep runs (0: unknown)."""
-    if search.get("algorithm") == "grid":
-        try:
-            return grid_size(parse_space(exp.get("search_space") or {})[0])
-        except (ValueError, TypeError):
-            return 0
-    return int(ident.get("search.num_samples") or search.get("num_samples") or 0)
 
 
 def _best_line(layout: SweepLayout, live: bool, best: tuple[float, str, float] | None,
