@@ -4,15 +4,12 @@
         loop(config)
     samples = taken_aside(run_dir)        # the sweep driver's tracking, at each result and end
 
-A daemon thread samples every ``INTERVAL_S`` seconds (a report sends one first when one is due,
-so the driver has it with the result, also for a trial stopped at its first report), and once
-more when the loop ends: CPU (percent of one core, as ``top``) and resident memory of the
-process and its children (DataLoader workers); per GPU Ray gave it (``CUDA_VISIBLE_DEVICES``) NVML's utilization and memory used when
-``nvidia-ml-py`` is importable (as for MLflow's own GPU metrics). Each sample goes to Ray's
-key-value store (every rank is a Ray process: a Train worker, an inline peer, the trial), never
-into a report, so nothing the loop can read back (a checkpoint's metrics) ever holds one; the
-driver logs each at its time under MLflow's ``system/`` names (rank k's under
-``system/rank_<k>/``).
+A thread samples every ``INTERVAL_S`` seconds, before a report when one is due (so a trial
+stopped at its first report has one) and as the loop ends: CPU (percent of one core, as
+``top``) and resident memory of the process and its children, and with ``nvidia-ml-py`` (as for
+MLflow's own) each GPU Ray gave it. Samples go to Ray's key-value store (every rank is a Ray
+process), never into a report, so nothing the loop reads back holds one; the driver logs each
+at its time under MLflow's ``system/`` names: docs/running.md#tracking-in-detail.
 """
 
 from __future__ import annotations
