@@ -12,20 +12,11 @@
           when: {optimizer: adam}
           sample: interval(0.8, 0.99)
 
-Expressions are parsed with Hydra's own ``OverridesParser``. Deliberate divergences:
-
-* ``range(lo, hi[, step])`` INCLUDES ``hi`` (as Optuna's ``IntDistribution`` and the Hydra
-  Optuna sweeper do; Hydra's own sweeps and ``tune.randint`` exclude it), which must be one of
-  its exact points ``lo + k * step`` (``sweeps.search.ranges``; the rules:
-  docs/experiments.md#search-space-grammar). ``tag(log, range(...))`` is rejected: use
-  ``tag(log, int(...))``.
-* ``shuffle(...)`` and other tags than ``log`` are rejected: they mean nothing to a sampler.
-* ``choice`` takes scalars only (Optuna's categorical rule); map a string to a structure in
-  the trainable instead.
-* A ``{when: {parent: value or [values]}, sample: EXPR}`` entry is conditional
-  (``sweeps.search.conditions``): the trial has the key only when every named parent (a
-  ``choice`` of the same space) took one of the listed values; otherwise the key is absent from
-  the trial's config and its MLflow params (the loop falls back to ``experiment.params``).
+Expressions are parsed with Hydra's own ``OverridesParser``. Deliberate divergences from
+Hydra's own sweeps and Tune (``range`` includes ``hi``, a point of its steps, as Optuna does;
+``tag(log, range(...))``, ``shuffle`` and other tags are rejected; ``choice`` takes scalars; a
+``when``/``sample`` entry is conditional, ``sweeps.search.conditions``):
+docs/experiments.md#search-space-grammar and #conditional-parameters.
 
 What each kind becomes (bounds inclusive; every search gives a trial only these values):
 

@@ -12,16 +12,9 @@ the sweep ends stays in the journal and is sent by ``python -m sweeps.sync <swee
 next run of the same sweep. Only this process writes to MLflow, so SQLite is never written by two
 processes.
 
-Status mapping (``sweeps.search.outcome`` decides): a completed trial is FINISHED; one the scheduler
-stopped early is FINISHED too (it did what it was asked: stopping is the search working, not a
-failure), with tags ``sweeps.status=stopped`` and ``sweeps.stop_reason`` and its run name
-suffixed ``stopped@<epoch>`` so the runs table reads right at a glance; one that raised, or never
-reported the metric, is FAILED with the reason in ``sweeps.error``. At the sweep's end the best
-trial's run is tagged ``sweeps.best=true``, named ``<trial> best``, and holds the logged model.
-A multi-objective sweep's front (``finish(..., pareto=...)``) tags every trial run
-``sweeps.pareto=true|false`` (a journaled ``trial_tags`` record) and the parent with
-``sweeps.pareto_size``/``_objectives``/``_trials``; ``pareto.json`` is logged beside the summary.
-Metric steps are the loop's own epoch (or the report count, see ``sweeps.trial.clock``),
+What each run holds and how a trial's outcome (``sweeps.search.outcome``) reads in MLflow: the
+README's "Comparing trials". A stopped trial is FINISHED (stopping is the search working, not a
+failure). Metric steps are the loop's own epoch (or the report count, ``sweeps.trial.clock``),
 never Tune's iteration counter.
 """
 
