@@ -25,8 +25,7 @@ from typing import Any
 from sweeps._ray import kv
 from sweeps._ray.train_fn import before_reports
 
-__all__ = ["INTERVAL_S", "Sampler", "gpu_values", "new_points", "sampled", "taken_aside",
-           "clear_aside"]
+__all__ = ["INTERVAL_S", "Sampler", "gpu_values", "new_points", "sampled", "taken_aside"]
 
 INTERVAL_S = 5.0  # MLflow's own monitor: 10 s
 MB = 1e6  # MLflow's megabytes
@@ -130,17 +129,13 @@ def sampled(rank: int, on: bool, run_dir: str) -> Iterator[None]:
 
 
 def taken_aside(run_dir: str) -> list[list]:
-    """The samples the ranks of the trial in ``run_dir`` sent, taken off the store."""
+    """The samples the ranks of the trial in ``run_dir`` sent, taken off the store (given a
+    sweep's ``train`` directory: what every trial sent, e.g. a stopped trial's last)."""
     samples = []
     for key in sorted(kv.keys(f"{_ASIDE}{run_dir}/")):
         samples.append(json.loads(kv.get(key) or "null"))
         kv.delete(key)
     return [s for s in samples if s]
-
-
-def clear_aside(train_dir: str) -> None:
-    """Drop what a sweep's trials sent after their end (a stopped trial's last sample)."""
-    kv.delete_prefix(f"{_ASIDE}{train_dir}/")
 
 
 def new_points(samples: list[list], logged: dict[str, list]) -> tuple[list, dict[str, list]]:

@@ -34,7 +34,7 @@ from ray.tune import Callback
 
 from sweeps import files
 from sweeps.layout import SweepLayout
-from sweeps.loop.system_metrics import clear_aside, taken_aside
+from sweeps.loop.system_metrics import taken_aside
 from sweeps.protocol import CLOCK_KEY, FAILURE_KEY, NOT_METRICS, RESTARTS_KEY, STEP_KEY
 from sweeps.report.exploits import exploit_tags, exploits_of
 from sweeps.report.failure import failed_rank, failure_reason
@@ -272,8 +272,8 @@ class MLflowTracking(Callback):
 
     def _close(self, timeout_s: float) -> int:
         """Wait up to ``timeout_s`` for delivery, stop the writer; return records unsent."""
-        with contextlib.suppress(Exception):  # no Ray, or its store is gone
-            clear_aside(str(SweepLayout(self.settings.sweep_dir).train))
+        with contextlib.suppress(Exception):  # after their runs ended (a stopped trial's last)
+            taken_aside(str(SweepLayout(self.settings.sweep_dir).train))
         self.writer().flush(timeout_s)
         self.writer().stop()  # it may send more while it stops: count after
         left = len(self.journal.pending())

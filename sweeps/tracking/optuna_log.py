@@ -134,8 +134,7 @@ class OptunaLog(Callback):
 
     def on_trial_result(self, iteration: int, trials: list, trial: Any, result: dict,
                         **info: Any) -> None:
-        if trial.trial_id not in self._ids:  # restored by a resume: its trial is in the log
-            self._safely(self.begin, trial.trial_id, flatten(trial.config or {}))
+        self.on_trial_start(iteration, trials, trial)  # restored by a resume: once, as it began
         self._safely(self.report, trial.trial_id, result)
 
     def on_trial_complete(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
@@ -145,11 +144,11 @@ class OptunaLog(Callback):
         clock = finite_float(last.get(CLOCK_KEY)) or 0.0
         status = self.objective.outcome(clock, verdicts(Path(self.sweep_dir)).get(trial.trial_id),
                                         False)
-        self._safely(self.begin, trial.trial_id, flatten(trial.config or {}))
+        self.on_trial_start(iteration, trials, trial)
         self._safely(self.end, trial.trial_id, status, last)
 
     def on_trial_error(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
-        self._safely(self.begin, trial.trial_id, flatten(trial.config or {}))
+        self.on_trial_start(iteration, trials, trial)
         self._safely(self.end, trial.trial_id, "failed", {})
 
 
@@ -208,7 +207,7 @@ def main(argv: list[str] | None = None) -> int:
     from sweeps.storage.location import filesystem
 
     args = sys.argv[1:] if argv is None else argv
-    if len(args) not in (1, 2) or args[0].startswith("-"):
+    if not 1 <= len(args) <= 2 or args[0].startswith("-"):
         print("usage: python -m sweeps optuna-log DIR [OUT]", file=sys.stderr)
         return 2
     root = find_sweep(args[0])
