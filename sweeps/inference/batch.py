@@ -52,8 +52,7 @@ def predict(source: str | Path, data: Any, *, output: str | Path | None = None,
         data: a ``ray.data.Dataset``, a pandas DataFrame, or a path, glob or directory of
             parquet, csv, json/jsonl or npy files.
         output: a directory to write the result to as parquet (must not exist, or be empty).
-        column: the input column; default ``text`` (tokenizer), ``image`` (image processor), or
-            for a torch module the only column, else ``x`` / ``features``.
+        column: the input column; None: ``sweeps.inference.data.choose_column``'s rule.
         batch_size: rows per model call.
         concurrency: actors, each with its own copy of the model.
         use_gpu: one GPU per actor; None: when the cluster has GPUs.
