@@ -4,11 +4,9 @@
         print(lease.taken_over)       # "taking over the sweep from host h1, pid 42, ..." or None
         ...                           # the sweep runs; a heartbeat renews the claim
 
-``acquire`` walks the generations from the newest: a live claim refuses with ``SweepBusy``
-(who, since when, what to do); a free one (released, its holder provably dead, silent past its
-expiry, or unreadable past the default expiry; ``sweeps.lease.holder.judge``) is superseded by
-creating the next generation, which exactly one racer wins (``sweeps.storage.claims``). The
-loser reads the winner's claim and is refused like any other second driver.
+``acquire`` walks the generations from the newest: a live claim refuses with ``SweepBusy``;
+a free one (``sweeps.lease.holder.judge``) is superseded by creating the next generation, which
+exactly one racer wins (``sweeps.storage.claims``); the loser is refused like any second driver.
 
 While held, a thread rewrites the claim every ``heartbeat_s``. Before each heartbeat it looks
 for a newer generation: one means another driver judged this one dead and took over; ``on_lost``
