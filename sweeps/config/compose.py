@@ -86,9 +86,7 @@ def compose(experiment: str | None, overrides: list[str] | None = None,
             config_dir: str | os.PathLike[str] | None = None) -> SweepConfig:
     """The typed ``SweepConfig`` for ``+experiment=experiment`` plus ``overrides``.
 
-    ``config_dir`` is your project's config directory (``experiment/NAME.yaml`` inside), like
-    ``python -m sweeps --config-dir DIR``. The file the experiment came from is remembered for
-    the dry-run plan (``sweeps.driver.dry_run.format_plan``).
+    ``config_dir``: as ``--config-dir DIR``. The experiment's file is remembered for the plan.
 
     Example:
         >>> compose("digits", ["search.num_samples=2"]).search.num_samples
