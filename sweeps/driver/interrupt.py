@@ -10,9 +10,8 @@
   this driver's own processes (its local Ray), releases the claim and exits 143.
 - **A stop** (``stop``: the sweep directory refused a write) does what the first SIGTERM does
   while Tune runs, once.
-- **A lost claim** (``lost``: another driver took the sweep over, or the claim could not be
-  renewed for almost its expiry): this driver must not write again, so it saves nothing, kills
-  its own processes and exits 4 at once (``hard_exit``).
+- **A lost claim** (``lost``: taken over, or not renewed for almost its expiry): it must not
+  write again: saves nothing, kills its own processes, exits 4 at once (``hard_exit``).
 """
 
 from __future__ import annotations

@@ -14,11 +14,9 @@ Elastic trials (``scaling.num_workers=[min, max]``, ``sweeps.config.workers``) r
 and are planned at ``max`` workers each, at least 1 trial at once when ``min`` fits; a cluster
 that cannot hold ``min`` workers is refused (why: docs/clusters.md#elastic-trials).
 
-GPUs shared by trials (``scaling.gpus_per_worker`` below 1): ``floor(1 / share)`` workers fit on
-a GPU (Ray gives a share of one GPU, never parts of two, and divides its count, not its
-memory); an inline trial's process holds the share itself, a Train trial's worker in a Train
-run. A trial whose nccl ranks could land on one GPU is refused before anything starts unless
-``scaling.backend=gloo`` (why: docs/clusters.md#gpus).
+GPUs shared by trials (``scaling.gpus_per_worker`` below 1; docs/clusters.md#gpus, also why
+nccl ranks that could share a GPU are refused unless gloo): ``floor(1 / share)`` workers a GPU;
+an inline trial's process holds the share itself, a Train trial's worker in a Train run.
 """
 
 from __future__ import annotations
