@@ -4,10 +4,8 @@
     cfg = compose("digits", ["search.num_samples=4", "scaling.num_workers=1"])
     cfg = compose("mine", config_dir="conf")  # conf/experiment/mine.yaml of your project
 
-The search path is the CLI's (``sweeps/config/search_path.py``): ``config_dir`` (as
-``--config-dir``),
-then ``hydra.searchpath=[...]`` entries from ``overrides``, then the built-in ``conf/``; the
-first that has a file wins, so your ``experiment/digits.yaml`` shadows the built-in one.
+The search path is the CLI's (``sweeps/config/search_path.py``), ``config_dir`` as
+``--config-dir``: your ``experiment/digits.yaml`` shadows the built-in one.
 """
 
 from __future__ import annotations
