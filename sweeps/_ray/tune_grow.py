@@ -4,8 +4,8 @@
     tuner = tune.Tuner.restore(...)
     grow_search(tuner, num_samples=12)             # the searcher suggests up to 12 trials
 
-``sweeps.resume.grow`` decides what grows; this module does it to Tune's objects, whose API has
-no route for either (``Tuner.restore`` takes no ``TuneConfig``; ray#30838 asks for one).
+``sweeps.resume.grow`` decides what grows (docs/running.md#growing-a-sweep-in-place); this
+module does it to Tune's objects, whose API has no route for either (ray#30838).
 
 * **More samples.** Tune restores its search algorithm from its saved state after ``fit`` starts
   (``TuneController.resume`` -> ``restore_from_dir`` -> ``set_state``), and that state holds the
@@ -15,8 +15,6 @@ no route for either (``Tuner.restore`` takes no ``TuneConfig``; ray#30838 asks f
   ``ray/tune/search/search_generator.py`` ``set_state``), ``BasicVariantGenerator`` for random
   search (the last ``_TrialIterator``'s ``num_samples_left``: the iterator is a plain object, so
   it draws again from the restored random state and numbers the new trials after the old).
-  The Optuna study itself comes back from the searcher's own saved state, with every earlier
-  trial's result, so TPE or CMA-ES models the new suggestions on them.
 * **Ended trials again.** Tune requeues a restored trial by its saved status
   (``TuneController._requeue_restored_trials``): ``TERMINATED`` ones are skipped. The trials a
   larger ``scheduler.max_t`` continues are set to ``PAUSED`` in the newest experiment-state file

@@ -4,10 +4,8 @@
     cfg = compose("digits", ["search.num_samples=4", "scaling.num_workers=1"])
     cfg = compose("mine", config_dir="conf")  # conf/experiment/mine.yaml of your project
 
-The search path is the CLI's (``sweeps/config/search_path.py``): ``config_dir`` (as
-``--config-dir``),
-then ``hydra.searchpath=[...]`` entries from ``overrides``, then the built-in ``conf/``; the
-first that has a file wins, so your ``experiment/digits.yaml`` shadows the built-in one.
+The search path is the CLI's (``sweeps/config/search_path.py``), ``config_dir`` as
+``--config-dir``: your ``experiment/digits.yaml`` shadows the built-in one.
 """
 
 from __future__ import annotations
@@ -86,9 +84,7 @@ def compose(experiment: str | None, overrides: list[str] | None = None,
             config_dir: str | os.PathLike[str] | None = None) -> SweepConfig:
     """The typed ``SweepConfig`` for ``+experiment=experiment`` plus ``overrides``.
 
-    ``config_dir`` is your project's config directory (``experiment/NAME.yaml`` inside), like
-    ``python -m sweeps --config-dir DIR``. The file the experiment came from is remembered for
-    the dry-run plan (``sweeps.driver.dry_run.format_plan``).
+    ``config_dir``: as ``--config-dir DIR``. The experiment's file is remembered for the plan.
 
     Example:
         >>> compose("digits", ["search.num_samples=2"]).search.num_samples

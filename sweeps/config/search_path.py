@@ -3,26 +3,21 @@
     python -m sweeps --config-dir ~/proj/conf +experiment=mine
     python -m sweeps 'hydra.searchpath=[file://conf,pkg://myproj.conf]' +experiment=mine
 
-Entries, first match wins (an experiment file in an earlier entry shadows one of the same name
-in a later entry; so do the options of the other groups, ``search/tpe.yaml`` say):
-
-1. ``--config-dir DIR`` (also ``-cd DIR``, ``--config-dir=DIR``): Hydra's "command-line" source.
-2. ``hydra.searchpath=[...]`` entries from the command line, in their order (``file://DIR``, a
-   bare ``DIR`` or ``pkg://package.module``; relative directories are relative to the cwd).
-3. The built-in ``conf/`` shipped with sweeps (``sweeps.config.paths.CONF_DIR``).
+Order, first match wins for every group (docs/experiments.md#where-experiments-are-looked-up):
+``--config-dir`` (``-cd``), then ``hydra.searchpath`` entries in order (``file://DIR``, bare
+``DIR`` or ``pkg://``; relative to the cwd), then the built-in ``conf/`` (``paths.CONF_DIR``).
 
 ``sweeps.config.search_path_args`` builds it from a command line (``from_argv``) or from the
 arguments of ``sweeps.config.compose`` (``for_compose``).
 
 Hydra 1.3's own order, read in its source: docs/development.md#the-config-search-path.
 
-Deliberate divergence: sweeps declares no ``config_path`` (so no ``main`` source) and appends
-its built-in ``conf/`` as the LAST ``hydra.searchpath`` entry
-(``sweeps.config.overrides.add_builtin_searchpath``), which puts the user's directories first; the
-primary ``sweep.yaml`` comes from the ConfigStore (``sweeps.config.compose.register_primary`` says
-why). The built-in is a ``file://`` entry, not ``pkg://sweeps.conf``: Hydra's ``pkg://`` source
-reports a package without ``__init__.py`` as "not available" (a warning on every run), and
-``conf/`` is a plain data directory in the checkout and in the wheel.
+Deliberate divergence: no ``config_path`` (no ``main`` source), built-in ``conf/`` appended
+LAST (``sweeps.config.overrides.add_builtin_searchpath``); the primary ``sweep.yaml`` comes from
+the ConfigStore (``sweeps.config.compose.register_primary`` says why). The built-in is a
+``file://`` entry, not ``pkg://sweeps.conf``: Hydra's ``pkg://`` source reports a package
+without ``__init__.py`` as "not available" (a warning on every run), and ``conf/`` is a plain
+data directory in the checkout and in the wheel.
 """
 
 from __future__ import annotations

@@ -5,14 +5,12 @@
 On a cluster (``ray.address``) the sweep driver reads the alive nodes every ``interval_s``
 (2 s) while Tune runs (``ray.nodes()``, no State API needed) and:
 
-* says in one line when a node joins, with what it brings, or leaves (it died, was preempted or
-  removed), naming the trials whose Train workers it held (from their recorded placement
-  groups) and the epoch each had reached (what happens to them: docs/clusters.md#when-a-node-dies);
-* with ``search.max_concurrent_trials`` unset, makes the number of trials run at once follow
-  the cluster (``ResourcePlan.fits_in`` the alive nodes' totals, at least 1): after a node is
-  lost no new trial starts until the running ones, those restarting included, fit again. An
-  explicit value is kept (an autoscaling cluster grows to fit it; following its current size
-  would never ask it to).
+* says when a node joins or leaves, naming the trials whose Train workers it held (from their
+  recorded placement groups) and their epochs (docs/clusters.md#when-a-node-dies);
+* with ``search.max_concurrent_trials`` unset, makes trials at once follow the cluster
+  (``ResourcePlan.fits_in`` the alive nodes' totals, at least 1; after a loss none starts until
+  the running ones, restarting included, fit). An explicit value is kept (an autoscaling
+  cluster grows to fit it; following its current size would never ask it to).
 
 Divergence from Tune, deliberate: Tune fixes the limit when it starts (ray#43451 for its own
 pending-trial limit), so a node added to a running sweep sat idle until a node was lost.

@@ -4,10 +4,9 @@
     python -m sweeps +experiment=mine ray.address=auto ray.working_dir=src ray.py_modules=[../lib]
     python -m sweeps +experiment=mine ray.address=auto ray.working_dir=none  # installed there
 
-A trainable such as ``train_mnist:train_func`` lives in the user's project, not in an installed
-package. On the private local instance ``ray.init`` puts the driver's current directory on every
-worker's ``sys.path``; on a cluster ``runtime_env()`` builds
-``{"working_dir", "py_modules", "excludes"}`` for ``ray.init(address=..., runtime_env=...)``. Ray
+A trainable (``train_mnist:train_func``) lives in the user's project. The private local
+instance puts the driver's cwd on every worker's ``sys.path``; on a cluster ``runtime_env()``
+builds ``{"working_dir", "py_modules", "excludes"}`` for ``ray.init(runtime_env=...)``. Ray
 refuses a package of ``GCS_STORAGE_MAX_SIZE`` bytes or more only after zipping it (the numbers and
 the matcher come from Ray through ``sweeps._ray.shipping``); ``check_shipping()`` measures the same
 files before Ray starts and names the biggest. What the user sees:

@@ -2,15 +2,9 @@
 
     python -m sweeps +experiment=digits sweep.dry_run=true
 
-Prints the resolved search space (each parameter's distribution and bounds), the scheduler's
-rungs, how many trials run at once on this cluster (and how many share each GPU, with
-``scaling.gpus_per_worker`` below 1), and the epochs of compute: the worst case
-(every trial runs ``max_t``) and the ASHA estimate. Everything is validated as for a real run;
-Ray is not started and nothing is written. The second line names the file the experiment came
-from (``--config-dir``, a ``hydra.searchpath`` entry or the built-in ``conf/``), so a user file
-that shadows a built-in one is visible.
-
-The ASHA estimate, successive halving's expectation, is a lower bound: docs/running.md#plan-first.
+The plan it prints, and why the ASHA estimate is a lower bound: docs/running.md#plan-first.
+Validated as a real run; Ray not started, nothing written. The second line names the file the
+experiment came from, so a user file that shadows a built-in one is visible.
 """
 
 from __future__ import annotations

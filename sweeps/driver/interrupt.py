@@ -4,17 +4,14 @@
     with interrupt.handling_sigterm():          # run_sweep, around the claimed sweep
         ... interrupt.tune_running = True; tuner.fit() ...
 
-- **SIGTERM** (what the user sees: docs/running.md#one-driver-per-sweep): while Tune runs, it does
-  what Ctrl-C does (Tune stops the trials, saves the sweep's state and returns, and ``fit`` raises
-  ``SweepInterrupted``); before or after Tune's run it raises ``SweepInterrupted`` where the driver
-  is; the claim is released on the way out (exit 143). A second SIGTERM changes nothing; if the
-  sweep runs on ``sweep.stop_grace_s`` after the first, ``GraceTimer`` kills this driver's own
-  processes (its local Ray), releases the claim and exits 143.
+- **SIGTERM** (docs/running.md#one-driver-per-sweep): while Tune runs, what Ctrl-C does
+  (``fit`` then raises ``SweepInterrupted``); before or after, ``SweepInterrupted`` where the
+  driver is. A second one changes nothing; past ``sweep.stop_grace_s``, ``GraceTimer`` kills
+  this driver's own processes (its local Ray), releases the claim and exits 143.
 - **A stop** (``stop``: the sweep directory refused a write) does what the first SIGTERM does
   while Tune runs, once.
-- **A lost claim** (``lost``: another driver took the sweep over, or the claim could not be
-  renewed for almost its expiry): this driver must not write again, so it saves nothing, kills
-  its own processes and exits 4 at once (``hard_exit``).
+- **A lost claim** (``lost``: taken over, or not renewed for almost its expiry): it must not
+  write again: saves nothing, kills its own processes, exits 4 at once (``hard_exit``).
 """
 
 from __future__ import annotations

@@ -2,25 +2,21 @@
 
     python -m sweeps +experiment=digits scaling.num_workers=2 scaling.use_gpu=false
 
-A trial is one Ray Train run: ``num_workers`` workers, each reserving ``cpus_per_worker`` CPUs (and
-``gpus_per_worker`` GPUs when ``use_gpu``), plus the Tune trial driver that waits on the run; an
-inline trial (``trial.executor``) is the trial driver alone, reserving the worker's share, and for
-more workers a peer process per other rank (``sweeps.trial.backends.peers``), each in its own bundle
-of the trial's placement group (each backend's ``trial_resources``). Deliberate divergence from
-Tune's default of 1 CPU per trial: the driver only blocks on ``trainer.fit()``, so it reserves no
-CPU, just 1 MiB of Ray's ``memory`` resource (a trial with no resource at all is rejected by Tune).
-Reserving a core for an idle process would halve the trials a 2-core machine runs. On a cluster that
-driver runs on the head node (docs/clusters.md#where-things-run).
+A trial is ``num_workers`` workers of ``cpus_per_worker`` CPUs (``gpus_per_worker`` GPUs when
+``use_gpu``) plus its Tune trial driver; an inline trial (``trial.executor``) is the driver
+alone with the worker's share, plus a peer process per other rank (``sweeps.trial.backends.peers``),
+each a bundle (each backend's ``trial_resources``). Deliberate divergence from Tune's 1 CPU per
+trial: a Train trial's driver reserves 1 MiB of ``memory`` only (Tune rejects no resource at
+all); why: docs/backends.md#how-resources-are-held-and-released. On a cluster that driver runs
+on the head node (docs/clusters.md#where-things-run).
 
 Elastic trials (``scaling.num_workers=[min, max]``, ``sweeps.config.workers``) run on Ray Train
 and are planned at ``max`` workers each, at least 1 trial at once when ``min`` fits; a cluster
 that cannot hold ``min`` workers is refused (why: docs/clusters.md#elastic-trials).
 
-GPUs shared by trials (``scaling.gpus_per_worker`` below 1): ``floor(1 / share)`` workers fit on
-a GPU (Ray gives a share of one GPU, never parts of two, and divides its count, not its
-memory); an inline trial's process holds the share itself, a Train trial's worker in a Train
-run. A trial whose nccl ranks could land on one GPU is refused before anything starts unless
-``scaling.backend=gloo`` (why: docs/clusters.md#gpus).
+GPUs shared by trials (``scaling.gpus_per_worker`` below 1; docs/clusters.md#gpus, also why
+nccl ranks that could share a GPU are refused unless gloo): ``floor(1 / share)`` workers a GPU;
+an inline trial's process holds the share itself, a Train trial's worker in a Train run.
 """
 
 from __future__ import annotations

@@ -13,10 +13,9 @@ row (regression) gets ``prediction`` alone. Output is written to a temporary dir
 ``output`` and renamed into place, so a failure leaves nothing half-written.
 
 Ray: the running instance when ``ray.is_initialized()``; else ``ray_address`` (a cluster) or a
-new local instance. Deliberate divergence from "shut down what you start": a Ray instance this
-call starts stays up after a successful call, as Ray Data's own auto-start does, because the
-returned Dataset lives in it; it goes down at interpreter exit or with ``ray.shutdown()`` (the
-CLI shuts it down before it exits). After a failure it is shut down at once.
+new local instance. Deliberate divergence from "shut down what you start": one this call
+starts stays up after success, as Ray Data's auto-start does, since the Dataset lives in it
+(the CLI shuts it down); after a failure it is shut down at once.
 """
 
 from __future__ import annotations
@@ -47,18 +46,14 @@ def predict(source: str | Path, data: Any, *, output: str | Path | None = None,
     """Predict with the model of ``source`` over ``data``; the materialized Dataset.
 
     Args:
-        source: a sweep directory (its best checkpoint), a checkpoint directory, or an MLflow
-            model URI (``models:/NAME/VERSION``, ``runs:/RUN_ID/model``).
-        data: a ``ray.data.Dataset``, a pandas DataFrame, or a path, glob or directory of
-            parquet, csv, json/jsonl or npy files.
+        source: a sweep directory, a checkpoint directory or a model URI, as ``load_best``.
+        data: a ``ray.data.Dataset``, a pandas DataFrame, or files (``data.input_files``).
         output: a directory to write the result to as parquet (must not exist, or be empty).
-        column: the input column; default ``text`` (tokenizer), ``image`` (image processor), or
-            for a torch module the only column, else ``x`` / ``features``.
+        column: the input column; None: ``sweeps.inference.data.choose_column``'s rule.
         batch_size: rows per model call.
         concurrency: actors, each with its own copy of the model.
         use_gpu: one GPU per actor; None: when the cluster has GPUs.
-        num_cpus: CPUs each actor reserves; None: 1, or less where the actors would leave
-            no CPU for Ray Data's read tasks (``actor_cpus``).
+        num_cpus: CPUs each actor reserves; None: ``actor_cpus``'s choice.
         model_loader: ``module:function`` that rebuilds a loop's own checkpoint format.
         tracking_uri: the MLflow store of a model URI (default: MLflow's current one).
         ray_address: a Ray cluster to join when this process is not connected to one.

@@ -219,13 +219,9 @@ def load_best(source: str | Path, model_loader: str | None = None) -> Any:
     """The best model of a sweep directory, or the model of a checkpoint directory or an
     MLflow model URI (``models:/NAME/VERSION``, ``runs:/RUN_ID/model``), in eval mode.
 
-    A ``torch.nn.Module`` for a ``TrialSession`` checkpoint, one ``experiment.model_loader``
-    rebuilds, or a logged PyTorch model; ``Pretrained(model, processor)`` for a Hugging Face
-    checkpoint or a logged Transformers model, so ``model, tokenizer = load_best(...)`` works
-    (``processor`` is the tokenizer or the image processor saved with the model). A checkpoint
-    in a loop's own format needs ``model_loader`` (``module:function``, a checkpoint directory
-    to an ``nn.Module``) unless the sweep's ``experiment.model_loader`` was set; without one,
-    ``SweepError`` says so.
+    A ``torch.nn.Module``, or ``Pretrained(model, processor)`` for a Hugging Face checkpoint
+    (docs/running.md#the-best-model-in-one-call-load_best). A loop's own checkpoint format needs
+    ``model_loader`` (``module:function``) unless ``experiment.model_loader`` was set.
 
     Example:
         >>> load_best("/nowhere")

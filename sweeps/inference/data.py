@@ -5,9 +5,7 @@
     column = choose_column(ds.columns(), "tokenizer", None)   # 'text'
 
 Paths are checked here, before Ray starts, so a missing file or an unknown type is one line
-and nothing runs. The column rule: ``column=`` when given; else ``text`` for a model with a
-tokenizer, ``image`` for one with an image processor, and for a torch module the only column,
-else one named ``x`` or ``features``.
+and nothing runs. Column rule: docs/running.md#batch-inference-with-the-best-model-sweeps-predict
 """
 
 from __future__ import annotations

@@ -7,16 +7,11 @@
 A claim file holds one JSON object: the driver's host (name and boot id), pid and that
 process's start time (so a reused pid is not mistaken for the holder), when it started, the
 sweep's name, the heartbeat interval and the expiry it promised, how many heartbeats it wrote,
-and whether it released the claim. ``judge`` is the whole rule, pure and table-tested:
-
-- released by its holder: free;
-- same host (name, boot id and pid namespace) and the holder's process is gone (or its pid
-  now belongs to a process started later): free at once, "provably dead";
-- silent (no heartbeat) for longer than the holder's own expiry, measured on the storage's
-  clock (``age_s``: see ``sweeps.storage.claims``): free, "silent for N s";
-- unreadable (truncated, corrupt, another program's file): treated as a live claim of unknown
-  holder until the default expiry has passed since it was last written, then free; never a crash;
-- otherwise live: the sweep is held.
+and whether it released the claim. ``judge`` is the whole rule, pure and table-tested (as users
+see it: docs/running.md#one-driver-per-sweep): released; same host (name, boot id, pid
+namespace) and the process gone or its pid reused: "provably dead"; silent past the holder's
+own expiry on the storage's clock (``age_s``, ``sweeps.storage.claims``); unreadable and older
+than the default expiry (younger: a live claim of unknown holder, never a crash); else live.
 """
 
 from __future__ import annotations

@@ -4,16 +4,13 @@
         print(lease.taken_over)       # "taking over the sweep from host h1, pid 42, ..." or None
         ...                           # the sweep runs; a heartbeat renews the claim
 
-``acquire`` walks the generations from the newest: a live claim refuses with ``SweepBusy``
-(who, since when, what to do); a free one (released, its holder provably dead, silent past its
-expiry, or unreadable past the default expiry; ``sweeps.lease.holder.judge``) is superseded by
-creating the next generation, which exactly one racer wins (``sweeps.storage.claims``). The
-loser reads the winner's claim and is refused like any other second driver.
+``acquire`` walks the generations from the newest: a live claim refuses with ``SweepBusy``;
+a free one (``sweeps.lease.holder.judge``) is superseded by creating the next generation, which
+exactly one racer wins (``sweeps.storage.claims``); the loser is refused like any second driver.
 
-While held, a thread rewrites the claim every ``heartbeat_s``. Before each heartbeat it looks
-for a newer generation: one means another driver judged this one dead and took over; ``on_lost``
-is then called once, so the sweep stops. A heartbeat that keeps failing calls ``on_lost`` before
-the claim could be judged expired. On exit the claim is marked released. What a lease cannot
+While held, a thread rewrites the claim every ``heartbeat_s``, first looking for a newer
+generation (another driver took over): then, or when heartbeats keep failing until near the
+expiry, ``on_lost`` is called once. On exit the claim is marked released. What a lease cannot
 guarantee: docs/running.md#one-driver-per-sweep.
 """
 

@@ -13,10 +13,8 @@ is refused: docs/running.md#growing-a-sweep-in-place. The searcher grows through
 ``sweeps._ray.tune_grow.grow_search``; each continued trial gets a ``reopen`` record in the
 decision log, which the log's readers (``sweeps.search.decisions``) take as "not ended".
 
-Order of the writes, so that a kill -9 at any point loses nothing: Tune's state (the trials
-reopened), then the log's reopen records, then the sweep's record with the new identity. Until
-the record is saved, the same command plans the same growth again (trials already reopened
-for it are counted as continuing, and reopening them again changes nothing).
+Write order (kill -9 safe, as the docs above say): Tune's state, the reopen records, the
+sweep's record; trials already reopened for a replanned growth count as continuing.
 """
 
 from __future__ import annotations

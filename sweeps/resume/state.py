@@ -6,11 +6,9 @@
 
 ``<sweep dir>/state/sweep.json`` holds the format version, the Ray version, the sweep's
 persistent id (MLflow tags and Ray key-value keys use it, so a resumed sweep continues the same
-runs), how many times it was started, and its identity: the config values that make two sweeps
-the same sweep (trainable, metric, mode, search space, fixed params, search algorithm and seed,
-scheduler). ``sweep.resume`` (``auto``, ``never``, ``must``) and what a resume refuses:
-docs/running.md#resuming-in-detail; a larger ``search.num_samples`` or ``scheduler.max_t``
-grows the sweep in place (``sweeps.resume.grow``). Written to a temporary name and renamed.
+runs), how many times it was started, and its identity (the config values that make two sweeps
+one). ``sweep.resume``, the identity's keys and what a resume refuses:
+docs/running.md#resuming-in-detail; growth: ``sweeps.resume.grow``. Written atomically (renamed).
 """
 
 from __future__ import annotations

@@ -10,9 +10,8 @@ counts, the rule ``over`` applies and its overshoot: docs/running.md#a-compute-b
 
 * ``epochs``: each trial's furthest epoch (its clock, ``sweeps.trial.clock``); under PBT each
   exploit starts a new run of the trial's clock at the donor's epoch, and the epochs it trains
-  again from there count too (``EpochCount``). Derived from the fsync'ed logs that exist anyway:
-  the decision log (``state/scheduler.jsonl``) and each trial's report log
-  (``train/<trial>/reports.jsonl``, written before Tune sees a report).
+  again from there count too (``EpochCount``). Derived from the decision log and each trial's
+  ``reports.jsonl`` (written before Tune sees a report).
 * ``worker_hours`` (from Tune's ``time_this_iter_s``) and ``wall``: no other log holds them, so
   they have their own, ``state/budget.jsonl``: one line per ``TICK_S`` seconds at most (and at
   each trial's end) per start, ``{"start", "wall", "ws"}`` (seconds and worker-seconds of this

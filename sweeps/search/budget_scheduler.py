@@ -3,19 +3,15 @@
     python -m sweeps +experiment=digits sweep.budget.epochs=30
     scheduler = BudgetScheduler(make_scheduler(cfg, sweep_dir, params), ledger)  # driver/tuner.py
 
-Every result goes to the sweep's scheduler (ASHA, FIFO or PBT, ``sweeps.search.schedulers``)
-first; when it lets the trial go on but the trial's next epoch would exceed a budget
-(``BudgetLedger.over``), the decision becomes ``STOP`` and the decision log gets a record
-``{"trial", "epoch", "action": "STOP", "budget": <name>}`` (no ``value``, so no rung replays
-it), which ``sweeps.search.outcome.read_verdicts`` turns into a budget verdict.
+The rule and its records: docs/running.md#a-compute-budget. The sweep's scheduler
+(``sweeps.search.schedulers``) judges first; a budget ``STOP`` record has no ``value``, so no
+rung replays it (``sweeps.search.outcome.read_verdicts`` reads it as a budget verdict).
 
-New trials: before Tune starts any trial it asks ``choose_trial_to_run``. Once a new trial's
-first epoch would not fit, every trial that has not started (``PENDING``) or waits to restart
-(PBT's ``PAUSED``) is ended through ``stop_trial`` (the call Ray's HyperBand makes for its
-pending trials; it runs the end hooks of the scheduler, the searcher and the callbacks) and
-recorded as above (at epoch 0, or a paused trial's donor epoch), the search algorithm is
-finished (``set_finished``) and a ``{"budget_finished": <name>}`` record is logged, so no
-trial waits forever and Tune returns with fewer trials than ``search.num_samples``. A sweep
+New trials: Tune asks ``choose_trial_to_run`` first; once a first epoch would not fit, each
+``PENDING`` or PBT-``PAUSED`` trial is ended through ``stop_trial`` (what Ray's HyperBand does
+for its pending trials: it runs the scheduler's, searcher's and callbacks' end hooks) and
+recorded (epoch 0, or a paused trial's donor epoch), then ``set_finished`` on the search and a
+``{"budget_finished": <name>}`` record. A sweep
 resumed with a larger budget reopens its search (``sweeps._ray.tune.reopen_search``) and the
 trials the budget ended (``sweeps.driver.fit`` reopens them before Tune restores).
 

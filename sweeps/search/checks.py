@@ -5,8 +5,7 @@
 Called by ``sweeps.driver.prepare`` after ``parse_space``: what ``validate`` cannot see
 without the parsed params. Each failure is one line naming the key, the value and the fix.
 
-* ``search=grid``: every param has discrete values (``sweeps.search.grid``); a grid of more than
-  ``grid.WARN_ABOVE`` trials comes back as a warning with its count.
+* ``search=grid``: every param discrete (``sweeps.search.grid``); over ``WARN_ABOVE``: a warning.
 * ``search=random`` with a conditional param: refused (Tune's random generator samples every key);
   the fix names the Optuna random sampler, which asks define-by-run.
 * ``search=tpe`` / ``search=optuna``: the sampler is built and run on a throwaway study over this

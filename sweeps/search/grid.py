@@ -3,16 +3,12 @@
     python -m sweeps +experiment=digits search=grid \\
         experiment.search_space.hidden="choice(64,128)" experiment.search_space.depth="range(1,3)"
 
-``choice(...)`` contributes its values, ``range(lo, hi[, step])`` every step from ``lo`` to
-``hi`` inclusive; ``interval(...)`` has no grid and is an error naming the key. The grid is Ray
-Tune's ``grid_search`` (its ``BasicVariantGenerator`` walks it). A grid of more than
-``WARN_ABOVE`` trials is logged as a warning with its count before anything starts.
+What a grid takes and refuses: docs/experiments.md#search-algorithms-schedulers-and-objectives.
+The grid is Ray Tune's ``grid_search`` (its ``BasicVariantGenerator`` walks it).
 
-Deliberate divergence from Ray: every grid point runs exactly once and ``search.num_samples``
-does not apply (Ray repeats the whole grid ``num_samples`` times, so an experiment file's
-``num_samples: 8``, meant as a TPE budget, would run the grid 8 times over). W&B, Katib and
-Hydra's basic sweeper run each point once too. To repeat points, search a seed:
-``seed: choice(0, 1, 2)``.
+Deliberate divergence from Ray: each point runs once, ``search.num_samples`` does not apply
+(Ray repeats the grid that many times: ``num_samples: 8``, meant as a TPE budget, would run it
+8 times over), as in W&B, Katib and Hydra's basic sweeper. To repeat points, search a seed.
 """
 
 from __future__ import annotations

@@ -12,12 +12,8 @@ Each judged result is logged with every objective's value (``values``: metric ->
 judged, ``value``: the primary's, which ``sweeps.search.outcome`` and the summary read), so a
 restored scheduler replays the rungs exactly and decides later results as the uninterrupted one.
 
-The screen, per objective: a NaN/inf in ANY objective makes the result the worst on every
-objective (logged once per trial), so a trial with a NaN accuracy is not kept for its small
-model; a trial whose clock reaches the grace period without ever reporting one of the
-objectives is stopped with an error naming that objective and the keys it did report. A result
-that lacks an objective the trial reported before is not judged (a loop may report its
-objectives at different times); the trial is judged at its next full result.
+The screen per objective (NaN/inf in any: worst on all, logged once per trial; a missing one:
+its last reported value): docs/experiments.md#early-stopping-with-several-objectives-mo-asha.
 """
 
 from __future__ import annotations

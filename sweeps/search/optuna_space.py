@@ -10,10 +10,8 @@ paths with ``/`` for ``.``, the separator Ray's ``OptunaSearch`` nests its resul
 ...}}``), the same names Ray gave a static space; a sweep started before this module resumes
 with its pickled searcher (``sweeps.search.searchers.tune_param_space``).
 
-Bounds are inclusive, as in ``sweeps.search.space``: ``range(1, 3)`` is ``IntDistribution(1, 3)``,
-``range(1, 9, 2)`` is ``IntDistribution(1, 9, step=2)`` (Optuna suggests exactly 1, 3, ..., 9),
-``range(0.1, 0.9, 0.2)`` is ``FloatDistribution(0.1, 0.9, step=0.2)`` whose suggestions
-``DefineByRun`` puts back on the exact points. ``hi`` is always a point of the range
+Each expression's distribution: the table in ``sweeps.search.space`` (bounds inclusive; a
+stepped float's suggestions put back on the exact points). ``hi`` is always a point of the range
 (``sweeps.search.ranges`` checks it as Optuna does, on the decimals), so Optuna never lowers
 ``high`` (what it does, with a warning, for a range its step does not divide).
 """

@@ -8,11 +8,10 @@
   reported ``experiment.metric`` (the verdict names the keys it did report).
 * ``stopped``: the scheduler (ASHA) stopped it before its clock reached the budget; or the
   sweep's compute budget (``sweep.budget``) did, which its verdict's ``budget`` names.
-* ``completed``: everything else: it trained the whole budget (``scheduler.max_t`` epochs), or its
-  loop returned on its own (a loop with its own, smaller epoch count).
+* ``completed``: everything else (all ``scheduler.max_t`` epochs, or the loop returned early).
 
-The verdicts come from the scheduler's decision log (``sweeps.search.schedulers``), which is
-durable, so the summary, the live view and MLflow read the same answer, after a resume too.
+The verdicts come from the durable decision log (``sweeps.search.schedulers``), so the summary,
+the live view and MLflow read the same answer, after a resume too.
 """
 
 from __future__ import annotations

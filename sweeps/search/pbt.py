@@ -8,9 +8,9 @@ exploits a top one and explores (docs/experiments.md#search-algorithms-scheduler
 the scheduler freezes the donor's checkpoint, appends the decision (a ``PAUSE`` record with an
 ``exploit``) to ``state/scheduler.jsonl`` and returns ``PAUSE``; ``sweeps.trial.exploit`` seeds
 the restarted trial from the frozen checkpoint. Every draw comes from ``decision_rng``.
-Like ``ResumableFIFO``, a trial is stopped when its clock reaches ``max_t``, and results are
-screened (a NaN metric is judged the worst; a trial that never reports the metric fails). A
-PAUSE record is neither an end nor a stop for ``ended_trials`` and ``verdicts``.
+Like ``ResumableFIFO``, it stops a trial at ``max_t`` and screens results
+(``sweeps.search.scheduler_log``). A PAUSE record is neither an end nor a stop for
+``ended_trials`` and ``verdicts``.
 
 The hand-over step by step, the record's fields, and where and why this departs from Ray's
 ``PopulationBasedTraining``: docs/development.md#pbts-hand-over-and-where-it-departs-from-rays.

@@ -19,10 +19,9 @@ further.
 
 Both judge on the trial's clock (``sweeps_epoch``, see ``sweeps.trial.clock``), never on a key
 of the loop's own, and both stop a trial when its clock reaches ``scheduler.max_t`` (the budget).
-The log, its replay and the screen of each result (a NaN/inf metric, a metric never reported, a
-result carrying ``ERROR_KEY``) are ``_Logged``'s (``sweeps.search.scheduler_log``), which
-``sweeps.search.pbt`` shares. Results without the metric are otherwise fine: a loop may report a
-training loss between evaluations.
+The log, its replay and the screen of each result are ``_Logged``'s
+(``sweeps.search.scheduler_log``, shared with ``sweeps.search.pbt``). A result without the
+metric is otherwise fine: a loop may report a training loss between evaluations.
 """
 
 from __future__ import annotations

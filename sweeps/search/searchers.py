@@ -4,14 +4,11 @@
     tune.Tuner(..., param_space=tune_param_space(cfg, params),
                tune_config=tune.TuneConfig(search_alg=alg))
 
-* ``search=random``: Tune's ``BasicVariantGenerator`` over the space's Tune domains
-  (``sweeps.search.tune_space``), seeded.
-* ``search=grid``: the same generator walking ``grid_search`` lists (``sweeps.search.grid``).
-* ``search=tpe`` / ``search=optuna``: Ray's ``OptunaSearch`` with the sampler of
-  ``sweeps.search.samplers`` and the space as a define-by-run function
-  (``sweeps.search.optuna_space``), so conditional params are asked only where they apply; the
-  Tuner's ``param_space`` is then empty. Several objectives (``experiment.metrics``) become
-  Optuna's ``directions``.
+* ``random`` / ``grid``: Tune's seeded ``BasicVariantGenerator`` over ``sweeps.search.tune_space``
+  domains / ``grid_search`` lists (``sweeps.search.grid``).
+* ``tpe`` / ``optuna``: Ray's ``OptunaSearch`` with ``sweeps.search.samplers``' sampler over a
+  define-by-run space (``sweeps.search.optuna_space``; the Tuner's ``param_space`` is empty);
+  several objectives (``experiment.metrics``) become Optuna's ``directions``.
 
 ``search.params_first`` (docs/search.md#the-defaults) goes to the searcher as Ray's
 ``points_to_evaluate``.

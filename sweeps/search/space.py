@@ -12,11 +12,10 @@
           when: {optimizer: adam}
           sample: interval(0.8, 0.99)
 
-Expressions are parsed with Hydra's own ``OverridesParser``. Deliberate divergences from
-Hydra's own sweeps and Tune (``range`` includes ``hi``, a point of its steps, as Optuna does;
-``tag(log, range(...))``, ``shuffle`` and other tags are rejected; ``choice`` takes scalars; a
-``when``/``sample`` entry is conditional, ``sweeps.search.conditions``):
-docs/experiments.md#search-space-grammar and #conditional-parameters.
+Parsed with Hydra's own ``OverridesParser``. Divergences from Hydra's sweeps and Tune
+(docs/experiments.md#search-space-grammar): ``range`` includes ``hi``, as Optuna; ``tag(log,
+range(...))``, ``shuffle`` and other tags are rejected; ``choice`` takes scalars; a
+``when``/``sample`` entry is conditional (``sweeps.search.conditions``).
 
 What each kind becomes (bounds inclusive; every search gives a trial only these values):
 

@@ -10,9 +10,8 @@ population). Bounds are inclusive; what each expression becomes: the table in
 A stepped range (an int step above 1, or any float range) is a Tune ``Integer`` / ``Float``
 domain sampled by ``OnGrid``: an index ``k`` drawn uniformly from Tune's seeded generator, the
 value ``lo + k * step`` from ``sweeps.search.ranges`` (exact, ``hi`` included). Deliberate
-divergence from Tune's own ``qrandint`` / ``quniform``: those round to multiples of the step
-(``qrandint(1, 9, 2)`` draws 2, 4, 6, 8; ``quniform(0.1, 0.9, 0.2)`` refuses ``lo = 0.1``) and
-draw the end points half as often as the others.
+divergence from Tune's ``qrandint`` / ``quniform``: they round to multiples of the step (see
+docs/experiments.md#search-space-grammar) and draw the end points half as often.
 """
 
 from __future__ import annotations

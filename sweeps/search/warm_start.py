@@ -15,9 +15,8 @@ written at the end, nor ``trial.json``, where a conditional param not sampled lo
 
 Metrics are FINAL values (MLflow's "latest"), not bests: Tune's searchers learn a trial from its
 last result, and with several objectives the final values are one point that existed. A trial
-counts only if it ended (completed or stopped) with every objective finite (not NaN/inf, nor
-``outcome.WORST`` or the sink's largest-float stand-in) and its params fit the current space
-(``screen``); each skipped trial's first reason is counted in ``WarmStart.skipped``.
+counts only if it ended and passes ``screen`` (every objective finite, nor ``outcome.WORST`` or
+the sink's largest-float stand-in); ``WarmStart.skipped`` counts each first reason.
 """
 
 from __future__ import annotations

@@ -7,8 +7,7 @@
 Every tracking event is appended here (fsync'ed) before anything is sent to MLflow; what that
 guarantees: docs/running.md#tracking-in-detail. Records carry their own timestamps, so
 re-applying one whose reply was lost does not duplicate it. A crash mid-append leaves at most
-one torn last line, skipped on read; the applied count is written to a temporary file and
-renamed.
+one torn last line, skipped on read; the applied count is written atomically (renamed).
 
 Reads are incremental, as a full re-read made each trial's end slower than the last
 (``bench.scale``): ``pending()`` (after every append) reads complete lines from the first

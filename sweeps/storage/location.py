@@ -6,10 +6,9 @@ Every module of sweeps names the files of a sweep directory by path (``SweepLayo
 directories, checkpoint paths in results). For a sweep directory on an object store (any URI
 ``pyarrow.fs.FileSystem.from_uri`` knows: ``s3://``, ``gs://``, ``abfs://``, ...), that path is
 a *stand-in*: ``<tmp>/sweeps-storage/<token>/<relative path>``, where the token encodes the URI
-itself. Any process, on any node, turns such a path back into (filesystem, object path) with no
-registry and no environment to ship: the path says where it lives. ``sweeps.files`` reads and
-writes through it; nothing is kept under the stand-in but what libraries insist on writing to a
-local file (Ray's log, plots), which is uploaded from there.
+itself, so any process on any node turns it back into (filesystem, object path) with no
+registry or environment to ship. ``sweeps.files`` reads and writes through it; what is written
+under it: docs/clusters.md#storage-every-node-reaches.
 
 Deliberate divergence from Ray: Tune and Train take the URI itself (``storage_path``); sweeps
 hands them ``uri_of(stand-in)``, so both agree on every object's name.

@@ -4,14 +4,11 @@
     append_record(fs, "bucket/sweep/state/scheduler.jsonl", '{"trial": ...}')
     read_records(fs, "bucket/sweep/state/scheduler.jsonl")  # every record, in order
 
-An object store has no append and no fsync, and a PUT is atomic: an object is there whole or
-not at all. So an appended log ``<name>`` is kept as one object per record under
-``<name>.records/<seq>-<writer>``: ``seq`` is one past the highest the writer found when it
-first appended (listed once per process and log), ``writer`` a random id, so two writers never
-overwrite each other, and the records read back in the order they were appended. Appended
-records are never torn and never lost once ``append_record`` returned; reading them back lists
-the prefix and fetches the records in parallel; a record is never rewritten, so each process
-fetches each one once (a log read on every trial's end costs one listing and the new records).
+Why one object per record (no append, no fsync; a PUT is atomic) and what a read costs:
+docs/clusters.md#storage-every-node-reaches. A log ``<name>`` is kept as
+``<name>.records/<seq>-<writer>``: ``seq`` one past the highest the writer found when it first
+appended (listed once per process and log), ``writer`` a random id, so two writers never
+overwrite each other and records read back in append order.
 """
 
 from __future__ import annotations
