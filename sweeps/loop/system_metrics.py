@@ -2,7 +2,7 @@
 
     with sampled(rank, context.system_metrics, context.run_dir):  # run_loop, in every rank
         loop(config)
-    samples = taken_aside(run_dir)        # the sweep driver's tracking, at each result and end
+    samples = taken_aside(run_dir)        # the sweep driver's tracking: every 10 s, at its end
 
 A thread samples every ``INTERVAL_S`` seconds, before a report when one is due (so a trial
 stopped at its first report has one) and as the loop ends: CPU (percent of one core, as

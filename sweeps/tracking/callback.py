@@ -127,11 +127,12 @@ class MLflowTracking(Callback):
         self._open: set[str] = set()  # trials started and not yet ended
         self._warmed = False
         self._restarts: dict[str, str] = {}  # trial id -> the last restart tagged on its run
+        self._drained = 0.0  # when the running trials' system metric samples were last taken
 
     def __getstate__(self) -> dict[str, Any]:
         # Tune pickles callbacks into its experiment state; a restore passes new ones.
         return {"settings": self.settings.stored(), "_journal": None, "_writer": None,
-                "_open": set(), "_warmed": False, "_restarts": {}}
+                "_open": set(), "_warmed": False, "_restarts": {}, "_drained": 0.0}
 
     @property
     def journal(self) -> Journal:
@@ -175,7 +176,6 @@ class MLflowTracking(Callback):
 
     def on_trial_result(self, iteration: int, trials: list, trial: Any, result: dict,
                         **info: Any) -> None:
-        self._system(trial.trial_id)
         values = {k: v for k, v in result.items() if k not in NOT_METRICS}
         step = result.get(STEP_KEY, result.get("training_iteration", 0))
         self.record({"op": "metrics", "trial": trial.trial_id, "step": int(step), "values": values})
@@ -210,6 +210,12 @@ class MLflowTracking(Callback):
             self.record({"op": "trial_end", "trial": trial.trial_id, "status": "FINISHED",
                          "run_name": f"{trial.trial_id} stopped@{clock:g}",
                          "tags": {"sweeps.status": "stopped", "sweeps.stop_reason": reason}})
+
+    def on_step_end(self, iteration: int, trials: list, **info: Any) -> None:
+        if time.monotonic() > self._drained + 10:  # live in MLflow, also during a long epoch
+            self._drained = time.monotonic()
+            for trial_id in sorted(self._open):
+                self._system(trial_id)
 
     def _system(self, trial_id: str) -> None:
         """Journal the system metric samples the trial's ranks sent since the last call."""

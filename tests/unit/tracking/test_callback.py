@@ -18,12 +18,12 @@ class TrialRecord:  # the attributes of Tune's Trial the callback reads
     last_result: dict = field(default_factory=dict)
 
 
-def test_the_samples_a_trials_ranks_sent_reach_its_run_at_each_result_and_its_end(
+def test_the_samples_a_trials_ranks_sent_reach_its_run_every_10_s_and_at_its_end(
         tmp_path, monkeypatch) -> None:
     """What ``sweeps.loop.system_metrics.taken_aside`` hands over (Ray's key-value store in a
     sweep: tests/integration/test_sweep.py) goes to the trial's run, each sample at its time."""
     memory = "system/process_memory_usage_megabytes"
-    sent = [[[1_000_000, {memory: 812.5}]], [], [[1_005_000, {memory: 830.0}]]]
+    sent = [[[1_000_000, {memory: 812.5}]], [[1_005_000, {memory: 830.0}]]]
     asked: list[str] = []
     monkeypatch.setattr(callback, "taken_aside",
                         lambda run_dir: asked.append(run_dir) or sent.pop(0))
@@ -35,12 +35,14 @@ def test_the_samples_a_trials_ranks_sent_reach_its_run_at_each_result_and_its_en
     trial = TrialRecord("t1")
     tracking.on_trial_start(0, [], trial)
     tracking.on_trial_result(0, [], trial, {"val_acc": 0.5, STEP_KEY: 1})
+    tracking.on_step_end(0, [trial])  # Tune's loop turns: the running trials' samples
     tracking.on_trial_result(0, [], trial, {"val_acc": 0.6, STEP_KEY: 2})
+    tracking.on_step_end(0, [trial])  # not 10 s later: not again
     trial.last_result = {"val_acc": 0.6, STEP_KEY: 3, CLOCK_KEY: 3.0}
     tracking.on_trial_complete(0, [], trial)
-    assert asked == [str(tmp_path / "train" / "t1")] * 3  # the trial's run directory
+    assert asked == [str(tmp_path / "train" / "t1")] * 2  # the trial's run directory
     records = [r for _, r in tracking.journal.pending()]
-    assert [r["op"] for r in records][2:] == ["system", "metrics", "metrics", "system",
+    assert [r["op"] for r in records][2:] == ["metrics", "system", "metrics", "system",
                                               "trial_end"]
     tracking.finish(None, None)
 
