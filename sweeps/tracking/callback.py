@@ -299,6 +299,7 @@ class MLflowTracking(Callback):
     def abort(self, status: str, reason: str, timeout_s: float) -> int:
         """The sweep itself died: end open trial runs and the parent with ``status``."""
         for trial_id in sorted(self._open):
+            self._system(trial_id)  # up to its end: a resume continues the same run
             self.record({"op": "trial_end", "trial": trial_id, "status": status,
                          "tags": {"sweeps.status": "aborted", "sweeps.stop_reason": reason}})
         self._open.clear()
