@@ -117,6 +117,12 @@ class SweepView:
     trials: list[TrialState]
     log: list[dict[str, Any]] = field(default_factory=list)  # the decision log, as read
 
+    @property
+    def objectives(self) -> dict[str, str]:
+        """Each objective and its mode (``experiment.metrics``, else the one metric), stored."""
+        exp = self.cfg.get("experiment") or {}
+        return dict(exp.get("metrics") or {}) or {self.objective.metric: self.objective.mode}
+
 
 def read_sweep(root: Path) -> SweepView:
     """The sweep in ``root``; ``FileNotFoundError`` when it holds no sweep.

@@ -54,8 +54,7 @@ def load(sweep_dir: str | Path) -> SweepTables:
     import pandas as pd
 
     view = read_sweep(find_sweep(str(sweep_dir)))
-    objectives = dict((view.cfg.get("experiment") or {}).get("metrics") or {}) or {
-        view.objective.metric: view.objective.mode}
+    objectives = view.objectives
     space = (view.cfg.get("experiment") or {}).get("search_space") or {}
     paths = [p.path for p in parse_space(space)[0]]
     ran = {f.trial_id: f.params or {} for f in read_sweep_dir(view.root, view.log)}

@@ -175,12 +175,10 @@ def export(sweep_dir: str, out: str) -> int:
     from sweeps.search.warm_start_sources import read_sweep_dir
 
     view = read_sweep(find_sweep(sweep_dir))
-    exp = view.cfg.get("experiment") or {}
-    objectives = dict(exp.get("metrics") or {}) or {view.objective.metric: view.objective.mode}
+    space = parse_space((view.cfg.get("experiment") or {}).get("search_space") or {})[0]
     ran = {f.trial_id: f.params or {} for f in read_sweep_dir(view.root)}
     temp = f"{out}.{os.getpid()}.tmp"
-    journal = OptunaLog(temp, view.name, objectives, parse_space(exp.get("search_space") or {})[0],
-                        view.objective, str(view.root))
+    journal = OptunaLog(temp, view.name, view.objectives, space, view.objective, str(view.root))
     if view.live and Path(out).resolve() == Path(view.root, "optuna.log").resolve():
         raise FileExistsError(f"{out}: the running sweep keeps it up to date; write elsewhere")
     started = [t for t in view.trials if t.status != "not started"]
