@@ -137,6 +137,42 @@ def sweep_overrides(loop: Loop, workers: int, backend: str, tmp: Path,
         *[f"+experiment.params.{k}={json.dumps(v)}" for k, v in params.items()], *overrides]
 
 
+def group_key(loop: Loop, workers: int) -> int | None:
+    """Loops with the same key run as one sweep per backend (``run_group``), one trial each:
+    those with the same metric, no dataset, no routing and no restart (a failing trial fails
+    alone, as its plain run does). ``None``: the loop runs alone (``run_sweeps``)."""
+    if loop.dataset or loop.routed or loop.metric != "loss" or loop.max_failures:
+        return None
+    return workers
+
+
+def run_group(loops: list[Loop], workers: int, backend: str, tmp: Path) -> dict[str, Outcome]:
+    """``loops`` (one ``group_key``) as one tracked sweep with ``trial.executor=backend``, one
+    trial per loop (its ``config["loop"]``, run by ``loops/grouped.py``): each loop's outcome,
+    as ``run_sweeps`` gives it. Trials after the first reuse its process, as a user's do."""
+    from sweeps import compose, run_sweep
+
+    base = Loop("grouped", "loss", (), file="grouped")
+    overrides = [o for o in sweep_overrides(base, workers, backend, tmp) if "observe_dir" not in o]
+    names = ",".join(loop.name for loop in loops)
+    cfg = compose("conformance", [*overrides, f"+experiment.params.loop={loops[0].name}",
+                                  f"+experiment.search_space.loop='choice({names})'",
+                                  f"+experiment.params.observe_base={json.dumps(str(tmp))}"],
+                  config_dir=CONF)
+    result = run_sweep(cfg)
+    table = result.summary.table
+    ids = dict(zip(table["loop"], table["trial_id"].astype(str), strict=True))
+    errors = {r.config["loop"]: r.error for r in result.results}
+    outcomes = {}
+    for loop in loops:
+        trial_id = ids[loop.name]
+        checkpoints = sweep_checkpoints(Path(result.sweep_dir, "train", trial_id), loop)
+        error = None if errors[loop.name] is None else _sweep_error(errors[loop.name])
+        shown = _where_users_look(result, tmp, trial_id) if error else {}
+        outcomes[loop.name] = Outcome(read(tmp / loop.name), checkpoints, error, shown)
+    return outcomes
+
+
 def run_sweeps(loop: Loop, workers: int, backend: str, tmp: Path, *overrides: str,
                tracked: bool = True) -> Outcome:
     """The loop as a one-trial sweep with ``trial.executor=backend`` (``train``, or ``auto``:
@@ -154,7 +190,7 @@ def run_sweeps(loop: Loop, workers: int, backend: str, tmp: Path, *overrides: st
     error = None
     if trial.error is not None:
         error = _sweep_error(trial.error)
-        shown = _where_users_look(result, tmp) if tracked else {}
+        shown = _where_users_look(result, tmp, _trial_id(result)) if tracked else {}
     return Outcome(read(tmp / "observed"), checkpoints, error, shown)
 
 
@@ -180,11 +216,10 @@ def _sweep_error(error: BaseException) -> tuple[str, str]:
     return _first_line(cause)
 
 
-def _where_users_look(result: Any, tmp: Path) -> dict[str, str]:
-    """The failure as the summary, error.txt and the trial's MLflow run give it."""
+def _where_users_look(result: Any, tmp: Path, trial_id: str) -> dict[str, str]:
+    """The failure of ``trial_id`` as the summary, error.txt and its MLflow run give it."""
     import mlflow
 
-    trial_id = _trial_id(result)
     client = mlflow.MlflowClient(f"sqlite:///{tmp / 'mlflow.db'}")
     runs = client.search_runs(
         [e.experiment_id for e in client.search_experiments()],

@@ -2,7 +2,9 @@
 under a plain ``TorchTrainer`` (the reference, in the same test), then as a sweeps trial on the
 Train backend (``trial.executor=train``) and on the default (``auto``: the inline backend, or a
 Train run where the loop needs one, which the test checks the plan says), with 1 and 2
-workers; each must observe what the reference observed: every rank's notes, every
+workers (the loops of one ``harness.group_key`` as one sweep per backend, a trial each, so
+later trials reuse the first one's process as a user's trials do); each must observe what the
+reference observed: every rank's notes, every
 checkpoint's metrics and files, and the failing rank's own error, which the user must also read
 in the console, the summary, ``error.txt`` and the trial's MLflow run.
 
@@ -20,7 +22,7 @@ import pytest
 
 from sweeps.trial.backends import BACKENDS, DEFAULT, BackendRequest
 from tests.conformance.corpus import LOOPS, Loop
-from tests.conformance.harness import Outcome, run_plain, run_sweeps
+from tests.conformance.harness import Outcome, group_key, run_group, run_plain, run_sweeps
 
 pytestmark = pytest.mark.slow
 
@@ -36,7 +38,8 @@ def _diff(reference: Outcome, other: Outcome) -> str:
 @pytest.mark.timeout(600)
 @pytest.mark.parametrize(("name", "workers"), CASES, ids=[f"{n}-{w}w" for n, w in CASES])
 def test_every_backend_gives_the_loop_what_plain_ray_train_gives_it(
-        name: str, workers: int, tmp_path: Path, ray_cluster, capsys, caplog) -> None:
+        name: str, workers: int, tmp_path: Path, tmp_path_factory, ray_cluster, capsys,
+        caplog) -> None:
     case, loop = name, LOOPS[name]
     reference = run_plain(loop, workers, tmp_path / "plain")
     assert reference.observed or reference.checkpoints or reference.error, \
@@ -54,11 +57,14 @@ def test_every_backend_gives_the_loop_what_plain_ray_train_gives_it(
         executor = "auto" if name != DEFAULT and backend.chosen_by_auto(request) else name
         capsys.readouterr()
         caplog.clear()
-        # MLflow only where the test reads it (a failing trial's run), and where the loop reads
-        # its checkpoints' metrics back: system metrics (on with MLflow) must not show there
-        tracked = reference.error is not None or case == "context"
-        outcome = run_sweeps(loop, workers, executor, tmp_path / name, tracked=tracked)
-        console = capsys.readouterr().out
+        if group_key(loop, workers) is not None:  # with the loops of its group, one trial each
+            outcome, console = _grouped(case, workers, executor, tmp_path_factory, capsys)
+        else:
+            # MLflow only where the test reads it (a failing trial's run), and where the loop
+            # reads its checkpoints' metrics back: system metrics (on with MLflow) must not show
+            tracked = reference.error is not None or case == "context"
+            outcome = run_sweeps(loop, workers, executor, tmp_path / name, tracked=tracked)
+            console = capsys.readouterr().out
         plan = next(line for line in console.splitlines() if line.startswith("sweep "))
         assert ("inline" in plan) == (name == "inline"), plan  # which backend ran: the plan says
         assert outcome.comparable() == reference.comparable(), \
@@ -66,6 +72,24 @@ def test_every_backend_gives_the_loop_what_plain_ray_train_gives_it(
         if reference.error is not None:
             _the_user_reads_the_failing_ranks_error(reference.error, outcome, console, workers,
                                                     loop)
+
+
+_GROUPS: dict[tuple, tuple[dict[str, Outcome], str]] = {}  # (executor, key): (outcomes, console)
+
+
+def _grouped(name: str, workers: int, executor: str, tmp_path_factory,
+             capsys) -> tuple[Outcome, str]:
+    """The loop's outcome and the console of its group's sweep on ``executor`` (``run_group``):
+    run by the group's first test, kept for the others (each compares its own loop)."""
+    key = (executor, group_key(LOOPS[name], workers))
+    if key not in _GROUPS:
+        members = [loop for loop in LOOPS.values()
+                   if workers in loop.workers and group_key(loop, workers) == key[1]]
+        outcomes = run_group(members, workers, executor,
+                             tmp_path_factory.mktemp(f"group-{executor}-{workers}w"))
+        _GROUPS[key] = outcomes, capsys.readouterr().out
+    outcomes, console = _GROUPS[key]
+    return outcomes[name], console
 
 
 def _auto_picks_a_train_run(loop: Loop, workers: int, tmp: Path) -> None:
