@@ -138,9 +138,9 @@ def sweep_overrides(loop: Loop, workers: int, backend: str, tmp: Path,
 
 
 def group_key(loop: Loop, workers: int) -> int | None:
-    """Loops with the same key run as one sweep per backend (``run_group``), one trial each:
-    those with the same metric, no dataset, no routing and no restart (a failing trial fails
-    alone, as its plain run does). ``None``: the loop runs alone (``run_sweeps``)."""
+    """Loops with the same key (the worker count) run as one sweep per backend (``run_group``),
+    one trial each: those whose metric is ``loss``, with no dataset, no routing and no restart (a
+    failing trial fails alone, as its plain run does). ``None``: the loop runs alone."""
     if loop.dataset or loop.routed or loop.metric != "loss" or loop.max_failures:
         return None
     return workers
@@ -149,7 +149,7 @@ def group_key(loop: Loop, workers: int) -> int | None:
 def run_group(loops: list[Loop], workers: int, backend: str, tmp: Path) -> dict[str, Outcome]:
     """``loops`` (one ``group_key``) as one tracked sweep with ``trial.executor=backend``, one
     trial per loop (its ``config["loop"]``, run by ``loops/grouped.py``): each loop's outcome,
-    as ``run_sweeps`` gives it. Trials after the first reuse its process, as a user's do."""
+    as ``run_sweeps`` gives it. Tune reuses a trial's process for the next unless it failed."""
     from sweeps import compose, run_sweep
 
     base = Loop("grouped", "loss", (), file="grouped")

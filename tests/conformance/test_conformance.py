@@ -2,8 +2,9 @@
 under a plain ``TorchTrainer`` (the reference, in the same test), then as a sweeps trial on the
 Train backend (``trial.executor=train``) and on the default (``auto``: the inline backend, or a
 Train run where the loop needs one, which the test checks the plan says), with 1 and 2
-workers (the loops of one ``harness.group_key`` as one sweep per backend, a trial each, so
-later trials reuse the first one's process as a user's trials do); each must observe what the
+workers (the loops of one ``harness.group_key`` as one sweep per backend and worker count, a
+trial each, where Tune reuses a trial's process unless it failed, as a user's trials get it);
+each must observe what the
 reference observed: every rank's notes, every
 checkpoint's metrics and files, and the failing rank's own error, which the user must also read
 in the console, the summary, ``error.txt`` and the trial's MLflow run.
@@ -74,7 +75,8 @@ def test_every_backend_gives_the_loop_what_plain_ray_train_gives_it(
                                                     loop)
 
 
-_GROUPS: dict[tuple, tuple[dict[str, Outcome], str]] = {}  # (executor, key): (outcomes, console)
+# (executor, key): (outcomes, console), or what the group's sweep raised
+_GROUPS: dict[tuple, tuple[dict[str, Outcome], str] | BaseException] = {}
 
 
 def _grouped(name: str, workers: int, executor: str, tmp_path_factory,
@@ -85,9 +87,15 @@ def _grouped(name: str, workers: int, executor: str, tmp_path_factory,
     if key not in _GROUPS:
         members = [loop for loop in LOOPS.values()
                    if workers in loop.workers and group_key(loop, workers) == key[1]]
-        outcomes = run_group(members, workers, executor,
-                             tmp_path_factory.mktemp(f"group-{executor}-{workers}w"))
+        try:
+            outcomes = run_group(members, workers, executor,
+                                 tmp_path_factory.mktemp(f"group-{executor}-{workers}w"))
+        except BaseException as exc:  # (a timeout too) the other members fail on it, not rerun
+            _GROUPS[key] = exc
+            raise
         _GROUPS[key] = outcomes, capsys.readouterr().out
+    if isinstance(_GROUPS[key], BaseException):
+        raise RuntimeError(f"the {executor} sweep of this loop's group failed") from _GROUPS[key]
     outcomes, console = _GROUPS[key]
     return outcomes[name], console
 
