@@ -163,14 +163,8 @@ def run_group(loops: list[Loop], workers: int, backend: str, tmp: Path) -> dict[
     table = result.summary.table
     ids = dict(zip(table["loop"], table["trial_id"].astype(str), strict=True))
     errors = {r.config["loop"]: r.error for r in result.results}
-    outcomes = {}
-    for loop in loops:
-        trial_id = ids[loop.name]
-        checkpoints = sweep_checkpoints(Path(result.sweep_dir, "train", trial_id), loop)
-        error = None if errors[loop.name] is None else _sweep_error(errors[loop.name])
-        shown = _where_users_look(result, tmp, trial_id) if error else {}
-        outcomes[loop.name] = Outcome(read(tmp / loop.name), checkpoints, error, shown)
-    return outcomes
+    return {loop.name: _outcome(result, ids[loop.name], errors[loop.name], loop, tmp,
+                                tmp / loop.name, tracked=True) for loop in loops}
 
 
 def run_sweeps(loop: Loop, workers: int, backend: str, tmp: Path, *overrides: str,
@@ -185,13 +179,18 @@ def run_sweeps(loop: Loop, workers: int, backend: str, tmp: Path, *overrides: st
                                                  *untracked), config_dir=CONF)
     result = run_sweep(cfg)
     (trial,) = result.results
-    checkpoints = sweep_checkpoints(Path(result.sweep_dir, "train", _trial_id(result)), loop)
-    shown: dict[str, str] = {}
-    error = None
-    if trial.error is not None:
-        error = _sweep_error(trial.error)
-        shown = _where_users_look(result, tmp, _trial_id(result)) if tracked else {}
-    return Outcome(read(tmp / "observed"), checkpoints, error, shown)
+    return _outcome(result, _trial_id(result), trial.error, loop, tmp, tmp / "observed", tracked)
+
+
+def _outcome(result: Any, trial_id: str, error: BaseException | None, loop: Loop, tmp: Path,
+             observed: Path, tracked: bool) -> Outcome:
+    """What the sweep's trial ``trial_id`` left of ``loop``: its notes, checkpoints and error,
+    and where the user reads that error (with ``tracked``, its MLflow run too)."""
+    checkpoints = sweep_checkpoints(Path(result.sweep_dir, "train", trial_id), loop)
+    if error is None:
+        return Outcome(read(observed), checkpoints, None)
+    shown = _where_users_look(result, tmp, trial_id) if tracked else {}
+    return Outcome(read(observed), checkpoints, _sweep_error(error), shown)
 
 
 def _trial_id(result: Any) -> str:

@@ -4,10 +4,9 @@ Train backend (``trial.executor=train``) and on the default (``auto``: the inlin
 Train run where the loop needs one, which the test checks the plan says), with 1 and 2
 workers (the loops of one ``harness.group_key`` as one sweep per backend and worker count, a
 trial each, where Tune reuses a trial's process unless it failed, as a user's trials get it);
-each must observe what the
-reference observed: every rank's notes, every
-checkpoint's metrics and files, and the failing rank's own error, which the user must also read
-in the console, the summary, ``error.txt`` and the trial's MLflow run.
+each must observe what the reference observed: every rank's notes, every checkpoint's metrics
+and files, and the failing rank's own error, which the user must also read in the console, the
+summary, ``error.txt`` and the trial's MLflow run.
 
     python -m pytest tests/conformance -k lightning      # one loop, every backend
 """
