@@ -85,6 +85,26 @@ def test_the_docs_loop_sees_two_ranks_and_checkpoints_hold_both_parts(tmp_path, 
 
 
 @pytest.mark.timeout(300)  # a rank left in a collective would wait for gloo's 30 minutes
+def test_the_peer_starts_while_rank_0_imports_the_loop(tmp_path, ray_cluster) -> None:
+    """A new trial process starts its peer before it imports the loop, so both import it at
+    once (``import_overlap``: each import waits for the other's): each saw two imports."""
+    import shutil
+
+    from tests.integration.import_overlap import MARKS
+
+    shutil.rmtree(MARKS, ignore_errors=True)
+    MARKS.mkdir()
+    try:
+        result, actors, _ = _sweep(tmp_path, "overlap", "search.num_samples=1",
+                                   "experiment.trainable=tests.integration.import_overlap:"
+                                   "train_ranks", budget=1)
+        saw = sorted(p.read_text() for p in MARKS.glob("*.saw"))
+    finally:
+        shutil.rmtree(MARKS, ignore_errors=True)
+    assert list(result.summary.table["status"]) == ["completed"]
+    assert actors["Peer"] == 1 and saw == ["2", "2"], (actors, saw)
+
+
 @pytest.mark.parametrize("fault", ["step", "kill"])
 def test_a_failed_peer_restarts_the_trial_from_its_checkpoint(tmp_path, ray_cluster,
                                                               fault) -> None:

@@ -251,6 +251,10 @@ def run_inline(plan: TrialPlan, trial_id: str, run_dir: Path, config: dict[str, 
     # (it does not return); a Train loop's returns first, as in a Train run (InlineRun)
     run = InlineRun(run_dir, plan.objective.metric, plan.objective.mode, plan.checkpoint_keep,
                     clock, math.inf if plan.loop_api == "tune" else float(plan.objective.budget))
+    if plan.num_workers > 1:  # the peers come up while this process imports the loop
+        from sweeps.trial.backends.peers import peer_group
+
+        peer_group(plan.num_workers, plan.worker_resources).ensure(plan.trainable, wait=False)
     entry = loop_entry(import_trainable(plan.trainable), plan.context(trial_id), plan.loop_api)
     datasets = {name: ds.iterator() for name, ds in plan.datasets.items()}
     failures = 0

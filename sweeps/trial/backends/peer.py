@@ -11,6 +11,7 @@ waits and collectives fail and it ends its attempt.
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -104,8 +105,11 @@ class Peer:
     """A peer process: runs one rank of one attempt at a time (``ray.remote`` in
     ``PeerGroup``); its store client and imports stay for the next attempt."""
 
-    def __init__(self) -> None:
+    def __init__(self, trainable: str | None = None) -> None:
         self._stores: dict[tuple[str, int], Any] = {}
+        if trainable:  # imported while rank 0 imports it; run() raises what this one may
+            with contextlib.suppress(Exception):
+                import_trainable(trainable)
 
     def node(self) -> str:
         import ray

@@ -58,6 +58,7 @@ class PeerGroup:
         self.errors: dict[int, PeerError] = {}  # what each peer of this attempt raised
         self._watching: Any = None
         self._watcher: Any = None
+        self._starting: set[int] = set()  # peers started by ensure(wait=False), not yet up
 
     def _options(self, index: int) -> dict[str, Any]:
         from ray.util.placement_group import get_current_placement_group
@@ -76,21 +77,28 @@ class PeerGroup:
                 placement_group=group, placement_group_bundle_index=index)
         return options
 
-    def ensure(self) -> None:
-        """Peers for ranks 1..N-1, alive: the kept ones, and new ones where one died."""
+    def ensure(self, trainable: str | None = None, wait: bool = True) -> None:
+        """Peers for ranks 1..N-1, alive: the kept ones, and new ones where one died, each
+        importing ``trainable`` as it starts. ``wait=False`` only starts the missing ones, so
+        they come up while rank 0 imports the loop; the next ``ensure()`` waits for them."""
         actor = ray.remote(Peer)
         while len(self.peers) < self.num_workers - 1:
             self.peers.append(None)
             self.nodes.append("")
         for index, peer in enumerate(self.peers):
+            if peer is not None and (not wait or index in self._starting):
+                continue
             if peer is not None:
                 try:
                     ray.get(peer.node.remote(), timeout=FINISH_TIMEOUT_S)
                     continue
                 except Exception:  # died with its last attempt: replace it
                     ray.kill(peer, no_restart=True)
-            self.peers[index] = actor.options(**self._options(index + 1)).remote()
-        self.nodes = ray.get([p.node.remote() for p in self.peers])
+            self.peers[index] = actor.options(**self._options(index + 1)).remote(trainable)
+            self._starting.add(index)
+        if wait:
+            self.nodes = ray.get([p.node.remote() for p in self.peers])
+            self._starting.clear()
 
     def worlds(self, host: str, port: int, prefix: str, backend: str) -> list[WorldSpec]:
         """Every rank's place: rank 0 here, then the peers; local ranks by node, nodes
