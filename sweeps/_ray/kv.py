@@ -2,10 +2,9 @@
 
     put("pg/<sweep>/<trial>", pg_hex); get(key); keys("pg/<sweep>/"); delete_prefix("ctl/<sweep>/")
 
-Private: ``ray.experimental.internal_kv._internal_kv_*`` (Ray 2.60). Ray has no public
-key-value API (ray#13453 asks for one); the public route is a named detached actor holding a
-dict, which costs an actor per sweep and needs its own cleanup. Every key lives in the
-``sweeps`` namespace.
+Private: ``ray.experimental.internal_kv._internal_kv_*`` (Ray 2.60). Ray has no public key-value API
+(ray#13453 asks for one); the public route is a named detached actor holding a dict, which costs an
+actor per sweep and needs its own cleanup. Every key lives in the ``sweeps`` namespace.
 """
 
 from __future__ import annotations

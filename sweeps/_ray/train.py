@@ -107,13 +107,12 @@ def tune_session() -> Any:
 def count_handovers() -> CountingQueue | None:
     """Make the Tune trial session's result queue count its puts (None on a Ray without it).
 
-    Tune's session hands each Train report (taken off the Train -> Tune actor queue by the
-    trial actor's main thread) to Tune through a one-slot result queue. When the trial's
-    function returns, Tune's function runner puts a final "duplicate" result into the same
-    queue from the training thread. If that happens while the main thread holds the last Train
-    report, the main thread blocks forever on a full queue that only it empties: the trial
-    hangs with its workers gone. Counting the puts lets the trial wait until every report it
-    forwarded was handed over.
+    Tune's session hands each Train report (taken off the Train -> Tune actor queue by the trial
+    actor's main thread) to Tune through a one-slot result queue. When the trial's function returns,
+    Tune's function runner puts a final "duplicate" result into the same queue from the training
+    thread. If that happens while the main thread holds the last Train report, the main thread
+    blocks forever on a full queue that only it empties: the trial hangs with its workers gone.
+    Counting the puts lets the trial wait until every report it forwarded was handed over.
     """
     try:
         session = tune_session()

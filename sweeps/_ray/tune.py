@@ -12,13 +12,12 @@ hold live state, so both are replaced on the restored ``TunerInternal`` (``tuner
 its ``_tune_config`` and ``get_run_config()``). Public route: ``Tuner.restore(...,
 tune_config=..., run_config=...)`` if Ray adds them (ray#30838).
 
-How many trials run at once is fixed when Tune starts (``TuneConfig.max_concurrent_trials``);
-a sweep on a cluster that gains or loses nodes changes it while Tune runs, on the search
-algorithm the Tuner holds (``tuner._local_tuner._tune_config.search_alg``, the pickled one after
-a restore): a ``ConcurrencyLimiter`` through its ``set_max_concurrency``, a
-``BasicVariantGenerator`` through its ``max_concurrent`` attribute, both read by Tune before
-each new trial. Public route: none (ray#43451: Tune's own pending-trial limit is likewise
-measured once, from the cluster at start).
+How many trials run at once is fixed when Tune starts (``TuneConfig.max_concurrent_trials``); a
+sweep on a cluster that gains or loses nodes changes it while Tune runs, on the search algorithm the
+Tuner holds (``tuner._local_tuner._tune_config.search_alg``, the pickled one after a restore): a
+``ConcurrencyLimiter`` through its ``set_max_concurrency``, a ``BasicVariantGenerator`` through its
+``max_concurrent`` attribute, both read by Tune before each new trial. Public route: none
+(ray#43451: Tune's own pending-trial limit is likewise measured once, from the cluster at start).
 
 Tune's ``experiment_state-<time>.json`` (newest last) holds ``trial_data``; the sweep checks it
 parses before resuming, to fail with a clear error instead of Tune's traceback. Public route:
@@ -173,10 +172,9 @@ def tune_env(verbose: bool) -> dict[str, str]:
 
 
 def ensure_trial_dir(trial: Any) -> None:
-    """Give a trial Tune never scheduled its directory (``Trial.init_local_path``, what
-    scheduling would make): a trial ended before it started has none, and Tune's
-    ``ResultGrid`` raises reading it (``result_grid.py``: "Should not access
-    ``trial_fs_path``")."""
+    """Give a trial Tune never scheduled its directory (``Trial.init_local_path``, what scheduling
+    would make): a trial ended before it started has none, and Tune's ``ResultGrid`` raises reading
+    it (``result_grid.py``: "Should not access ``trial_fs_path``")."""
     if not getattr(trial, "relative_logdir", True) and hasattr(trial, "init_local_path"):
         trial.init_local_path()
 

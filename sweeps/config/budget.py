@@ -75,7 +75,6 @@ def check_budget(budget: BudgetSection) -> None:
         sweeps.errors.ConfigError: sweep.budget.epochs: 0 must be > 0; ...
     """
     for name, limit in budget_limits(budget).items():
-        raw = getattr(budget, name)
         if not (math.isfinite(limit) and limit > 0):
-            raise ConfigError(f"sweep.budget.{name}", raw, "must be > 0",
+            raise ConfigError(f"sweep.budget.{name}", getattr(budget, name), "must be > 0",
                               f"set {_FIXES[name]} for no limit")

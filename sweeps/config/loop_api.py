@@ -121,8 +121,7 @@ def _runs_at_import(tree: ast.Module) -> ast.Call | None:
         return isinstance(stmt, ast.If) and "__name__" in ast.unparse(stmt.test)
 
     for stmt in tree.body:
-        if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) \
-                or guarded(stmt):
+        if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) or guarded(stmt):
             continue
         for node in ast.walk(stmt):
             if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):

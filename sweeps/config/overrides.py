@@ -132,8 +132,7 @@ def add_builtin_searchpath(argv: list[str], extra_first: list[str] | None = None
     args = parse_argv(argv)
     overrides = list(args.overrides) if args is not None else []
     found = searchpath_values(overrides)
-    paths = [*(extra_first or []), *(found[1] if found else []), builtin().path]
-    new = searchpath_override(paths)
+    new = searchpath_override([*(extra_first or []), *(found[1] if found else []), builtin().path])
     if found is not None:
         index = _chunk_start(argv, overrides) + found[0]
         return [*argv[:index], new, *argv[index + 1:]]

@@ -301,8 +301,7 @@ def _primary_from_metrics(cfg: DictConfig) -> DictConfig:
     """A multi-objective experiment (``experiment.metrics``) need not repeat its first metric
     as ``experiment.metric``/``mode``: they default to the first entry of ``metrics``."""
     e = cfg.get("experiment")
-    metrics = e.get("metrics") if e is not None and not OmegaConf.is_missing(e, "metrics") \
-        else None
+    metrics = e.get("metrics") if e is not None and not OmegaConf.is_missing(e, "metrics") else None
     if not metrics:
         return cfg
     first, direction = next(iter(metrics.items()))

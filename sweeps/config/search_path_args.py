@@ -4,12 +4,11 @@
     sp = for_compose(config_dir, overrides)        # sweeps.config.compose
     found = searchpath_values(overrides)           # sweeps.config.overrides
 
-``--config-dir DIR`` (``-cd DIR``, ``--config-dir=DIR``) comes first, then the entries of the
-first override whose key is exactly ``hydra.searchpath`` (Hydra's rule), then the built-in
-``conf/`` (``sweeps.config.search_path.builtin``); ``sweeps/config/search_path.py`` explains
-the order and how it differs from plain Hydra. The command line is read by Hydra's own
-argument parser (``sweeps._hydra.args_parser``) and override grammar, so a flag means here
-what it means to Hydra.
+``--config-dir DIR`` (``-cd DIR``, ``--config-dir=DIR``) comes first, then the entries of the first
+override whose key is exactly ``hydra.searchpath`` (Hydra's rule), then the built-in ``conf/``
+(``sweeps.config.search_path.builtin``); ``sweeps/config/search_path.py`` explains the order and how
+it differs from plain Hydra. The command line is read by Hydra's own argument parser
+(``sweeps._hydra.args_parser``) and override grammar, so a flag means here what it means to Hydra.
 """
 
 from __future__ import annotations

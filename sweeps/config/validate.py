@@ -34,8 +34,7 @@ __all__ = ["validate"]
 def validate(cfg: SweepConfig) -> None:
     """Check every value that needs no Ray; raise ``ConfigError`` on the first bad one.
 
-    Cluster fit (num_workers vs resources) is checked by
-    ``sweeps.driver.resources.plan_resources``.
+    Cluster fit (num_workers vs resources) is checked by ``sweeps.driver.resources.plan_resources``.
 
     Example:
         >>> validate(compose("digits"))  # the built-in experiment passes

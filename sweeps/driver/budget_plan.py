@@ -3,8 +3,7 @@
     python -m sweeps +experiment=digits sweep.dry_run=true sweep.budget.epochs=20
 
 What the lines say: docs/running.md#a-compute-budget ("Plan it"). The expectation is
-``sweeps.driver.dry_run.expected_epochs``; a budget below the first rung is a warning, not an
-error.
+``sweeps.driver.dry_run.expected_epochs``; a budget below the first rung is a warning, not an error.
 """
 
 from __future__ import annotations

@@ -87,8 +87,7 @@ def load_model(directory: str | Path) -> Any:
     """
     payload = load_checkpoint(directory)
     module_name, _, attr = payload["model_factory"].partition(":")
-    factory = getattr(importlib.import_module(module_name), attr)
-    model = factory(**payload.get("model_kwargs", {}))
+    model = getattr(importlib.import_module(module_name), attr)(**payload.get("model_kwargs", {}))
     model.load_state_dict(payload["model_state"])
     return model.eval()
 

@@ -3,10 +3,9 @@
     python -m sweeps +experiment=digits scaling.num_workers=1 scaling.gpus_per_worker=0.25
     # trial 3f2a1b0c FAILED: out of GPU memory (rank 0): CUDA out of memory. Tried to allocate ...
 
-A CUDA out-of-memory error (``torch.OutOfMemoryError``, or the CUDA runtime's "out of memory")
-that escapes the loop is noted by ``run_loop`` on that worker (``sweeps.loop.worker``) in the
-trial's run directory, one file per rank, and raised on. For the rest of that attempt of the
-trial:
+A CUDA out-of-memory error (``torch.OutOfMemoryError``, or the CUDA runtime's "out of memory") that
+escapes the loop is noted by ``run_loop`` on that worker (``sweeps.loop.worker``) in the trial's run
+directory, one file per rank, and raised on. For the rest of that attempt of the trial:
 
 * the inline executor does not rerun the loop (``trial.max_failures``);
 * a Train run's worker-group restart (``trial.max_failures``, Ray Train's own) calls the loop

@@ -74,8 +74,7 @@ class Sampler:
         self._last: float | None = None  # when the last sample went (None: none yet)
         self._gpus = _gpu_readers(os.environ.get("CUDA_VISIBLE_DEVICES") or "")
         self._own.cpu_percent()  # CPU use counts from here
-        self._thread = threading.Thread(target=self._run, name="sweeps-system-metrics",
-                                        daemon=True)
+        self._thread = threading.Thread(target=self._run, name="sweeps-system-metrics", daemon=True)
         self._thread.start()
 
     def sample(self) -> list:

@@ -138,8 +138,7 @@ def run_loop(config: dict[str, Any], *, loop: Callable[..., Any], context: Trial
     log = ReadLog(run_file(context.run_dir, CONFIG_READS_FILE) if rank == 0 else None)
     _set(context)
     try:
-        with tune_api(api), system_metrics.sampled(
-                rank, context.system_metrics, context.run_dir):
+        with tune_api(api), system_metrics.sampled(rank, context.system_metrics, context.run_dir):
             args = (TrackedConfig(config, log),) if takes_config(loop) else ()
             if api != "tune":
                 loop(*args)

@@ -145,11 +145,10 @@ class PlacementGroupReaper(Callback):
 
     def join(self, timeout: float | None = None) -> None:
         """At sweep end, before ``release_all``: end the watcher and wait (at most ``watch_s``)
-        until no Train controller of the sweep is alive. A live one (a stopped trial's, dying)
-        may still create a worker group; a dead one cannot, and every group it created was
-        recorded at creation, so ``release_all`` then finds them all. Typically well under a
-        second, where watching the last trial's key for its full ``watch_s`` cost ~10 s a
-        sweep."""
+        until no Train controller of the sweep is alive. A live one (a stopped trial's, dying) may
+        still create a worker group; a dead one cannot, and every group it created was recorded at
+        creation, so ``release_all`` then finds them all. Typically well under a second, where
+        watching the last trial's key for its full ``watch_s`` cost ~10 s a sweep."""
         self._done.set()
         self._wake.set()
         deadline = time.monotonic() + (self.watch_s if timeout is None else timeout)

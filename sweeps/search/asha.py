@@ -4,11 +4,10 @@
     halving.judge("t0", 1, 0.8)     # False: the first result at rung 1 sets the bar
     halving.judge("t1", 1, 0.2)     # True: below the rung's cutoff, stop it
 
-It decides exactly as Ray 2.60's ``ray.tune.schedulers.async_hyperband._Bracket`` (with
-``s=0``) under ``AsyncHyperBandScheduler(brackets=1)``, which is what Tune's ``ASHAScheduler``
-runs by default; ``tests/unit/search/test_schedulers.py`` checks it against Ray's own class on
-random result streams. It is ours so the sweep's scheduler reads and writes no private Ray
-attribute.
+It decides exactly as Ray 2.60's ``ray.tune.schedulers.async_hyperband._Bracket`` (with ``s=0``)
+under ``AsyncHyperBandScheduler(brackets=1)``, which is what Tune's ``ASHAScheduler`` runs by
+default; ``tests/unit/search/test_schedulers.py`` checks it against Ray's own class on random result
+streams. It is ours so the sweep's scheduler reads and writes no private Ray attribute.
 
 * Rungs sit at ``grace_period * reduction_factor**k``, their number computed with Ray's float
   formula ``int(log(max_t / grace_period) / log(reduction_factor) + 1)``, so a rung at ``max_t``
@@ -126,11 +125,10 @@ class AsyncHalving:
 
 
 def replay_record(halving: AsyncHalving, record: dict, point: Any) -> bool | None:
-    """Re-apply one record of the scheduler's decision log to ``halving``, as the scheduler
-    judged it: ``point`` is the record's value as the rungs compare it (signed so that higher
-    is better; a tuple for ``sweeps.search.moasha.MOHalving``), None for a record without one.
-    A judged result is judged again (the stop decision is returned); a trial's end is recorded
-    only (None).
+    """Re-apply one record of the scheduler's decision log to ``halving``, as the scheduler judged
+    it: ``point`` is the record's value as the rungs compare it (signed so that higher is better; a
+    tuple for ``sweeps.search.moasha.MOHalving``), None for a record without one. A judged result is
+    judged again (the stop decision is returned); a trial's end is recorded only (None).
 
     Example:
         >>> h = AsyncHalving(1, 9, 3)

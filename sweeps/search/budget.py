@@ -239,8 +239,7 @@ class BudgetLedger:
         parts = []
         for name, limit in self.limits.items():
             value = spent[name]
-            shown = f"{value:.0f}/{limit:g}" if name != "worker_hours" else \
-                f"{value:.3g}/{limit:g}"
+            shown = f"{value:.0f}/{limit:g}" if name != "worker_hours" else f"{value:.3g}/{limit:g}"
             parts.append(f"{UNITS[name].replace('s wall', 'wall')} {shown}"
                          + (" s" if name == "wall" else ""))
         return "budget: " + ", ".join(parts)

@@ -71,9 +71,8 @@ def tpe_arguments(cfg: SweepConfig, conditional: bool = False) -> dict[str, Any]
 
 
 def settle_defaults(cfg: SweepConfig, identity: dict[str, str] | None = None) -> SweepConfig:
-    """``cfg`` with ``search.n_startup_trials`` and ``search.params_first`` set: the user's
-    value, else the resumed sweep's (its record's ``identity``), else the default for this
-    sweep's size.
+    """``cfg`` with ``search.n_startup_trials`` and ``search.params_first`` set: the user's value,
+    else the resumed sweep's (its record's ``identity``), else the default for this sweep's size.
 
     Example:
         >>> cfg = compose("digits")

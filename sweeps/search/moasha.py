@@ -27,8 +27,7 @@ Point = tuple[float, ...]
 
 
 def dominates(a: Sequence[float], b: Sequence[float]) -> bool:
-    """Whether ``a`` is no worse than ``b`` on every objective and better on one (higher is
-    better).
+    """Whether ``a`` is no worse than ``b`` on every objective and better on one (higher is better).
 
     Example:
         >>> dominates((0.9, -10), (0.8, -10)), dominates((0.9, -20), (0.8, -10))

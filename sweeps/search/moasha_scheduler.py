@@ -155,9 +155,8 @@ class ResumableMOASHA(_Rungs, FIFOScheduler):
         return tuple(values[m] * (1.0 if d == "max" else -1.0) for m, d in self._modes.items())
 
     def _replay(self, record: dict[str, Any]) -> None:
-        values = record.get("values")
         if "trial" in record:  # the values as reported (a NaN too), as _screen_others keeps them
-            reported = record.get("reported", values if "epoch" in record else None)
+            reported = record.get("reported", record.get("values") if "epoch" in record else None)
             self._last_each.setdefault(record["trial"], {}).update(reported or {})
         self._num_stopped += bool(replay_record(self._halving, record,
                                                 logged_point(record, self._modes)))

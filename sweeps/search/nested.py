@@ -1,5 +1,4 @@
-"""Dotted keys <-> nested mappings, as a search space, a trial's config and MLflow params use
-them.
+"""Dotted keys <-> nested mappings, as a search space, a trial's config and MLflow params use them.
 
     flat = flatten(trial.config)          # {"model.hidden": 64, "lr": 0.1}
     config = unflatten(flat)              # {"model": {"hidden": 64}, "lr": 0.1}

@@ -12,10 +12,9 @@ rungs hold exactly what they held at the crash and every later decision is the o
 uninterrupted sweep would have made from the same results.
 
 The log also says which trials ended (stopped by the scheduler, or ran all epochs). Tune saves its
-experiment state only every second or so, so a trial that ended just before a crash may come back
-as unfinished; its driver then only reports the recorded final result again (see
-``sweeps.trial.driver``), and the scheduler stops it at once instead of training it
-further.
+experiment state only every second or so, so a trial that ended just before a crash may come back as
+unfinished; its driver then only reports the recorded final result again (see
+``sweeps.trial.driver``), and the scheduler stops it at once instead of training it further.
 
 Both judge on the trial's clock (``sweeps_epoch``, see ``sweeps.trial.clock``), never on a key
 of the loop's own, and both stop a trial when its clock reaches ``scheduler.max_t`` (the budget).
@@ -64,8 +63,7 @@ class _Rungs(_Logged):
 
     def debug_string(self) -> str:
         self._ensure_replayed()
-        return f"Using {self._label}: num_stopped={self._num_stopped}\n" + \
-            self._halving.describe()
+        return f"Using {self._label}: num_stopped={self._num_stopped}\n" + self._halving.describe()
 
     @property
     def metric(self) -> str:

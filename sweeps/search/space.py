@@ -148,9 +148,8 @@ def _parse_one(path: str, expr: Any) -> Param | Scalar | list | dict:
     except HydraException as exc:
         lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()
                  and not ln.startswith(("See https", "Error parsing override"))]
-        detail = lines[-1] if lines else str(exc)
         raise SearchSpaceError(
-            key, expr, f"does not parse ({detail})",
+            key, expr, f"does not parse ({lines[-1] if lines else str(exc)})",
             "use choice(a, b), range(lo, hi[, step]), interval(lo, hi), int(interval(lo, hi)) "
             "or tag(log, interval(lo, hi)); quote plain strings that contain commas or parens",
         ) from exc

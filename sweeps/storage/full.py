@@ -53,11 +53,10 @@ class StorageRefusal:
 
 def storage_refusal(exc: BaseException | None,
                     within: str | os.PathLike[str] | None = None) -> StorageRefusal | None:
-    """The storage refusal in ``exc`` or its chain, or None. With ``within`` (the sweep
-    directory), a refusal naming a path elsewhere (the loop's own files on ``/tmp``, a
-    read-only dataset mount) is not one: the trial fails as any error fails it. ``EACCES``
-    counts only when it names a path within (never for a sweep on an object store, whose
-    files are no local paths).
+    """The storage refusal in ``exc`` or its chain, or None. With ``within`` (the sweep directory),
+    a refusal naming a path elsewhere (the loop's own files on ``/tmp``, a read-only dataset mount)
+    is not one: the trial fails as any error fails it. ``EACCES`` counts only when it names a path
+    within (never for a sweep on an object store, whose files are no local paths).
 
     Example:
         >>> storage_refusal(OSError(28, "No space left on device", "/d/x")).path

@@ -121,12 +121,11 @@ def upload_tree(local: str, fs: Any, path: str) -> None:
 
 
 def upload_file(fs: Any, local: str, path: str) -> None:
-    """Write the local file ``local`` to ``path``, raising when the store refuses it. Its
-    upload happens when the stream is closed, and that close is made here:
-    ``pyarrow.fs.copy_files`` returns normally when an upload fails (pyarrow 25: Arrow's
-    ``CopyFiles`` waits for each close without reading its status). A failure while writing
-    removes what the stream would otherwise publish when it is destroyed (Arrow completes an
-    unclosed upload then: a truncated object)."""
+    """Write the local file ``local`` to ``path``, raising when the store refuses it. Its upload
+    happens when the stream is closed, and that close is made here: ``pyarrow.fs.copy_files``
+    returns normally when an upload fails (pyarrow 25: Arrow's ``CopyFiles`` waits for each close
+    without reading its status). A failure while writing removes what the stream would otherwise
+    publish when it is destroyed (Arrow completes an unclosed upload then: a truncated object)."""
     out = fs.open_output_stream(path, compression=None)
     try:
         with open(local, "rb") as source:

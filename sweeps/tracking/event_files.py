@@ -168,8 +168,7 @@ def hparams_of(config: dict[str, Any] | None, params: tuple[str, ...]) -> dict[s
 
 
 def session_end(failed: bool) -> Any:
-    """The HParams plugin's session-end summary (tensorboardX's ``hparams`` always says
-    success)."""
+    """The HParams plugin's session-end summary (tensorboardX's ``hparams`` always says success)."""
     from tensorboardX.proto.api_pb2 import Status
     from tensorboardX.proto.plugin_hparams_pb2 import HParamsPluginData, SessionEndInfo
     from tensorboardX.proto.summary_pb2 import Summary, SummaryMetadata

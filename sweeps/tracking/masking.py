@@ -46,9 +46,7 @@ def mask_value(value: Any) -> Any:
     """``value`` with any embedded secret replaced by ``***`` (non-strings unchanged)."""
     if not isinstance(value, str):
         return value
-    if _TOKEN.match(value.strip()):
-        return MASK
-    return mask_text(value)
+    return MASK if _TOKEN.match(value.strip()) else mask_text(value)
 
 
 def mask_text(text: str) -> str:
@@ -89,6 +87,4 @@ def mask_tree(tree: Any) -> Any:
     if isinstance(tree, dict):
         return {k: (MASK if isinstance(k, str) and is_secret_key(k) and v not in (None, "")
                     and not isinstance(v, dict) else mask_tree(v)) for k, v in tree.items()}
-    if isinstance(tree, list):
-        return [mask_tree(v) for v in tree]
-    return mask_value(tree)
+    return [mask_tree(v) for v in tree] if isinstance(tree, list) else mask_value(tree)

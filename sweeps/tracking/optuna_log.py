@@ -153,9 +153,8 @@ class OptunaLog(Callback):
 
 
 def _mend(path: Path) -> None:
-    """Cut a torn last line (a driver killed mid-append) so the next append starts clean, and
-    drop its lock (only the driver holding the sweep writes here), which Optuna would wait 30 s
-    for."""
+    """Cut a torn last line (a driver killed mid-append) so the next append starts clean, and drop
+    its lock (only the driver holding the sweep writes here), which Optuna would wait 30 s for."""
     Path(f"{path}.lock").unlink(missing_ok=True)
     if path.exists() and (data := path.read_bytes()) and not data.endswith(b"\n"):
         with open(path, "r+b") as f:

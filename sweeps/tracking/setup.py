@@ -69,11 +69,10 @@ def artifacts_beside(uri: str) -> str | None:
 @contextlib.contextmanager
 def using_tracking_uri(uri: str | None) -> Iterator[None]:
     """MLflow's global tracking URI set to ``uri`` for the block, then put back as it was,
-    ``MLFLOW_TRACKING_URI`` included: registry calls (``models:/``, ``registered_model_name``)
-    and ``log_model(run_id=...)`` read only the global URI (MLflow 3.17), and neither
-    ``load_best`` nor the sweep may repoint the caller's MLflow. MLflow's own private
-    ``_use_tracking_uri`` restores its setting but unsets an env-var URI; the env is restored
-    here."""
+    ``MLFLOW_TRACKING_URI`` included: registry calls (``models:/``, ``registered_model_name``) and
+    ``log_model(run_id=...)`` read only the global URI (MLflow 3.17), and neither ``load_best`` nor
+    the sweep may repoint the caller's MLflow. MLflow's own private ``_use_tracking_uri`` restores
+    its setting but unsets an env-var URI; the env is restored here."""
     import mlflow
 
     if not uri:

@@ -12,11 +12,10 @@ Transformers callback reports ``epoch`` 1.0, 2.0, ...; some loops report no epoc
   the clock is that value, plus one if the first value was 0 (a 0-based loop).
 * absent from the first report (or ``time_attr: null``): the clock is the number of reports.
 
-How the trial reads its clock is decided on its first report and saved in ``clock.json`` in its
-run directory, so a trial resumed from a checkpoint (its first report now says epoch 4) keeps
-the same reading. The report count continues from the checkpoint Train resumes from
-(``reports_before``). The MLflow step is the loop's own epoch when it is a whole number, else
-the report count.
+How the trial reads its clock is decided on its first report and saved in ``clock.json`` in its run
+directory, so a trial resumed from a checkpoint (its first report now says epoch 4) keeps the same
+reading. The report count continues from the checkpoint Train resumes from (``reports_before``). The
+MLflow step is the loop's own epoch when it is a whole number, else the report count.
 """
 
 from __future__ import annotations
@@ -148,6 +147,5 @@ class TrialClock:
             clock, step = count, count
         if advance:
             self.last_clock, self.last_step = clock, step
-        restarts = {RESTARTS_KEY: self.restarts, FAILURE_KEY: self.failure} if self.restarts \
-            else {}
+        restarts = {RESTARTS_KEY: self.restarts, FAILURE_KEY: self.failure} if self.restarts else {}
         return {**metrics, CLOCK_KEY: clock, STEP_KEY: step, **restarts}

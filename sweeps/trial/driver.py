@@ -33,8 +33,7 @@ log = logging.getLogger(__name__)
 
 
 def run_trial(sampled: dict[str, Any], plan: TrialPlan) -> None:
-    """Tune function trainable: run this trial on its backend to completion (or until
-    stopped)."""
+    """Tune function trainable: run this trial on its backend to completion (or until stopped)."""
     from ray import tune
 
     trial_id = tune.get_context().get_trial_id()

@@ -92,15 +92,13 @@ def from_train_run(error: BaseException, world_size: int) -> BaseException:
     if not failures:
         return error
     ranks = sorted(failures)
-    own = [r for r in ranks if not is_consequence(failures[r])] or ranks
-    rank = own[0]
+    rank = ([r for r in ranks if not is_consequence(failures[r])] or ranks)[0]
     cause = failures[rank]
     if not isinstance(cause, Exception) or not _carries_marks(cause):
         return error
     line = first_line(cause)
     same = [r for r in ranks if r != rank and first_line(failures[r]) == line]
-    others = [f"rank {r}: {first_line(failures[r])}" for r in ranks
-              if r != rank and r not in same]
+    others = [f"rank {r}: {first_line(failures[r])}" for r in ranks if r != rank and r not in same]
     return own_error(cause, rank, world_size, _snippet(str(error), rank), others, same)
 
 

@@ -155,8 +155,7 @@ class TrainBackend(TrialBackend):
         # Read by the Train controller this process starts (Ray propagates RAY_TRAIN_* vars).
         attempt_s, start_failures = start_limits(opts.start_timeout_s,
                                                  elastic=opts.max_workers is not None)
-        os.environ.update(controller_env(opts.poll_interval_s, attempt_s,
-                                         opts.preemption_watcher))
+        os.environ.update(controller_env(opts.poll_interval_s, attempt_s, opts.preemption_watcher))
         trainer = trainer_class()(
             train_loop_per_worker=loop_entry(import_trainable(plan.trainable),
                                              plan.context(trial_id)),
