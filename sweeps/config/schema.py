@@ -20,22 +20,9 @@ from sweeps.config.loop_api import settle_workers
 from sweeps.config.search_path import active
 from sweeps.errors import ConfigError
 
-__all__ = [
-    "SweepConfig",
-    "SweepSection",
-    "BudgetSection",
-    "ExperimentSection",
-    "SearchSection",
-    "SchedulerSection",
-    "ScalingSection",
-    "CheckpointSection",
-    "TrialSection",
-    "RaySection",
-    "TrackingSection",
-    "register_schema",
-    "to_config",
-    "available_experiments",
-]
+__all__ = ["SweepConfig", "SweepSection", "BudgetSection", "ExperimentSection", "SearchSection",
+           "SchedulerSection", "ScalingSection", "CheckpointSection", "TrialSection", "RaySection",
+           "TrackingSection", "register_schema", "to_config", "available_experiments"]
 
 SEARCH_ALGORITHMS = ("tpe", "random", "grid", "optuna")
 SCHEDULERS = ("asha", "none", "pbt")

@@ -1,4 +1,4 @@
-"""sweeps status SWEEP_DIR | NAME
+"""sweeps status SWEEP_DIR | NAME [--json]
 
     sweeps status outputs/digits        # a sweep directory: a path, or s3://bucket/prefix/name
     python -m sweeps status digits      # a NAME that is no path: outputs/NAME, sweep.dir's default
@@ -24,48 +24,34 @@ from typing import Any
 from sweeps import files
 from sweeps.layout import SweepLayout
 from sweeps.lease import Holder
-from sweeps.protocol import CLOCK_KEY
-from sweeps.report.sweep_state import find_sweep, read_sweep
+from sweeps.protocol import CLOCK_KEY, RESTARTS_KEY
+from sweeps.report.sweep_state import SweepView, find_sweep, read_sweep
 from sweeps.resume.notes import continues_from
 from sweeps.search.grid import grid_size
 from sweeps.search.space import parse_space
+from sweeps.search.warm_start_sources import read_sweep_dir
 from sweeps.storage.journal import Journal
 from sweeps.storage.location import display, uri_of
 from sweeps.trial.clock import finite_float
 
-__all__ = ["main", "find_sweep", "status_lines"]
+__all__ = ["main", "find_sweep", "status_json", "status_lines"]
+HOLDER_KEYS = ("host", "pid", "job", "command", "heartbeat_s")  # --json's "holder"
 
 
 def status_lines(root: Path) -> list[str]:
     """What ``sweeps status`` prints for the sweep directory ``root``; ``FileNotFoundError``
     when it holds no sweep (``read_sweep``)."""
     view = read_sweep(root)
-    layout, live, record, metric = SweepLayout(root), view.live, view.record, view.objective.metric
-    mode = view.objective.mode
+    layout, live, record = SweepLayout(root), view.live, view.record
     moving_status = "running" if live else "interrupted"
     counts = {label: sum(t.status == status for t in view.trials) for label, status in (
         ("completed", "completed"), ("stopped early", "stopped"), ("failed", "failed"),
         (moving_status, moving_status))}
-    best: tuple[float, str, float] | None = None
-    sign = 1.0 if mode == "max" else -1.0
-    for t in view.trials:
-        for r in t.history:
-            value = finite_float(r.get(metric))
-            if value is not None and (best is None or sign * value > sign * best[0]):
-                best = (value, t.trial_id, finite_float(r.get(CLOCK_KEY)) or 0.0)
     moving = [continues_from(layout.run_dir(t.trial_id)) if not live
               else f"{t.trial_id} (epoch {t.clock:g})" if t.clock else f"{t.trial_id} (starting)"
               for t in view.trials if t.status == moving_status]
-    ident = record.identity if record else {}
-    search, total = view.cfg.get("search") or {}, 0  # trials the sweep runs (0: unknown)
-    if search.get("algorithm") != "grid":
-        total = int(ident.get("search.num_samples") or search.get("num_samples") or 0)
-    else:
-        with contextlib.suppress(ValueError, TypeError):
-            space = (view.cfg.get("experiment") or {}).get("search_space") or {}
-            total = grid_size(parse_space(space)[0])
-    counts["not started"] = max(total - sum(counts.values()),  # the budget's, if no total
-                                sum(t.status == "not started" for t in view.trials))
+    counts["not started"] = max((total := _total(view)) - sum(counts.values()),
+                                sum(t.status == "not started" for t in view.trials))  # budget's
     first = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(record.created if record else 0))
     starts = (f"started {record.starts} time{'s' if record.starts != 1 else ''}, first on "
               f"{first}") if record else "no state/sweep.json yet"
@@ -74,7 +60,8 @@ def status_lines(root: Path) -> list[str]:
              + (f" (of {total})" if total else "")]
     if moving:
         lines.append(f"  {'running' if live else 'a resume continues'}: {', '.join(moving)}")
-    lines += [_best_line(layout, live, best, metric, mode),
+    lines += [_best_line(layout, live, _best_reported(view), view.objective.metric,
+                         view.objective.mode),
               f"  epochs spent: {sum(t.clock for t in view.trials):g}", _importance_line(layout)]
     if not live and files.exists(layout.summary_csv):
         lines.append(f"  finished: {display(layout.summary_csv)}, {display(layout.best)}")
@@ -85,6 +72,50 @@ def status_lines(root: Path) -> list[str]:
         lines += [_tracking_line(layout),
                   f"  resume with: {_resume_command(root, view.holder, view.name, view.cfg)}"]
     return [line for line in lines if line]
+
+
+def _best_reported(view: SweepView) -> tuple[float, str, float] | None:
+    """(value, trial id, epoch) of the best value any trial reported, or None."""
+    best, sign = None, 1.0 if view.objective.mode == "max" else -1.0
+    for t in view.trials:
+        for r in t.history:
+            value = finite_float(r.get(view.objective.metric))
+            if value is not None and (best is None or sign * value > sign * best[0]):
+                best = (value, t.trial_id, finite_float(r.get(CLOCK_KEY)) or 0.0)
+    return best
+
+
+def _total(view: SweepView) -> int:
+    """How many trials the sweep runs (``search.num_samples``, a grid's size); 0: unknown."""
+    ident, search = view.record.identity if view.record else {}, view.cfg.get("search") or {}
+    if search.get("algorithm") != "grid":
+        return int(ident.get("search.num_samples") or search.get("num_samples") or 0)
+    with contextlib.suppress(ValueError, TypeError):
+        return grid_size(parse_space((view.cfg.get("experiment") or {}).get("search_space")
+                                     or {})[0])
+    return 0
+
+
+def status_json(root: Path) -> dict[str, Any]:
+    """What ``sweeps status DIR --json`` prints: the stable format docs/running.md#status-as-
+    json documents (each trial's ``status`` as ``sweeps.load`` has it)."""
+    view = read_sweep(root)
+    params = {f.trial_id: f.params or {} for f in read_sweep_dir(root, view.log)}
+    best, metric, total = _best_reported(view), view.objective.metric, _total(view)
+    trials = [{"id": t.trial_id, "status": t.status, "params": params.get(t.trial_id, {}),
+               "epoch": t.clock, "metric": next((v for r in reversed(t.history) if (
+                   v := finite_float(r.get(metric))) is not None), None),
+               "restarts": max((int(r.get(RESTARTS_KEY) or 0) for r in t.history), default=0)}
+              for t in view.trials]
+    statuses = {t["status"] for t in trials}
+    done = "interrupted" not in statuses and (len(trials) >= total or "not started" in statuses)
+    return {"sweep": view.name, "dir": uri_of(root), "state": "running" if view.live else
+            "finished" if done else "interrupted", "claim": view.claim.strip(),
+            "holder": view.holder and {k: getattr(view.holder, k) for k in HOLDER_KEYS},
+            "objective": {"metric": metric, "mode": view.objective.mode},
+            "best": best and {"trial": best[1], "value": best[0], "epoch": best[2]},
+            "total": total or None, "not_started": max(0, total - len(trials)),
+            "epochs_spent": sum(t.clock for t in view.trials), "trials": trials}
 
 
 def _tracking_line(layout: SweepLayout) -> str:
@@ -157,10 +188,12 @@ def main(argv: list[str] | None = None) -> int:
         epilog="Exit code 0 for a sweep, running or not; 2 when the path holds no sweep.")
     parser.add_argument("sweep", help="a sweep directory (a path, or s3://bucket/prefix/name), "
                         "or a NAME: outputs/NAME, sweep.dir's default")
+    parser.add_argument("--json", action="store_true", help="one JSON object instead: "
+                        "docs/running.md#status-as-json has its stable format")
     args = parser.parse_args(argv)
     root = find_sweep(args.sweep)
     try:
-        lines = status_lines(root)
+        lines = [json.dumps(status_json(root))] if args.json else status_lines(root)
     except OSError as exc:  # FileNotFoundError: no sweep; else the store could not be read
         named = root.parts[-2:] == ("outputs", args.sweep)
         print(f"sweeps: error: {exc}{' (a NAME is looked up as outputs/NAME)' if named else ''}",

@@ -28,7 +28,7 @@ def test_a_sweep_ranks_its_params_and_says_so_everywhere(tmp_path: Path, ray_clu
                                                         capsys) -> None:
     from sweeps import compose, load, run_sweep
     from sweeps.report.console import print_result
-    from sweeps.report.status import status_lines
+    from sweeps.report.status import status_json, status_lines
 
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     cfg = compose("conformance", [
@@ -81,6 +81,14 @@ def test_a_sweep_ranks_its_params_and_says_so_everywhere(tmp_path: Path, ray_clu
     status = status_lines(tmp_path / "sweep")
     assert "  importance (at the last end): " + ", ".join(
         f"{p} {v:.2f}" for p, v in ranked.items()) in status, status
+    # sweeps status --json: the same trials, each with its params and value, and the best
+    state = status_json(tmp_path / "sweep")
+    assert (state["state"], state["total"], state["not_started"]) == ("finished", 24, 0)
+    by_trial = {t["id"]: t for t in state["trials"]}
+    assert {t: (v["status"], v["params"]["x"], v["params"]["z"], v["metric"])
+            for t, v in by_trial.items()} == {
+        t: ("completed", row["x"], row["z"], row["loss"]) for t, row in summary.iterrows()}
+    assert state["best"]["value"] == summary["loss"].min()
 
     # optuna.log: read while the sweep ran (as a dashboard: one storage, reading on), and after
     import optuna

@@ -65,8 +65,7 @@ class PeerGroup:
         from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
         res = dict(self.resources)
-        options: dict[str, Any] = {"num_cpus": res.pop("CPU", 0.0),
-                                   "num_gpus": res.pop("GPU", 0.0)}
+        options: dict[str, Any] = {"num_cpus": res.pop("CPU", 0.0), "num_gpus": res.pop("GPU", 0.0)}
         if "memory" in res:
             options["memory"] = res.pop("memory")
         if res:
@@ -105,8 +104,7 @@ class PeerGroup:
         numbered in order of first appearance (rank 0's first), as Ray Train numbers them."""
         nodes = [ray.get_runtime_context().get_node_id(), *self.nodes]
         order = list(dict.fromkeys(nodes))
-        return [WorldSpec(world_size=len(nodes), rank=rank,
-                          local_rank=nodes[:rank].count(node),
+        return [WorldSpec(world_size=len(nodes), rank=rank, local_rank=nodes[:rank].count(node),
                           local_world_size=nodes.count(node), node_rank=order.index(node),
                           host=host, port=port, prefix=prefix, backend=backend)
                 for rank, node in enumerate(nodes)]

@@ -27,7 +27,7 @@ from sweeps.layout import SweepLayout
 from sweeps.lease import Holder, LocalClaims, claim_store, hold, this_driver
 from sweeps.lease.holder import boot_id, pid_namespace
 from sweeps.protocol import CLOCK_KEY, checkpoint_dir_name
-from sweeps.report.status import main, status_lines
+from sweeps.report.status import main, status_json, status_lines
 from sweeps.resume.notes import resume_notes
 from sweeps.resume.state import new_record, save_record
 from sweeps.search.outcome import Objective
@@ -153,6 +153,37 @@ def test_a_released_sweep_says_what_a_resume_continues_and_how(tmp_path) -> None
     # what the resume itself will say (its ended trials come from the scheduler's own reader)
     resuming = resume_notes(SweepLayout(root), 4, ended_trials(root))[0]
     assert "1 continue (c after epoch 2)" in resuming and "2 of 4 trials had ended" in resuming
+
+
+def test_json_says_the_state_the_holder_and_every_trial(tmp_path, capsys) -> None:
+    """``--json``: one object in the documented format, live, then after the driver left,
+    then finished; the params come from the trials' starts as the journal keeps them."""
+    from sweeps.storage.journal import Journal
+
+    root = _trials(_sweep(tmp_path / "s"))
+    for trial, lr in (("a", 0.1), ("b", 0.2), ("c", 0.3)):
+        Journal(SweepLayout(root).tracking).append(
+            {"op": "trial_start", "trial": trial, "params": {"lr": lr}, "t": time.time()})
+    with hold(claim_store(root), _me()):
+        assert main([str(root), "--json"]) == 0
+    live = json.loads(capsys.readouterr().out)
+    assert (live["state"], live["holder"]["pid"], live["holder"]["command"]) == (
+        "running", os.getpid(), COMMAND)
+    assert live["claim"].startswith(f"live: held by host {socket.gethostname()}")
+    assert live["best"] == {"trial": "c", "value": 0.97, "epoch": 2.0}
+    assert (live["total"], live["not_started"], live["epochs_spent"]) == (4, 1, 6.0)
+    assert live["objective"] == {"metric": "val_acc", "mode": "max"}
+    assert [(t["id"], t["status"], t["params"], t["epoch"], t["metric"], t["restarts"])
+            for t in live["trials"]] == [("a", "completed", {"lr": 0.1}, 3.0, 0.9, 0),
+                                         ("b", "stopped", {"lr": 0.2}, 1.0, 0.1, 0),
+                                         ("c", "running", {"lr": 0.3}, 2.0, 0.97, 0)]
+    left = status_json(root)  # released: c waits for a resume
+    assert (left["state"], left["trials"][2]["status"]) == ("interrupted", "interrupted")
+    assert left["holder"]["pid"] == os.getpid()
+    asha = _scheduler(root)
+    _train(root, asha, "c", [0.95, 0.97, 0.98])
+    _train(root, asha, "d", [0.2])
+    assert status_json(root)["state"] == "finished"
 
 
 def test_a_dead_driver_on_this_host_is_named_as_gone(tmp_path) -> None:
