@@ -108,7 +108,7 @@ class Peer:
     def __init__(self, trainable: str | None = None) -> None:
         self._stores: dict[tuple[str, int], Any] = {}
         if trainable:  # imported while rank 0 imports it; run() raises what this one may
-            with contextlib.suppress(Exception):
+            with contextlib.suppress(Exception, SystemExit):
                 import_trainable(trainable)
 
     def node(self) -> str:

@@ -96,8 +96,10 @@ class PeerGroup:
             self.peers[index] = actor.options(**self._options(index + 1)).remote(trainable)
             self._starting.add(index)
         if wait:
-            self.nodes = ray.get([p.node.remote() for p in self.peers])
-            self._starting.clear()
+            try:
+                self.nodes = ray.get([p.node.remote() for p in self.peers])
+            finally:  # (a peer that died starting is checked, and replaced, by the next call)
+                self._starting.clear()
 
     def worlds(self, host: str, port: int, prefix: str, backend: str) -> list[WorldSpec]:
         """Every rank's place: rank 0 here, then the peers; local ranks by node, nodes
