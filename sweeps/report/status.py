@@ -107,8 +107,9 @@ def status_json(root: Path) -> dict[str, Any]:
                    v := finite_float(r.get(metric))) is not None), None),
                "restarts": max((int(r.get(RESTARTS_KEY) or 0) for r in t.history), default=0)}
               for t in view.trials]
-    statuses = {t["status"] for t in trials}
-    done = "interrupted" not in statuses and (len(trials) >= total or "not started" in statuses)
+    statuses = [t["status"] for t in trials]
+    done = bool(statuses) and "interrupted" not in statuses and (
+        len(statuses) >= total or "not started" in statuses)
     return {"sweep": view.name, "dir": uri_of(root), "state": "running" if view.live else
             "finished" if done else "interrupted", "claim": view.claim.strip(),
             "holder": view.holder and {k: getattr(view.holder, k) for k in HOLDER_KEYS},

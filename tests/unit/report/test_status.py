@@ -186,6 +186,22 @@ def test_json_says_the_state_the_holder_and_every_trial(tmp_path, capsys) -> Non
     assert status_json(root)["state"] == "finished"
 
 
+def test_json_a_sweep_with_no_trial_is_not_finished_and_one_the_budget_ended_is(
+        tmp_path) -> None:
+    from sweeps.search.decisions import decision_log
+
+    root = _sweep(tmp_path / "s", samples=3)
+    assert (status_json(root)["state"], status_json(root)["trials"]) == ("interrupted", [])
+    asha = _scheduler(root)
+    _train(root, asha, "a", [0.5, 0.7, 0.9])
+    _train(root, asha, "b", [0.1])
+    decision_log(root).append({"trial": "d", "epoch": 0, "action": "STOP", "budget": "epochs",
+                               "limit": 4.0, "t": time.time(), "metrics": {}})
+    state = status_json(root)
+    assert [t["status"] for t in state["trials"]] == ["completed", "stopped", "not started"]
+    assert (state["state"], state["not_started"]) == ("finished", 0)
+
+
 def test_a_dead_driver_on_this_host_is_named_as_gone(tmp_path) -> None:
     root = _trials(_sweep(tmp_path / "s"))
     gone = subprocess.Popen([sys.executable, "-c", "pass"])
