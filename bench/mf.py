@@ -157,20 +157,23 @@ def gaps(result: dict[str, Any], ours: str = "sweeps-default") -> dict[str, dict
     out = {}
     for task, row in result["tasks"].items():
         peers = {n: r["median_regret"] for n, r in row["contenders"].items() if n != ours}
+        if not peers or ours not in row["contenders"]:
+            continue
         best = min(peers, key=peers.__getitem__)
         out[task] = {"best_peer": best,
                      "behind_by": row["contenders"][ours]["median_regret"] - peers[best]}
     return out
 
 
-def run(seeds: list[int], tasks: list[str], budget: int, jobs: int) -> dict[str, Any]:
+def run(seeds: list[int], tasks: list[str], budget: int, jobs: int,
+        contenders: tuple[str, ...] = CONTENDERS) -> dict[str, Any]:
     """Every task, contender and seed, ``jobs`` at once; the summary."""
     from bench.mf_loop import optimum
 
     budget_epochs = budget * MAX_FIDELITY
-    work = [(t, c, s, budget_epochs) for t in tasks for s in seeds for c in CONTENDERS]
+    work = [(t, c, s, budget_epochs) for t in tasks for s in seeds for c in contenders]
     runs: dict[str, dict[str, dict[int, Evaluations]]] = {
-        t: {c: {} for c in CONTENDERS} for t in tasks}
+        t: {c: {} for c in contenders} for t in tasks}
     start = time.time()
     with ProcessPoolExecutor(jobs) as pool:
         for task, contender, seed, evaluations in pool.map(_one, work):
@@ -195,9 +198,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--budget", type=int, default=30,
                         help="full-fidelity evaluations' worth (100 epochs each)")
     parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--contenders", nargs="+", choices=CONTENDERS, default=list(CONTENDERS),
+                        help="a subset (the table and the gaps need sweeps-default and a peer)")
     parser.add_argument("--out", default=str(RESULTS / "mf.json"))
     args_list = list(sys.argv[1:] if argv is None else argv)
     args = parser.parse_args(args_list)
+    if len(args.contenders) < len(CONTENDERS) and args.out == parser.get_default("out"):
+        parser.error("--contenders with a subset needs --out (bench/results/mf.json is the table)")
     if not all(importlib.util.find_spec(m) for m in ("mfpbench", "dehb")):
         if os.environ.get(IN_VENV):
             raise RuntimeError(f"{VENV} cannot import mfpbench and dehb; delete it to remake it")
@@ -206,7 +213,7 @@ def main(argv: list[str] | None = None) -> int:
         return subprocess.run([str(python), "-m", "bench.mf", *args_list], cwd=ROOT,
                               env=env).returncode
     result = {"command": " ".join(["python -m bench.mf", *args_list]),
-              **run(args.seeds, args.tasks, args.budget, args.jobs)}
+              **run(args.seeds, args.tasks, args.budget, args.jobs, tuple(args.contenders))}
     Path(args.out).write_text(json.dumps(result, indent=1) + "\n")
     print(format_markdown(result))
     for task, gap in gaps(result).items():
