@@ -36,10 +36,9 @@ WORLD_SIZE_ATTR = "sweeps_world_size"
 # does not retry it): the reason, which the scheduler makes the trial's verdict
 # (sweeps.loop.gpu_memory: a trial out of GPU memory).
 ERROR_KEY = "sweeps_error"
-# On every report after a trial's loop raised and was restarted from its checkpoint (by the
-# inline backend, or by Ray Train: trial.max_failures): how many times, and the last failure
-# in one line (sweeps.trial.clock.TrialClock.restarted); the console, the summary and MLflow
-# show them.
+# On every report after a trial's loop raised and was restarted from its checkpoint (by the inline
+# backend, or by Ray Train: trial.max_failures): how many times, and the last failure in one line
+# (sweeps.trial.clock.TrialClock.restarted); the console, the summary and MLflow show them.
 RESTARTS_KEY = "sweeps_restarts"
 FAILURE_KEY = "sweeps_last_failure"
 

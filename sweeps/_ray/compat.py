@@ -97,8 +97,7 @@ def _probes() -> dict[str, Callable[[], None]]:
             "dataset_shards"),
         "Train's worker API methods": _attrs(
             f"{train_fn.TRAIN_FN_UTILS_MODULE}:LocalTrainFnUtils", "report", "get_checkpoint",
-            "get_dataset_shard", "get_context", "is_distributed",
-            "get_all_reported_checkpoints"),
+            "get_dataset_shard", "get_context", "is_distributed", "get_all_reported_checkpoints"),
         "Train's local-mode context": _params(
             f"{train_fn.CONTEXT_MODULE}:LocalTrainContext.__init__", "experiment_name",
             "world_size", "world_rank", "local_rank", "local_world_size", "node_rank"),

@@ -104,8 +104,7 @@ def rebuilt(checkpoints: Iterable[tuple[str, dict[str, Any], int]],
     latest_result = next((r for r in results if r["checkpoint_dir_name"] == latest_name),
                          results[-1] if results else None)
     return {"ray_version": ray_version, "checkpoint_results": results,
-            "checkpoint_report_indices": indices,
-            "latest_checkpoint_result": latest_result,
+            "checkpoint_report_indices": indices, "latest_checkpoint_result": latest_result,
             "pending_training_results": [], "pending_validation_specs": [],
             "current_report_index": next_index if next_index is not None
             else (indices[-1] + 1) if indices else 0,

@@ -63,8 +63,7 @@ class _View:
     def loaded_checkpoint(self) -> Any:
         if not self._tune:
             return _as_in_a_train_worker("get_checkpoint")
-        utils = importlib.import_module(TRAIN_FN_UTILS_MODULE)
-        found = utils.get_train_fn_utils().get_checkpoint()
+        found = importlib.import_module(TRAIN_FN_UTILS_MODULE).get_train_fn_utils().get_checkpoint()
         if found is None:
             return None
         from ray.tune import Checkpoint

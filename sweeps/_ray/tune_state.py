@@ -2,23 +2,22 @@
 
     save_experiment_state(tune_controller)     # sweeps.search.scheduler_log, before a trial
 
-A scheduler saves Tune's experiment state before a new trial can start
-(``save_experiment_state``): Tune's own save runs once a second, so a trial added and started
-inside that second was unknown to a resume after a kill -9 (its MLflow run and files orphaned,
-the search suggesting another). Schedulers get the controller behind Tune's
-``TrialRunnerWrapper``. ``TuneController.save_to_dir()`` writes the state into Tune's local
-staging directory (``controller._storage.experiment_driver_staging_path``: the state files
-that Tune's resume reads back, ``*.json``/``*.pkl`` at the top, and each trial's result files
-below, which the summary reads); the adapter then uploads the files that changed since its
-last save to the experiment directory on ``storage_filesystem``, each written beside and moved
-into place, the state files last. Tune's own save copies the whole staging directory, every
-ended trial's files again: 0.1 s at 200 trials and growing, once a second in a thread of the
-driver. So from the first save on, Tune's own saves (its period, the save forced after trial
-checkpoints, the last one) come here too, through its checkpoint manager; the state file's
-unchanged trial entries are not encoded again either (``sweeps._ray.tune_state_file``).
-Tune's background sync is waited for first (``storage.syncer.wait()``) so the two never write
-the same file. Public route: none (``CheckpointConfig`` forces a save only after a trial's
-checkpoints).
+A scheduler saves Tune's experiment state before a new trial can start (``save_experiment_state``):
+Tune's own save runs once a second, so a trial added and started inside that second was unknown to a
+resume after a kill -9 (its MLflow run and files orphaned, the search suggesting another).
+Schedulers get the controller behind Tune's ``TrialRunnerWrapper``. ``TuneController.save_to_dir()``
+writes the state into Tune's local staging directory
+(``controller._storage.experiment_driver_staging_path``: the state files that Tune's resume reads
+back, ``*.json``/``*.pkl`` at the top, and each trial's result files below, which the summary
+reads); the adapter then uploads the files that changed since its last save to the experiment
+directory on ``storage_filesystem``, each written beside and moved into place, the state files last.
+Tune's own save copies the whole staging directory, every ended trial's files again: 0.1 s at 200
+trials and growing, once a second in a thread of the driver. So from the first save on, Tune's own
+saves (its period, the save forced after trial checkpoints, the last one) come here too, through its
+checkpoint manager; the state file's unchanged trial entries are not encoded again either
+(``sweeps._ray.tune_state_file``). Tune's background sync is waited for first
+(``storage.syncer.wait()``) so the two never write the same file. Public route: none
+(``CheckpointConfig`` forces a save only after a trial's checkpoints).
 """
 
 from __future__ import annotations

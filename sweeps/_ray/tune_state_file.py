@@ -2,13 +2,12 @@
 
     save_to_dir(controller)        # sweeps._ray.tune_state.save_experiment_state
 
-``TuneController.save_to_dir()`` writes the state files that Tune's resume reads back into
-Tune's local staging directory; here that same call runs with
-``ray.tune.execution.tune_controller``'s ``json`` swapped for ``_CachedTrialsJson`` for the
-call only (Tune's ``json.dump`` re-encodes every trial's entry on every save: 11-15 ms at 200
-trials, in Tune's loop, where reusing each unchanged trial's encoded text costs 0.4 ms), the
-old staging copy removed first, and a Ray Dataset in a trial's config saved as its plan. The
-bytes written are ``json.dumps``'s. Public route: none.
+``TuneController.save_to_dir()`` writes the state files that Tune's resume reads back into Tune's
+local staging directory; here that same call runs with ``ray.tune.execution.tune_controller``'s
+``json`` swapped for ``_CachedTrialsJson`` for the call only (Tune's ``json.dump`` re-encodes every
+trial's entry on every save: 11-15 ms at 200 trials, in Tune's loop, where reusing each unchanged
+trial's encoded text costs 0.4 ms), the old staging copy removed first, and a Ray Dataset in a
+trial's config saved as its plan. The bytes written are ``json.dumps``'s. Public route: none.
 """
 
 from __future__ import annotations

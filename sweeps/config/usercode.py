@@ -83,8 +83,7 @@ def import_function(ref: str, key: str, example: str) -> Any:
         raise ConfigError(key, ref, f"raised {type(exc).__name__} on import ({exc})",
                           f"fix the error in {module_name}") from exc
     if not hasattr(module, attr):
-        public = sorted(n for n, v in vars(module).items()
-                        if callable(v) and not n.startswith("_")
+        public = sorted(n for n, v in vars(module).items() if callable(v) and not n.startswith("_")
                         and getattr(v, "__module__", None) == module.__name__)
         close = difflib.get_close_matches(attr, public, n=1)
         hint = f"did you mean {module_name}:{close[0]}? " if close else ""

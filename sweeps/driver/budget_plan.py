@@ -60,8 +60,7 @@ def budget_plan(cfg: SweepConfig, estimate: Any, resumed: Any = None) -> list[st
             lines.append(f"    epochs {epochs:g} of worst case {estimate.worst}"
                          + (f", ASHA expected ~{expected:.1f}" if cfg.scheduler.name == "asha"
                             else "")
-                         + (": the budget will likely end it early" if epochs < expected
-                            else ""))
+                         + (": the budget will likely end it early" if epochs < expected else ""))
         rung = first_rung(cfg)
         if epochs < rung:
             what = "scheduler.grace_period" if cfg.scheduler.name == "asha" else "one epoch"

@@ -79,8 +79,7 @@ def objective_of(cfg: SweepConfig) -> Objective:
 
 
 def trial_plan(cfg: SweepConfig, constants: dict[str, Any], plan: ResourcePlan,
-               sweep_dir: Path, sweep_id: str,
-               ended: dict[str, dict[str, Any]] | None = None,
+               sweep_dir: Path, sweep_id: str, ended: dict[str, dict[str, Any]] | None = None,
                datasets: dict[str, Any] | None = None) -> TrialPlan:
     """The per-sweep context every trial driver receives (``ended``: trials a resumed sweep
     knows have ended, with their final metrics; ``datasets``: the built Ray Datasets)."""
@@ -89,13 +88,11 @@ def trial_plan(cfg: SweepConfig, constants: dict[str, Any], plan: ResourcePlan,
         sweep_id=sweep_id, trainable=e.trainable, params=dict(e.params), constants=constants,
         train_storage=str(SweepLayout(sweep_dir).train), worker_resources=plan.worker_resources,
         num_workers=plan.num_workers, use_gpu=plan.use_gpu, objective=objective_of(cfg),
-        time_attr=e.time_attr,
-        checkpoint_every=cfg.checkpoint.every, checkpoint_keep=cfg.checkpoint.keep,
-        max_failures=cfg.trial.max_failures, seed=cfg.sweep.seed, ended=ended or {},
-        datasets=datasets or {}, executor=plan.executor,
+        time_attr=e.time_attr, checkpoint_every=cfg.checkpoint.every,
+        checkpoint_keep=cfg.checkpoint.keep, max_failures=cfg.trial.max_failures,
+        seed=cfg.sweep.seed, ended=ended or {}, datasets=datasets or {}, executor=plan.executor,
         backend_options=backend_for(plan.executor).options(cfg, plan), backend=plan.backend,
-        loop_api=plan.loop_api,
-        system_metrics=cfg.tracking.enabled and cfg.tracking.system_metrics,
+        loop_api=plan.loop_api, system_metrics=cfg.tracking.enabled and cfg.tracking.system_metrics,
     )
 
 
@@ -136,18 +133,15 @@ def build_tuner(cfg: SweepConfig, params: list[Param], trial: TrialPlan, plan: R
         _trainable(trial),
         param_space=tune_param_space(cfg, params),
         tune_config=tune.TuneConfig(
-            metric=cfg.experiment.metric, mode=cfg.experiment.mode,
-            search_alg=search_alg,
+            metric=cfg.experiment.metric, mode=cfg.experiment.mode, search_alg=search_alg,
             scheduler=make_scheduler(cfg, sweep_dir, params, ledger),
             num_samples=1 if cfg.search.algorithm == "grid" else cfg.search.num_samples,
-            max_concurrent_trials=limit,
-            trial_dirname_creator=lambda t: t.trial_id,
+            max_concurrent_trials=limit, trial_dirname_creator=lambda t: t.trial_id,
             reuse_actors=reuses_process(cfg, trial.executor),
         ),
         run_config=tune.RunConfig(
             name=storage_of(sweep_dir)[1], storage_path=storage_of(sweep_dir)[0],
-            callbacks=callbacks,
-            verbose=1 if cfg.sweep.verbose else 0,
+            callbacks=callbacks, verbose=1 if cfg.sweep.verbose else 0,
             failure_config=tune.FailureConfig(max_failures=cfg.trial.max_retries),
         ),
     )

@@ -91,8 +91,7 @@ def acquire(store: ClaimStore, me: Holder) -> Claim:
             raise busy_error(store, holder, verdict, me.expiry_s)
         if store.create(gen + 1, me.to_bytes()):
             return Claim(gen + 1, holder, verdict)
-        newest = store.latest()
-        if newest > gen:  # another driver won this generation: judge its claim next
+        if store.latest() > gen:  # another driver won this generation: judge its claim next
             gen, holder, verdict = inspect(store, me)
         else:  # no racer has won yet (object stores): the lowest bid may still be settling
             time.sleep(store.settle_s + random.uniform(0.2, 1.5))

@@ -146,8 +146,7 @@ class TrialSession:
                 factory, kwargs = self._model_spec
                 save_checkpoint(tmp, {
                     "model_state": _unwrap(model).state_dict(),
-                    "optimizer_state": optimizer.state_dict(),
-                    "epoch": epoch, "metrics": metrics,
+                    "optimizer_state": optimizer.state_dict(), "epoch": epoch, "metrics": metrics,
                     "model_factory": factory, "model_kwargs": kwargs, "params": self.params,
                 })
                 checkpoint = ray.train.Checkpoint.from_directory(tmp)

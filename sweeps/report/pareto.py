@@ -103,8 +103,7 @@ def pareto_front(rows: Sequence[Mapping[str, Any]] | pd.DataFrame,
     ok = points[valid]  # every objective turned into "lower is better"
     no_worse = (ok[:, None, :] <= ok[None, :, :]).all(axis=2)  # [j, i]: j no worse than i
     better = (ok[:, None, :] < ok[None, :, :]).any(axis=2)
-    dominated = (no_worse & better).any(axis=0)
-    return [labels[i] for i in np.flatnonzero(valid)[~dominated]]
+    return [labels[i] for i in np.flatnonzero(valid)[~(no_worse & better).any(axis=0)]]
 
 
 def front_of(table: pd.DataFrame, objectives: Mapping[str, str],

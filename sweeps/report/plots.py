@@ -172,8 +172,7 @@ def metric_vs_params(table: pd.DataFrame, params: list[Param], metric: str, path
 
 
 def plot_sweep(table: pd.DataFrame, histories: dict[str, pd.DataFrame], params: list[Param],
-               metric: str, best_id: str | None, out_dir: Path,
-               pareto: ParetoFront | None = None,
+               metric: str, best_id: str | None, out_dir: Path, pareto: ParetoFront | None = None,
                importance: Importance | None = None) -> list[Path]:
     """Write the three plots, ``pareto.png`` when given a multi-objective sweep's front
     (``Summary.pareto``) and ``importance.png`` when given a ranking (``Summary.importance``);

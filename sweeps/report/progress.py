@@ -61,12 +61,11 @@ class ProgressLines(Callback):
 
     def kept(self, records: list[dict[str, Any]]) -> None:
         """A resumed sweep: count the trials its earlier runs ended, and the best value they
-        reported, from the scheduler's decision log (``records``). Tune restores those trials
-        ended and calls no end hook for them, so the lines would otherwise start at "0/N done"
-        with a best that ignores them. A trial the scheduler failed (its metric missing, GPU
-        memory) ended with the log's STOP and counts as done; one whose loop raised has no
-        end in the log (a resume runs it again) and does not. A screened NaN/inf value (logged
-        as the worst) is no best.
+        reported, from the scheduler's decision log (``records``). Tune restores those trials ended
+        and calls no end hook for them, so the lines would otherwise start at "0/N done" with a best
+        that ignores them. A trial the scheduler failed (its metric missing, GPU memory) ended with
+        the log's STOP and counts as done; one whose loop raised has no end in the log (a resume
+        runs it again) and does not. A screened NaN/inf value (logged as the worst) is no best.
 
         Example:
             >>> lines = ProgressLines(Objective("acc", "max", 3), total=4)

@@ -39,10 +39,9 @@ def resume_notes(layout: SweepLayout, num_samples: int,
     for run_dir in unended_runs(layout, ended):
         notes += repair_run(run_dir)
         continuing.append(continues_from(run_dir))
-    left = max(0, num_samples - len(ended) - len(continuing))
     line = (f"resuming: {len(ended)} of {num_samples} trials had ended and are kept; "
             f"{len(continuing)} continue ({', '.join(continuing) or 'none'}); "
-            f"{left} not started yet")
+            f"{max(0, num_samples - len(ended) - len(continuing))} not started yet")
     return line, notes
 
 

@@ -187,8 +187,7 @@ class BudgetLedger:
 
     def spent(self) -> dict[str, float]:
         """Every amount, spent so far over all starts (wall in seconds)."""
-        return {"epochs": self.epochs.total(),
-                "worker_hours": (self.ws_before + self.ws) / 3600,
+        return {"epochs": self.epochs.total(), "worker_hours": (self.ws_before + self.ws) / 3600,
                 "wall": self.wall_before + (self._now() - self._t0)}
 
     def tick(self, force: bool = False) -> None:

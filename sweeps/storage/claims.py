@@ -4,14 +4,13 @@
     store.create(3, holder.to_bytes())      # True for exactly one of any number of racers
     store.age(3)                            # seconds since generation 3 was written
 
-Claims are numbered generations under ``<sweep dir>/state/claims/NNNNNN.json``; a driver takes
-the sweep by exclusively *creating* generation ``g + 1`` after judging ``g`` free, and only its
-holder rewrites it (heartbeats, release); none is deleted (it could be created twice). How the
-create stays exclusive (a hard link, else ``O_CREAT | O_EXCL``; on an object store a bid listed
-back, settling ``SETTLE_S``, ignored after ``BID_TTL_S``) and why ages use the storage's clock
-(a probe's modification time; this host's where none can be written):
-docs/running.md#one-driver-per-sweep. It assumes no racer stalls longer than ``BID_TTL_S``
-between writing its bid and listing.
+Claims are numbered generations under ``<sweep dir>/state/claims/NNNNNN.json``; a driver takes the
+sweep by exclusively *creating* generation ``g + 1`` after judging ``g`` free, and only its holder
+rewrites it (heartbeats, release); none is deleted (it could be created twice). How the create stays
+exclusive (a hard link, else ``O_CREAT | O_EXCL``; on an object store a bid listed back, settling
+``SETTLE_S``, ignored after ``BID_TTL_S``) and why ages use the storage's clock (a probe's
+modification time; this host's where none can be written): docs/running.md#one-driver-per-sweep. It
+assumes no racer stalls longer than ``BID_TTL_S`` between writing its bid and listing.
 """
 
 from __future__ import annotations

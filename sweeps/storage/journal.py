@@ -10,12 +10,11 @@ re-applying one whose reply was lost does not duplicate it. A crash mid-append l
 one torn last line, skipped on read; the applied count is written atomically (renamed).
 
 Reads are incremental, as a full re-read made each trial's end slower than the last
-(``bench.scale``): ``pending()`` (after every append) reads complete lines from the first
-unapplied record's offset; ``records()`` of a local journal only what was appended since this
-process last read it (a per-process cache by path). On an object store (``sweeps.files``) each
-record is its own object: ``records()`` reads them all (what another process wrote);
-``pending()``, only in the process that appends, reads the store once, then keeps its appends
-in memory.
+(``bench.scale``): ``pending()`` (after every append) reads complete lines from the first unapplied
+record's offset; ``records()`` of a local journal only what was appended since this process last
+read it (a per-process cache by path). On an object store (``sweeps.files``) each record is its own
+object: ``records()`` reads them all (what another process wrote); ``pending()``, only in the
+process that appends, reads the store once, then keeps its appends in memory.
 """
 
 from __future__ import annotations

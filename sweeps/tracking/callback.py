@@ -263,8 +263,7 @@ class MLflowTracking(Callback):
         ended_well = (outcomes or {}).get("completed", 0) + (outcomes or {}).get("stopped", 0)
         status = status or ("FINISHED" if produced and (ended_well or not outcomes) else "FAILED")
         self.record({"op": "sweep_end", "summary_csv": str(summary_csv) if summary_csv else None,
-                     "best": best, "status": status, "tags": tags,
-                     "importance": importance or {}})
+                     "best": best, "status": status, "tags": tags, "importance": importance or {}})
         return self._close(self.settings.flush_timeout_s)
 
     def _pareto(self, front: ParetoFront) -> dict[str, str]:

@@ -129,8 +129,7 @@ class TrackingWriter:
                 self.why, self.fix = f"MLflow does not answer ({_said(exc)})", FIX
                 if self.failures == 1 or self.failures % 10 == 0:
                     log.warning("MLflow unreachable (%s); training goes on, %d record(s) wait "
-                                "in %s", _said(exc), len(self.journal.pending()),
-                                self.journal.path)
+                                "in %s", _said(exc), len(self.journal.pending()), self.journal.path)
                 return False
             except Exception as exc:  # the server refused this record for good: say so, go on
                 log.warning("MLflow rejected a %s record (%s); skipped", record.get("op"),

@@ -20,10 +20,7 @@ from sweeps.trial.backends.train import TrainBackend
 __all__ = ["AUTO", "BACKENDS", "DEFAULT", "BackendRequest", "Refusal", "TrialAttempt",
            "TrialBackend", "backend_for", "check_executor", "choose_backend"]
 
-BACKENDS: dict[str, type[TrialBackend]] = {
-    "train": TrainBackend,
-    "inline": InlineBackend,
-}
+BACKENDS: dict[str, type[TrialBackend]] = {"train": TrainBackend, "inline": InlineBackend}
 DEFAULT = "train"  # what auto falls back to: Ray Train itself
 AUTO = "auto"
 

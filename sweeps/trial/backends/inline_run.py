@@ -4,14 +4,13 @@
     run.report(metrics, checkpoint)          # ray.train.report, served inline (rank 0)
 
 Each reported checkpoint is copied into the trial's run directory (``<sweep dir>/train/<trial
-id>/<name>``, atomically), registered in Train's run snapshot
-(``checkpoint_manager_snapshot.json``, the best ``checkpoint.keep`` by the sweep metric plus
-the latest, as Train keeps them), stamped with the trial's clock, appended to the report log
-and handed to Tune with its ``checkpoint_path``, before ``report`` returns; the report that
-reaches the budget (``scheduler.max_t``) is handed over when the loop returns or reports
-again, so the loop's code after its last report runs, as it does in a Train run. So resume,
-the best checkpoint, MLflow and a later ``trial.executor=train`` run of the same trial all
-read it unchanged (``sweeps.trial.backends.inline`` runs the loop).
+id>/<name>``, atomically), registered in Train's run snapshot (``checkpoint_manager_snapshot.json``,
+the best ``checkpoint.keep`` by the sweep metric plus the latest, as Train keeps them), stamped with
+the trial's clock, appended to the report log and handed to Tune with its ``checkpoint_path``,
+before ``report`` returns; the report that reaches the budget (``scheduler.max_t``) is handed over
+when the loop returns or reports again, so the loop's code after its last report runs, as it does in
+a Train run. So resume, the best checkpoint, MLflow and a later ``trial.executor=train`` run of the
+same trial all read it unchanged (``sweeps.trial.backends.inline`` runs the loop).
 """
 
 from __future__ import annotations

@@ -27,9 +27,8 @@ __all__ = ["PeerError", "own_error", "from_train_run", "attempt_error", "peer_fa
            "first_reason", "is_consequence", "first_line"]
 
 # What a rank reads when another rank of its run failed (a symptom, never the cause): gloo's and
-# NCCL's closed, reset or aborted connections, and the inline executor's own "another rank
-# failed" (PeerFailed, TrialStopped). A timeout is not among them: a rank's own collective can
-# time out.
+# NCCL's closed, reset or aborted connections, and the inline executor's own "another rank failed"
+# (PeerFailed, TrialStopped). A timeout is not among them: a rank's own collective can time out.
 _SYMPTOMS = ("Connection closed by peer", "Connection reset by peer", "Broken pipe",
              "NCCL communicator was aborted")
 _SNIPPET = re.compile(r"^\[Rank ([\d, ]+) Error Snippet\]:", re.MULTILINE)

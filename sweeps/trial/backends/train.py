@@ -159,8 +159,7 @@ class TrainBackend(TrialBackend):
         trainer = trainer_class()(
             train_loop_per_worker=loop_entry(import_trainable(plan.trainable),
                                              plan.context(trial_id)),
-            train_loop_config=attempt.config,
-            torch_config=TorchConfig(backend=plan.backend),
+            train_loop_config=attempt.config, torch_config=TorchConfig(backend=plan.backend),
             datasets=dict(plan.datasets) or None,
             dataset_config=data_config(opts.datasets_to_split),
             scaling_config=ScalingConfig(num_workers=opts.train_workers(plan.num_workers),

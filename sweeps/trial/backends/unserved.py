@@ -19,9 +19,7 @@ import re
 __all__ = ["UNSERVED", "unserved_calls"]
 
 # What the inline backend does not serve, and how a loop's source spells the call.
-UNSERVED = {
-    "ray.train.get_context().get_storage()": re.compile(r"\.get_storage\s*\("),
-}
+UNSERVED = {"ray.train.get_context().get_storage()": re.compile(r"\.get_storage\s*\(")}
 
 
 def unserved_calls(trainable: str) -> list[str]:
