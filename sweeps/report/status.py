@@ -103,9 +103,8 @@ def status_json(root: Path) -> dict[str, Any]:
     params = {f.trial_id: f.params or {} for f in read_sweep_dir(root, view.log)}
     best, metric, total = _best_reported(view), view.objective.metric, _total(view)
     trials = [{"id": t.trial_id, "status": t.status, "params": params.get(t.trial_id, {}),
-               "epoch": t.clock, "metric": next((v for r in reversed(t.history) if (
-                   v := finite_float(r.get(metric))) is not None), None),
-               "restarts": max((int(r.get(RESTARTS_KEY) or 0) for r in t.history), default=0)}
+               "epoch": t.clock, "metric": t.last(metric),
+               "restarts": int(t.last(RESTARTS_KEY) or 0)}
               for t in view.trials]
     statuses = [t["status"] for t in trials]
     done = bool(statuses) and "interrupted" not in statuses and (

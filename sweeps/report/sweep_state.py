@@ -100,6 +100,11 @@ class TrialState:
     history: list[dict[str, Any]]
     clock: float
 
+    def last(self, key: str) -> float | None:
+        """The last number the trial reported for ``key`` (a metric, its restarts), or None."""
+        return next((v for r in reversed(self.history)
+                     if (v := finite_float(r.get(key))) is not None), None)
+
 
 @dataclass
 class SweepView:

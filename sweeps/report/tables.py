@@ -88,9 +88,8 @@ def _trial_row(t: TrialState, view: SweepView, objectives: dict[str, str], paths
         values = [v for r in t.history if (v := finite_float(r.get(metric))) is not None]
         row[f"best_{metric}"] = (max if mode == "max" else min)(values, default=math.nan)
         row[f"final_{metric}"] = values[-1] if values else math.nan
-    restarts = [r[RESTARTS_KEY] for r in t.history if r.get(RESTARTS_KEY) is not None]
     best = best_kept(((None, r.get(view.objective.metric), r.get(CHECKPOINT_PATH_KEY))
                       for r in t.history), view.objective.mode)
-    row.update(epochs=math.ceil(t.clock), restarts=int(restarts[-1]) if restarts else 0,
+    row.update(epochs=math.ceil(t.clock), restarts=int(t.last(RESTARTS_KEY) or 0),
                checkpoint=uri_of(best[1]) if best else None)
     return row
